@@ -1,0 +1,104 @@
+// sinew/backend/backend_spec.hpp: the contract every backend (OneDnn, Eigen) fulfils.
+//
+// A backend B is an empty policy type. The Model builds one *plan* per batch size from it, with every
+// primitive and buffer created at set-up; a training step then only executes.
+//
+//   B::kName                  "onednn", "eigen": for reports.
+//   B::kFuseActivations       whether a Conv2d/Dense and the activation after it run as one node.
+//   B::context                per-model runtime state (thread pool, engine, stream). Constructed from
+//                             BackendOptions; not copyable; must outlive every plan built from it.
+//   B::tensor                 an activation as exchanged between ops; its layout is the backend's business.
+//   B::tensor_desc            describes a tensor (shape and layout); comparable with ==.
+//   B::plain_desc(N, C, H, W) the descriptor of plain NCHW floats;
+//   B::plain_like(d)          the plain (row-major) layout of d's dimensions.
+//   B::external               binds caller-owned plain floats as a tensor without copying:
+//                               setup(ctx, plain_desc); bind(float*) -> const tensor&; desc().
+//   B::converter              moves a tensor into another layout, or passes it through when equal:
+//                               setup(ctx, from_desc, to_desc); operator()(ctx, const tensor&) -> const tensor&.
+//   B::to_plain(ctx, t, out)  copies tensor t (any layout) into plain NCHW floats (for checks and tests).
+//   B::data(t)                the floats of a tensor in plain layout.
+//   B::template op<Node>      the implementation of one lowered node (see layers/layer_spec.hpp) with
+//     default constructor, then
+//     template <NodeType N> setup(ctx, src_desc, batch, ParamSlots, need_diff_src)
+//                             creates primitives for input layout src_desc; ParamSlots points into the
+//                             network's flat parameter and gradient buffers (PyTorch layout);
+//     dst_desc(), dst()       the output (valid after forward);
+//     diff_src_desc()         the layout backward writes the input gradient in;
+//     bind_diff_dst(ctx, d)   the layout the output gradient will arrive in (called once, after setup);
+//     forward(ctx, src)       computes dst from src and the parameters;
+//     backward(ctx, src, diff_dst)
+//                             overwrites the parameter gradients, and diff_src() when need_diff_src.
+//   A node kind that a backend lacks fails to compile with a sentence naming the backend and the layer.
+#pragma once
+
+#include <concepts>
+#include <cstddef>
+#include <string_view>
+
+#include "sinew/layers.hpp"
+
+namespace sinew {
+
+/// Runtime options shared by every backend.
+struct BackendOptions {
+  int threads = 0;  ///< worker threads; 0 = the OMP_NUM_THREADS / hardware default
+};
+
+/// Where a node's parameters and their gradients live inside the network's flat buffers.
+struct ParamSlots {
+  float* weights = nullptr;
+  float* bias = nullptr;
+  float* diff_weights = nullptr;
+  float* diff_bias = nullptr;
+};
+
+namespace backend::example {
+using conv_node = Node<Conv2d<4, 3>, Shape<2, 8, 8>, ReLU, 0, 0>;
+using dense_node = Node<Dense<5>, Flat<16>, NoActivation, 0, 0>;
+using pool_node = Node<MaxPool<2>, Shape<2, 8, 8>, NoActivation, 0, 0>;
+using act_node = Node<Tanh, Shape<2, 8, 8>, NoActivation, 0, 0>;
+using flatten_node = Node<Flatten, Shape<2, 8, 8>, NoActivation, 0, 0>;
+}  // namespace backend::example
+
+namespace req {
+template <class B>
+concept has_backend_traits = requires {
+  { B::kName } -> std::convertible_to<std::string_view>;
+  { B::kFuseActivations } -> std::convertible_to<bool>;
+};
+template <class B>
+concept has_context = std::constructible_from<typename B::context, BackendOptions>;
+template <class B>
+concept has_tensors = requires(typename B::context& ctx, const typename B::tensor& t, typename B::external& e,
+                               typename B::converter& c, float* p) {
+  { e.setup(ctx, B::plain_desc(1, 1, 1, 1)) };
+  { B::plain_like(B::plain_desc(1, 1, 1, 1)) } -> std::convertible_to<typename B::tensor_desc>;
+  { e.bind(p) } -> std::convertible_to<const typename B::tensor&>;
+  { e.desc() } -> std::convertible_to<typename B::tensor_desc>;
+  { c(ctx, t) } -> std::convertible_to<const typename B::tensor&>;
+  { B::to_plain(ctx, t, p) };
+  { B::data(t) } -> std::convertible_to<float*>;
+};
+template <class B, class N>
+concept has_op = requires(typename B::template op<N>& op, typename B::context& ctx, const typename B::tensor& t,
+                          const typename B::tensor_desc& d) {
+  { op.template setup<N>(ctx, d, 1, ParamSlots{}, true) };
+  { op.dst_desc() } -> std::convertible_to<typename B::tensor_desc>;
+  { op.dst() } -> std::convertible_to<const typename B::tensor&>;
+  { op.diff_src_desc() } -> std::convertible_to<typename B::tensor_desc>;
+  { op.bind_diff_dst(ctx, d) };
+  { op.forward(ctx, t) };
+  { op.backward(ctx, t, t) };
+  { op.diff_src() } -> std::convertible_to<const typename B::tensor&>;
+};
+template <class B>
+concept has_core_ops = has_op<B, backend::example::conv_node> && has_op<B, backend::example::dense_node> &&
+                       has_op<B, backend::example::pool_node> && has_op<B, backend::example::act_node> &&
+                       has_op<B, backend::example::flatten_node>;
+}  // namespace req
+
+/// A backend policy: computes every layer of sinew's core set.
+template <class B>
+concept Backend = req::has_backend_traits<B> && req::has_context<B> && req::has_tensors<B> && req::has_core_ops<B>;
+
+}  // namespace sinew

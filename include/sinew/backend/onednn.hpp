@@ -1,0 +1,80 @@
+// sinew/backend/onednn.hpp: the OneDnn backend, computing every layer with oneDNN primitives
+// (the way PyTorch and MXNet do on CPUs).
+#pragma once
+
+#include "sinew/backend/backend_spec.hpp"
+#include "sinew/backend/onednn/activation.hpp"
+#include "sinew/backend/onednn/common.hpp"
+#include "sinew/backend/onednn/conv2d.hpp"
+#include "sinew/backend/onednn/dense.hpp"
+#include "sinew/backend/onednn/flatten.hpp"
+#include "sinew/backend/onednn/pooling.hpp"
+#include "sinew/core/diagnostics.hpp"
+
+namespace sinew::backend {
+
+namespace onednn {
+/// impl<Layer>::type is the op class that computes Layer.
+template <class Layer>
+struct impl {
+  static_assert(dependent_false<Layer>,
+                "the OneDnn backend has no implementation of this layer kind; add one under backend/onednn/ "
+                "and map it in backend/onednn.hpp (the contract is in backend/backend_spec.hpp)");
+};
+template <int O, int K, int S, int P, bool B>
+struct impl<Conv2d<O, K, S, P, B>> {
+  using type = conv2d_op;
+};
+template <int O, bool B>
+struct impl<Dense<O, B>> {
+  using type = dense_op;
+};
+template <int K, int S, int P>
+struct impl<MaxPool<K, S, P>> {
+  using type = pooling_op;
+};
+template <int K, int S, int P>
+struct impl<AvgPool<K, S, P>> {
+  using type = pooling_op;
+};
+template <>
+struct impl<ReLU> {
+  using type = activation_op;
+};
+template <>
+struct impl<Tanh> {
+  using type = activation_op;
+};
+template <>
+struct impl<Sigmoid> {
+  using type = activation_op;
+};
+template <>
+struct impl<Flatten> {
+  using type = flatten_op;
+};
+}  // namespace onednn
+
+/// oneDNN primitives in the layouts they choose, activations fused into the layer before them.
+struct OneDnn {
+  static constexpr std::string_view kName = "onednn";
+  static constexpr bool kFuseActivations = true;
+
+  using context = onednn::context;
+  using tensor = dnnl::memory;
+  using tensor_desc = dnnl::memory::desc;
+  using external = onednn::external;
+  using converter = onednn::converter;
+
+  static tensor_desc plain_desc(int n, int c, int h, int w) { return onednn::plain_desc(n, c, h, w); }
+  static tensor_desc plain_like(const tensor_desc& d) { return onednn::plain_like(d); }
+  static void to_plain(context& ctx, const tensor& t, float* out) { onednn::to_plain(ctx, t, out); }
+  static float* data(const tensor& t) { return static_cast<float*>(t.get_data_handle()); }
+
+  template <NodeType N>
+  using op = typename onednn::impl<typename N::layer>::type;
+};
+
+static_assert(Backend<OneDnn>);
+
+}  // namespace sinew::backend

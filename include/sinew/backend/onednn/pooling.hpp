@@ -1,0 +1,86 @@
+// sinew/backend/onednn/pooling.hpp: MaxPool and AvgPool; max pooling keeps its forward workspace.
+#pragma once
+
+#include "sinew/backend/onednn/common.hpp"
+
+namespace sinew::backend::onednn {
+
+class pooling_op {
+ public:
+  template <NodeType N>
+  void setup(context& ctx, const desc& src_md, int batch, ParamSlots, bool need_diff_src) {
+    using L = typename N::layer;
+    using Out = typename N::output;
+    constexpr bool is_max = std::is_same_v<L, MaxPool<L::kKernel, L::kStride, L::kPadding>>;
+    setup(ctx, src_md, batch, Out::kChannels, Out::kHeight, Out::kWidth, L::kKernel, L::kStride, L::kPadding,
+          is_max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_include_padding, need_diff_src);
+  }
+
+  void setup(context& ctx, const desc& src_md, int batch, int c, int oh, int ow, int kernel, int stride, int padding,
+             dnnl::algorithm alg, bool need_diff_src) {
+    using namespace dnnl;
+    const auto& eng = ctx.engine();
+    need_diff_src_ = need_diff_src;
+    const dims strides{stride, stride}, k{kernel, kernel}, pad{padding, padding};
+    const desc dst_any({batch, c, oh, ow}, dt::f32, tag::any);
+    // The input keeps the layout the previous layer produced: pooling runs on any layout.
+    fwd_pd_ = checked("pooling forward", [&] {
+      return pooling_forward::primitive_desc({prop_kind::forward_training, alg, src_md, dst_any, strides, k, pad, pad},
+                                             eng);
+    });
+    fwd_ = pooling_forward(fwd_pd_);
+    dst_ = memory(fwd_pd_.dst_desc(), eng);
+    if (alg == algorithm::pooling_max) workspace_ = memory(fwd_pd_.workspace_desc(), eng);
+    if (need_diff_src) {
+      auto bwd_pd = checked("pooling backward", [&] {
+        return pooling_backward::primitive_desc({alg, src_md, fwd_pd_.dst_desc(), strides, k, pad, pad}, eng,
+                                                fwd_pd_);
+      });
+      bwd_ = pooling_backward(bwd_pd);
+      bwd_diff_dst_desc_ = bwd_pd.diff_dst_desc();
+      diff_src_ = memory(bwd_pd.diff_src_desc(), eng);
+    }
+  }
+
+  desc dst_desc() const { return fwd_pd_.dst_desc(); }
+  const memory& dst() const noexcept { return dst_; }
+  desc diff_src_desc() const { return diff_src_ ? diff_src_.get_desc() : desc(); }
+  const memory& diff_src() const noexcept { return diff_src_; }
+  void bind_diff_dst(context& ctx, const desc& d) {
+    if (need_diff_src_) diff_dst_.setup(ctx, d, bwd_diff_dst_desc_);
+  }
+
+  void forward(context& ctx, const memory& src) {
+    if (&src != bound_src_) {
+      bound_src_ = &src;
+      fwd_args_ = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst_}};
+      if (workspace_) fwd_args_.emplace(DNNL_ARG_WORKSPACE, workspace_);
+    }
+    fwd_.execute(ctx.stream(), fwd_args_);
+  }
+
+  void backward(context& ctx, const memory&, const memory& diff_dst) {
+    if (!need_diff_src_) return;  // no parameters: nothing else to compute
+    if (&diff_dst != bound_diff_dst_) {
+      bound_diff_dst_ = &diff_dst;
+      bwd_args_ = {{DNNL_ARG_DIFF_DST, diff_dst_.target_for(diff_dst)}, {DNNL_ARG_DIFF_SRC, diff_src_}};
+      if (workspace_) bwd_args_.emplace(DNNL_ARG_WORKSPACE, workspace_);
+    }
+    diff_dst_.run(ctx, diff_dst);
+    bwd_.execute(ctx.stream(), bwd_args_);
+  }
+
+ private:
+  bool need_diff_src_ = false;
+  dnnl::pooling_forward::primitive_desc fwd_pd_;
+  dnnl::pooling_forward fwd_;
+  dnnl::pooling_backward bwd_;
+  desc bwd_diff_dst_desc_;
+  memory dst_, workspace_, diff_src_;
+  converter diff_dst_;
+  const memory* bound_src_ = nullptr;
+  const memory* bound_diff_dst_ = nullptr;
+  args fwd_args_, bwd_args_;
+};
+
+}  // namespace sinew::backend::onednn

@@ -1,0 +1,42 @@
+// sinew/backend/simd/elementwise.hpp: one loop body for SIMD batches and the scalar tail, on xsimd.
+//
+//   simd::transform(n, [&](auto v, std::size_t i) {      // v is xsimd::batch<float> or float
+//     using V = decltype(v);
+//     simd::store(p + i, simd::load<V>(p + i) * 2.0f);
+//   });
+// The widest instruction set the compiler targets is used (-march=native gives AVX2 here).
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+
+#include <xsimd/xsimd.hpp>
+
+namespace sinew::simd {
+
+using batch = xsimd::batch<float>;
+inline constexpr std::size_t kWidth = batch::size;
+
+template <class V>
+inline V load(const float* p) {
+  if constexpr (std::is_same_v<V, float>)
+    return *p;
+  else
+    return V::load_unaligned(p);
+}
+inline void store(float* p, batch v) { v.store_unaligned(p); }
+inline void store(float* p, float v) { *p = v; }
+inline batch sqrt(batch v) { return xsimd::sqrt(v); }
+inline float sqrt(float v) { return std::sqrt(v); }
+inline batch fma(batch a, batch b, batch c) { return xsimd::fma(a, b, c); }
+inline float fma(float a, float b, float c) { return std::fma(a, b, c); }
+
+/// Calls body(batch{}, i) for each full batch in [begin, end), then body(float{}, i) for the tail.
+template <class F>
+inline void transform(std::size_t begin, std::size_t end, F&& body) {
+  std::size_t i = begin;
+  for (; i + kWidth <= end; i += kWidth) body(batch{}, i);
+  for (; i < end; ++i) body(0.0f, i);
+}
+
+}  // namespace sinew::simd

@@ -1,0 +1,5 @@
+// sinew/core.hpp: errors, static diagnostics, small utilities.
+#pragma once
+#include "sinew/core/diagnostics.hpp"
+#include "sinew/core/error.hpp"
+#include "sinew/core/rng.hpp"

@@ -1,0 +1,49 @@
+// sinew/core/error.hpp: the exceptions sinew throws.
+//
+// Every runtime error names the thing that is wrong and, where there is one, the fix:
+//   cifar: data_batch_3.bin is 30729999 bytes, expected a multiple of 3073 (truncated download?)
+// Callers catch sinew::error for everything, or one of the kinds below to react to a cause.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace sinew {
+
+/// Base of every exception sinew throws.
+class error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A data file is missing, truncated, corrupt, or holds values out of range.
+class data_error : public error {
+ public:
+  using error::error;
+};
+
+/// A runtime size or shape does not match what the compile-time configuration expects.
+class shape_error : public error {
+ public:
+  using error::error;
+};
+
+/// Training diverged (NaN or infinite loss) or an option is out of range.
+class training_error : public error {
+ public:
+  using error::error;
+};
+
+/// A backend library (oneDNN, Eigen) refused a configuration.
+class backend_error : public error {
+ public:
+  using error::error;
+};
+
+/// Ranks disagree, a peer died, or the communication layer failed.
+class comm_error : public error {
+ public:
+  using error::error;
+};
+
+}  // namespace sinew

@@ -1,0 +1,29 @@
+// sinew/core/parallel.hpp: splitting element-wise work over the OpenMP threads that oneDNN also uses.
+#pragma once
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstddef>
+
+namespace sinew {
+
+/// Calls f(begin, end) on disjoint ranges covering [0, n), in parallel when n is large enough to pay for
+/// waking the threads. Range boundaries are multiples of `align` elements (keeps SIMD loads aligned).
+template <class F>
+void parallel_ranges(std::size_t n, F&& f, std::size_t align = 16, std::size_t min_per_thread = 1 << 15) {
+  const int threads = std::min<std::size_t>(omp_get_max_threads(), std::max<std::size_t>(1, n / min_per_thread));
+  if (threads <= 1) {
+    f(std::size_t(0), n);
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    const std::size_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const std::size_t chunk = (n / nt + align - 1) / align * align;
+    const std::size_t begin = std::min(n, t * chunk), end = std::min(n, begin + chunk);
+    if (begin < end) f(begin, end);
+  }
+}
+
+}  // namespace sinew

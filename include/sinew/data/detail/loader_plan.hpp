@@ -1,0 +1,194 @@
+// sinew/data/detail/loader_plan.hpp: what CachedLoader and StreamingLoader share.
+//
+// Both loaders take their shape, their epoch order and their pixel conversion from one loader_plan,
+// which is what makes their batches bit-identical for the same options.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <numeric>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sinew/core/error.hpp"
+#include "sinew/data/dataset.hpp"
+#include "sinew/data/loader_options.hpp"
+#include "sinew/data/shuffle.hpp"
+
+namespace sinew::data::detail {
+
+class loader_plan {
+ public:
+  /// Checks `options` against `data` and fixes everything that does not change between epochs.
+  loader_plan(const Dataset& data, const LoaderOptions& options) : options_(options) {
+    check_dataset(data);
+    check_options(data);
+    channels_ = data.channels;
+    in_height_ = data.height;
+    in_width_ = data.width;
+    height_ = options.pad_to_height == 0 ? data.height : options.pad_to_height;
+    width_ = options.pad_to_width == 0 ? data.width : options.pad_to_width;
+    pad_top_ = (height_ - in_height_) / 2;
+    pad_left_ = (width_ - in_width_) / 2;
+    build_lookup();
+    plan_shares(data.size());
+  }
+
+  int channels() const { return channels_; }
+  int height() const { return height_; }
+  int width() const { return width_; }
+  int batch_size() const { return options_.batch_size; }
+  std::size_t samples() const { return samples_; }
+  std::size_t batches() const { return batches_; }
+
+  /// Floats in one output image, after padding.
+  std::size_t image_size() const {
+    return static_cast<std::size_t>(channels_) * static_cast<std::size_t>(height_) * static_cast<std::size_t>(width_);
+  }
+
+  /// The dataset indices this rank visits in `epoch`, in order: samples() of them.
+  std::vector<std::size_t> epoch_indices(int epoch) const {
+    std::vector<std::size_t> order;
+    if (options_.shuffle) {
+      order = epoch_permutation(dataset_size_, options_.seed, epoch);
+    } else {
+      order.resize(dataset_size_);
+      std::iota(order.begin(), order.end(), std::size_t{0});
+    }
+    std::vector<std::size_t> mine(samples_);
+    const auto rank = static_cast<std::size_t>(options_.rank), world = static_cast<std::size_t>(options_.world_size);
+    for (std::size_t i = 0; i < samples_; ++i) mine[i] = order[rank + i * world];
+    return mine;
+  }
+
+  /// Writes image `in` (channels x in_height x in_width bytes) as image_size() padded, normalized floats.
+  void convert(const std::uint8_t* in, float* out) const {
+    const std::size_t in_plane = static_cast<std::size_t>(in_height_) * static_cast<std::size_t>(in_width_);
+    const std::size_t out_plane = static_cast<std::size_t>(height_) * static_cast<std::size_t>(width_);
+    const bool padded = height_ != in_height_ || width_ != in_width_;
+    for (int c = 0; c < channels_; ++c) {
+      const float* lookup = lookup_.data() + 256 * static_cast<std::size_t>(c);
+      float* plane = out + static_cast<std::size_t>(c) * out_plane;
+      if (padded) std::fill(plane, plane + out_plane, lookup[0]);
+      const std::uint8_t* in_row = in + static_cast<std::size_t>(c) * in_plane;
+      for (int y = 0; y < in_height_; ++y, in_row += in_width_) {
+        float* out_row = plane + static_cast<std::size_t>(y + pad_top_) * static_cast<std::size_t>(width_) +
+                         static_cast<std::size_t>(pad_left_);
+        for (int x = 0; x < in_width_; ++x) out_row[x] = lookup[in_row[x]];
+      }
+    }
+  }
+
+  /// Throws unless next()'s buffers hold a full batch.
+  void check_buffers(std::span<const float> images, std::span<const std::int32_t> labels) const {
+    const std::size_t batch = static_cast<std::size_t>(options_.batch_size);
+    if (images.size() < batch * image_size() || labels.size() < batch)
+      throw shape_error("loader: next() got room for " + std::to_string(images.size()) + " floats and " +
+                        std::to_string(labels.size()) + " labels, a batch needs " +
+                        std::to_string(batch * image_size()) + " and " + std::to_string(batch) + " (batch_size " +
+                        std::to_string(batch) + " x " + std::to_string(channels_) + "x" + std::to_string(height_) +
+                        "x" + std::to_string(width_) + ")");
+  }
+
+ private:
+  static void check_dataset(const Dataset& data) {
+    if (data.channels <= 0 || data.height <= 0 || data.width <= 0)
+      throw data_error("loader: the dataset's images are " + std::to_string(data.channels) + "x" +
+                       std::to_string(data.height) + "x" + std::to_string(data.width) +
+                       "; every dimension must be positive");
+    if (data.size() == 0) throw data_error("loader: the dataset is empty");
+    if (data.pixels.size() != data.size() * data.image_size())
+      throw data_error("loader: the dataset holds " + std::to_string(data.size()) + " labels and " +
+                       std::to_string(data.pixels.size()) + " pixel bytes, expected " +
+                       std::to_string(data.size() * data.image_size()) + " (" + std::to_string(data.size()) +
+                       " x " + std::to_string(data.image_size()) + ")");
+    for (std::size_t i = 0; i < data.size(); ++i)
+      if (data.labels[i] < 0 || data.labels[i] >= data.num_classes)
+        throw data_error("loader: label " + std::to_string(data.labels[i]) + " of sample " + std::to_string(i) +
+                         " is out of range [0, " + std::to_string(data.num_classes) + ")");
+  }
+
+  void check_options(const Dataset& data) const {
+    const LoaderOptions& o = options_;
+    if (o.batch_size <= 0)
+      throw data_error("loader: batch_size is " + std::to_string(o.batch_size) + "; it must be positive");
+    if (o.world_size <= 0)
+      throw data_error("loader: world_size is " + std::to_string(o.world_size) + "; it must be positive");
+    if (o.rank < 0 || o.rank >= o.world_size)
+      throw data_error("loader: rank " + std::to_string(o.rank) + " is out of range for world_size " +
+                       std::to_string(o.world_size) + " (ranks are 0.." + std::to_string(o.world_size - 1) + ")");
+    if (data.size() < static_cast<std::size_t>(o.world_size))
+      throw data_error("loader: " + std::to_string(data.size()) + " samples cannot be shared by " +
+                       std::to_string(o.world_size) + " ranks (every rank needs at least one)");
+    check_pad("pad_to_height", o.pad_to_height, "height", data.height);
+    check_pad("pad_to_width", o.pad_to_width, "width", data.width);
+    check_per_channel("mean", o.mean, data.channels);
+    check_per_channel("std", o.std, data.channels);
+    for (std::size_t c = 0; c < o.std.size(); ++c)
+      if (!(o.std[c] > 0))
+        throw data_error("loader: std[" + std::to_string(c) + "] is " + std::to_string(o.std[c]) +
+                         "; every std must be positive");
+  }
+
+  static void check_pad(const char* option, int pad, const char* side, int size) {
+    if (pad != 0 && pad < size)
+      throw data_error("loader: " + std::string(option) + " " + std::to_string(pad) + " is smaller than the images' " +
+                       side + " " + std::to_string(size) + " (padding only grows images; 0 means none)");
+  }
+
+  static void check_per_channel(const char* option, const std::vector<float>& values, int channels) {
+    if (!values.empty() && values.size() != static_cast<std::size_t>(channels))
+      throw data_error("loader: " + std::string(option) + " has " + std::to_string(values.size()) +
+                       " values but the images have " + std::to_string(channels) +
+                       " channels (give one per channel, or none)");
+    for (std::size_t c = 0; c < values.size(); ++c)
+      if (!std::isfinite(values[c]))
+        throw data_error("loader: " + std::string(option) + "[" + std::to_string(c) + "] is not finite");
+  }
+
+  // Every byte value of every channel converted once: convert() is then one lookup per pixel, and
+  // both loaders get the very same floats.
+  void build_lookup() {
+    lookup_.resize(256 * static_cast<std::size_t>(channels_));
+    for (int c = 0; c < channels_; ++c) {
+      const auto ci = static_cast<std::size_t>(c);
+      const float mean = options_.mean.empty() ? 0.0f : options_.mean[ci];
+      const float deviation = options_.std.empty() ? 1.0f : options_.std[ci];
+      for (int v = 0; v < 256; ++v)
+        lookup_[256 * ci + static_cast<std::size_t>(v)] = (static_cast<float>(v) / 255.0f - mean) / deviation;
+    }
+  }
+
+  // Without drop_last, rank r takes every position r + k * world_size of the permutation: the shares cover
+  // the dataset and differ by at most one sample. With it, every rank takes dataset_size / world_size
+  // positions (a few of the permutation's last ones go unused, different ones each epoch) and then only
+  // whole batches, so all ranks run the same number of steps.
+  void plan_shares(std::size_t dataset_size) {
+    dataset_size_ = dataset_size;
+    const auto rank = static_cast<std::size_t>(options_.rank), world = static_cast<std::size_t>(options_.world_size);
+    const auto batch = static_cast<std::size_t>(options_.batch_size);
+    if (options_.drop_last) {
+      const std::size_t share = dataset_size / world;
+      batches_ = share / batch;
+      samples_ = batches_ * batch;
+      if (batches_ == 0)
+        throw data_error("loader: with drop_last, each rank's " + std::to_string(share) +
+                         " samples make no full batch of " + std::to_string(batch) +
+                         " (lower batch_size, or set drop_last = false)");
+    } else {
+      samples_ = (dataset_size - rank + world - 1) / world;
+      batches_ = (samples_ + batch - 1) / batch;
+    }
+  }
+
+  LoaderOptions options_;
+  int channels_ = 0, in_height_ = 0, in_width_ = 0;
+  int height_ = 0, width_ = 0, pad_top_ = 0, pad_left_ = 0;
+  std::vector<float> lookup_;  // [channel][byte value] -> normalized float
+  std::size_t dataset_size_ = 0, samples_ = 0, batches_ = 0;
+};
+
+}  // namespace sinew::data::detail

@@ -1,0 +1,98 @@
+// sinew/data/loader_spec.hpp: what the trainer asks of a data loader.
+//
+// Contract of a Loader L (the trainer is its only caller, from one thread):
+//   channels(), height(), width()  the shape of every image next() writes, after any padding. Constant.
+//   size()                         the samples this rank receives per epoch, summed over its batches. Constant.
+//   batch_size()                   the most samples one next() writes. Constant, > 0.
+//   batches_per_epoch()            how many calls to next() return a non-zero count in an epoch. Constant.
+//   start_epoch(e)                 restarts the epoch from its first batch, in the order fixed by (seed, e):
+//                                  the same e gives the same batches, on every run and every rank's share.
+//                                  May be called at any point, also mid-epoch. A new loader behaves as if
+//                                  start_epoch(0) had been called.
+//   next(images, labels)           pre: images.size() >= batch_size() * channels() * height() * width() and
+//                                  labels.size() >= batch_size(). Writes the next n samples, NCHW float into
+//                                  the first n * channels() * height() * width() images and n labels, and
+//                                  returns n: batch_size(), or less for a short last batch; 0 once the epoch
+//                                  is over, until the next start_epoch.
+// With several ranks, each sees a disjoint share of the dataset per epoch; ranks' size() may then differ
+// by one sample unless the loader evens them out (sinew's loaders do with drop_last).
+#pragma once
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace sinew::data {
+
+namespace req {
+
+template <class L>
+concept has_image_shape = requires(const L& loader) {
+  { loader.channels() } -> std::same_as<int>;
+  { loader.height() } -> std::same_as<int>;
+  { loader.width() } -> std::same_as<int>;
+};
+
+template <class L>
+concept has_size = requires(const L& loader) {
+  { loader.size() } -> std::same_as<std::size_t>;
+};
+
+template <class L>
+concept has_batch_size = requires(const L& loader) {
+  { loader.batch_size() } -> std::same_as<int>;
+};
+
+template <class L>
+concept has_batches_per_epoch = requires(const L& loader) {
+  { loader.batches_per_epoch() } -> std::same_as<std::size_t>;
+};
+
+template <class L>
+concept has_start_epoch = requires(L& loader, int epoch) { loader.start_epoch(epoch); };
+
+template <class L>
+concept has_next = requires(L& loader, std::span<float> images, std::span<std::int32_t> labels) {
+  { loader.next(images, labels) } -> std::same_as<std::size_t>;
+};
+
+}  // namespace req
+
+/// A source of labelled image batches for the trainer; see the contract above.
+template <class L>
+concept Loader = req::has_image_shape<L> && req::has_size<L> && req::has_batch_size<L> &&
+                 req::has_batches_per_epoch<L> && req::has_start_epoch<L> && req::has_next<L>;
+
+/// The smallest Loader: `count` 1x1 images, in batches of two, whose pixel and label are the sample's
+/// index modulo 2. It ignores the epoch, which a real loader must not.
+class example_loader {
+ public:
+  explicit example_loader(std::size_t count = 5) : count_(count) {}
+
+  int channels() const { return 1; }
+  int height() const { return 1; }
+  int width() const { return 1; }
+  std::size_t size() const { return count_; }
+  int batch_size() const { return 2; }
+  std::size_t batches_per_epoch() const { return (count_ + 1) / 2; }
+
+  void start_epoch(int /*epoch*/) { next_sample_ = 0; }
+
+  std::size_t next(std::span<float> images, std::span<std::int32_t> labels) {
+    std::size_t n = 0;
+    for (; n < 2 && next_sample_ < count_; ++n, ++next_sample_) {
+      images[n] = static_cast<float>(next_sample_ % 2);
+      labels[n] = static_cast<std::int32_t>(next_sample_ % 2);
+    }
+    return n;
+  }
+
+ private:
+  std::size_t count_;
+  std::size_t next_sample_ = 0;
+};
+
+static_assert(Loader<example_loader>);
+
+}  // namespace sinew::data

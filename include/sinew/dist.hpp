@@ -1,0 +1,5 @@
+// sinew/dist.hpp: distribution strategies and sync modes.
+#pragma once
+#include "sinew/dist/local.hpp"
+#include "sinew/dist/strategy_spec.hpp"
+#include "sinew/dist/sync_mode.hpp"

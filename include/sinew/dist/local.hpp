@@ -1,0 +1,44 @@
+// sinew/dist/local.hpp: one process, no communication: the optimizer applies the local gradient.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "sinew/core/diagnostics.hpp"
+#include "sinew/dist/strategy_spec.hpp"
+
+namespace sinew::dist {
+
+struct Local {
+  static constexpr std::string_view kName = "local";
+
+  template <class M>
+  struct mode {
+    static_assert(dependent_false<M>,
+                  "dist::Local runs a single process, so it has only the Sync mode; for Async or "
+                  "BoundedStaleness<K> use dist::ParameterServer<Comm, Servers>");
+  };
+
+  int rank() const noexcept { return 0; }
+  int world_size() const noexcept { return 1; }
+  bool is_worker() const noexcept { return true; }
+  int workers() const noexcept { return 1; }
+  int worker_index() const noexcept { return 0; }
+
+  template <SyncMode M, class O>
+  void start(std::span<float>, O&) {}
+
+  template <SyncMode M, Optimizer O>
+  void update(std::span<float> params, std::span<float> grads, O& optimizer, metrics::PhaseSeconds& phases) {
+    metrics::Stopwatch watch;
+    optimizer.step(params, grads);
+    phases.update += watch.elapsed();
+  }
+};
+
+template <>
+struct Local::mode<Sync> {};
+
+static_assert(Strategy<Local>);
+
+}  // namespace sinew::dist

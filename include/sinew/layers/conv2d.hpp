@@ -1,0 +1,42 @@
+// sinew/layers/conv2d.hpp: 2-D convolution with bias, as torch.nn.Conv2d (square kernel, groups = 1).
+#pragma once
+
+#include "sinew/layers/layer_spec.hpp"
+
+namespace sinew {
+
+/// Conv2d<OutChannels, Kernel, Stride, Padding>: weights [OutChannels, InChannels, Kernel, Kernel], bias [OutChannels].
+template <int OutChannels, int Kernel, int Stride = 1, int Padding = 0, bool Bias = true>
+struct Conv2d {
+  static_assert(OutChannels > 0, "Conv2d: the number of output channels must be positive");
+  static_assert(Kernel > 0, "Conv2d: the kernel size must be positive");
+  static_assert(Stride > 0, "Conv2d: the stride must be positive");
+  static_assert(Padding >= 0, "Conv2d: the padding must not be negative");
+
+  static constexpr std::string_view kName = "conv2d";
+  static constexpr int kOutChannels = OutChannels;
+  static constexpr int kKernel = Kernel;
+  static constexpr int kStride = Stride;
+  static constexpr int kPadding = Padding;
+  static constexpr bool kHasBias = Bias;
+  static constexpr bool kFusesActivation = true;  ///< an activation right after it may be fused
+
+  template <FeatureShape In>
+  struct at {
+    static_assert(Kernel <= In::kHeight + 2 * Padding && Kernel <= In::kWidth + 2 * Padding,
+                  "Conv2d: the kernel is larger than the padded input image; use a smaller kernel, more padding, or "
+                  "fewer pooling layers before it");
+    static constexpr bool kFits = Kernel <= In::kHeight + 2 * Padding && Kernel <= In::kWidth + 2 * Padding;
+    using output = Shape<OutChannels, kFits ? window_output(In::kHeight, Kernel, Stride, Padding) : 1,
+                         kFits ? window_output(In::kWidth, Kernel, Stride, Padding) : 1>;
+    static constexpr std::size_t kFanIn = std::size_t(In::kChannels) * Kernel * Kernel;
+    static constexpr std::size_t kWeights = std::size_t(OutChannels) * kFanIn;
+    static constexpr std::size_t kBias = Bias ? OutChannels : 0;
+
+    static void init(std::span<float> weights, std::span<float> bias, Rng& rng) {
+      detail::init_fan_in_uniform(weights, bias, kFanIn, rng);
+    }
+  };
+};
+
+}  // namespace sinew

@@ -1,0 +1,93 @@
+// sinew/layers/layer_spec.hpp: what a layer type must provide, and how a network lowers it into nodes.
+//
+// Contract. A layer spec L is an empty type that describes a layer, independent of any backend:
+//   L::kName                         a short name ("conv2d"), used in reports and checkpoints.
+//   L::template at<In>               the layer applied to input feature shape In. Instantiating it checks
+//                                    that the layer fits In (static_asserts that name the layer and the cause)
+//                                    and provides:
+//       ::output                     the output feature shape;
+//       ::kWeights, ::kBias          parameter counts (0 for layers without parameters);
+//       ::init(weights, bias, rng)   PyTorch's default initialisation (only when kWeights + kBias > 0).
+// Parameters of a layer live in the network's flat buffer as [weights | bias], in PyTorch's layout.
+// Backends implement the layer (see backend/backend_spec.hpp); the spec only says what it computes.
+#pragma once
+
+#include <concepts>
+#include <cstddef>
+#include <span>
+#include <string_view>
+
+#include "sinew/core/rng.hpp"
+#include "sinew/tensor/buffer.hpp"
+#include "sinew/tensor/shape.hpp"
+
+namespace sinew {
+
+/// The activation slot of a node that has none.
+struct NoActivation {
+  static constexpr std::string_view kName = "none";
+};
+
+namespace req {
+template <class L>
+concept has_name = requires {
+  { L::kName } -> std::convertible_to<std::string_view>;
+};
+template <class L, class In>
+concept has_output_shape = requires { typename L::template at<In>::output; } &&
+                           FeatureShape<typename L::template at<In>::output>;
+template <class L, class In>
+concept has_layer_param_counts = requires {
+  { L::template at<In>::kWeights } -> std::convertible_to<std::size_t>;
+  { L::template at<In>::kBias } -> std::convertible_to<std::size_t>;
+};
+}  // namespace req
+
+/// A layer spec that can be applied to input shape In.
+template <class L, class In>
+concept LayerFor = req::has_name<L> && req::has_output_shape<L, In> && req::has_layer_param_counts<L, In>;
+
+/// Element-wise activations: a Conv2d or Dense followed by one may be fused into a single node.
+template <class L>
+inline constexpr bool is_activation_v = false;
+
+/// One step of a lowered network: layer L applied to In, optionally followed by a fused activation Act.
+/// kParamOffset is where its [weights | bias] start in the flat parameter buffer (64-byte aligned).
+template <class L, FeatureShape In, class Act, std::size_t ParamOffset, std::size_t Index>
+struct Node {
+  using layer = L;
+  using applied = typename L::template at<In>;
+  using input = In;
+  using output = typename applied::output;
+  using activation = Act;
+  static constexpr std::size_t kWeights = applied::kWeights;
+  static constexpr std::size_t kBias = applied::kBias;
+  static constexpr std::size_t kParams = kWeights + kBias;
+  static constexpr std::size_t kParamOffset = ParamOffset;
+  /// Space the node takes in the flat buffer: its parameters, padded so the next layer starts aligned.
+  static constexpr std::size_t kParamSpan = align_floats(kParams);
+  static constexpr std::size_t kIndex = Index;  ///< position of L in the network's layer list
+};
+
+template <class T>
+inline constexpr bool is_node_v = false;
+template <class L, class In, class Act, std::size_t O, std::size_t I>
+inline constexpr bool is_node_v<Node<L, In, Act, O, I>> = true;
+
+/// Satisfied by Node<...>.
+template <class T>
+concept NodeType = is_node_v<T>;
+
+namespace detail {
+/// PyTorch's default for Conv2d and Linear: kaiming_uniform(a = sqrt(5)) weights and uniform bias,
+/// which both come to U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+inline void init_fan_in_uniform(std::span<float> weights, std::span<float> bias, std::size_t fan_in, Rng& rng) {
+  const float bound = 1.0f / std::sqrt(float(fan_in));
+  for (float& w : weights) w = rng.uniform(-bound, bound);
+  for (float& b : bias) b = rng.uniform(-bound, bound);
+}
+}  // namespace detail
+
+}  // namespace sinew
+
+#include <cmath>

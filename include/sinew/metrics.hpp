@@ -1,0 +1,5 @@
+// sinew/metrics.hpp: timers, the step breakdown, memory and JSON reports.
+#pragma once
+#include "sinew/metrics/json.hpp"
+#include "sinew/metrics/memory.hpp"
+#include "sinew/metrics/timer.hpp"

@@ -1,0 +1,220 @@
+// sinew/model.hpp: a network instantiated on a backend.
+//
+// Model<Net, Backend> owns the flat parameter and gradient buffers (one aligned allocation each; every
+// layer sees its slice in PyTorch's layout) and one *plan* per batch size it has seen: the backend's ops
+// with all primitives and activations created at set-up. A training step only executes: forward, loss,
+// backward. Optimizers, all-reduce and checkpoints work on parameters() and gradients() as flat spans.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "sinew/backend/backend_spec.hpp"
+#include "sinew/core/error.hpp"
+#include "sinew/core/rng.hpp"
+#include "sinew/core/type_list.hpp"
+#include "sinew/layers/loss.hpp"
+#include "sinew/nets/network_spec.hpp"
+#include "sinew/tensor/buffer.hpp"
+
+namespace sinew {
+
+struct ModelOptions {
+  std::uint64_t seed = 0;       ///< initialisation seed (PyTorch's default schemes)
+  bool input_gradient = false;  ///< also compute the gradient with respect to the input (tests, attacks)
+};
+
+template <Network Net, Backend B>
+class Model {
+ public:
+  using network = Net;
+  using backend = B;
+  using nodes = typename Net::template nodes<B::kFuseActivations>;
+  using input_shape = typename Net::input_shape;
+  using output_shape = typename Net::output_shape;
+  static constexpr std::size_t kOps = nodes::kSize;
+  static constexpr std::size_t kParams = Net::kParams;
+  static constexpr std::size_t kParamSpan = Net::kParamSpan;
+
+  explicit Model(typename B::context& ctx, ModelOptions options = {})
+      : ctx_(&ctx), options_(options), params_(kParamSpan), grads_(kParamSpan) {
+    initialize(options.seed);
+  }
+
+  /// Re-draws every parameter with PyTorch's default initialisation from `seed`.
+  void initialize(std::uint64_t seed) {
+    Rng rng(seed);
+    init_nodes(rng, nodes{});
+  }
+
+  std::span<float> parameters() noexcept { return params_.span(); }
+  std::span<const float> parameters() const noexcept { return params_.span(); }
+  std::span<float> gradients() noexcept { return grads_.span(); }
+  std::span<const float> gradients() const noexcept { return grads_.span(); }
+  typename B::context& context() noexcept { return *ctx_; }
+
+  /// Runs the network on `batch` samples of plain NCHW floats; returns the output, plain [batch, output].
+  std::span<const float> forward(std::span<const float> images, int batch) {
+    if (images.size() != std::size_t(batch) * input_shape::kSize)
+      throw shape_error("model: forward got " + std::to_string(images.size()) + " floats for a batch of " +
+                        std::to_string(batch) + " samples of " + to_string<input_shape>() + " (expected " +
+                        std::to_string(std::size_t(batch) * input_shape::kSize) + ")");
+    plan_ = &plan_for(batch);
+    plan_->input_tensor = &plan_->input.bind(images.data());
+    forward_at<0>(*plan_, *plan_->input_tensor);
+    const tensor& last = std::get<kOps - 1>(plan_->ops).dst();
+    plan_->output_ptr = B::data(plan_->to_plain_output(*ctx_, last));
+    return {plan_->output_ptr, std::size_t(batch) * output_shape::kSize};
+  }
+
+  /// Softmax cross-entropy of the last forward() against `labels`; keeps its gradient for backward().
+  LossValue loss(std::span<const std::int32_t> labels) {
+    plan& p = current("loss");
+    if (labels.size() != std::size_t(p.batch))
+      throw shape_error("model: loss got " + std::to_string(labels.size()) + " labels for a batch of " +
+                        std::to_string(p.batch));
+    return SoftmaxCrossEntropy::compute({p.output_ptr, p.diff_output.size()}, labels, int(output_shape::kSize),
+                                        p.diff_output.span());
+  }
+
+  /// Back-propagates the gradient kept by loss(); overwrites gradients().
+  void backward() {
+    plan& p = current("backward");
+    backward_at<kOps - 1>(p, p.diff_output_tensor());
+  }
+
+  /// Back-propagates an explicit gradient of the output (plain [batch, output]); overwrites gradients().
+  void backward(std::span<const float> diff_output) {
+    plan& p = current("backward");
+    if (diff_output.size() != p.diff_output.size())
+      throw shape_error("model: backward got " + std::to_string(diff_output.size()) + " output gradients, expected " +
+                        std::to_string(p.diff_output.size()));
+    std::copy(diff_output.begin(), diff_output.end(), p.diff_output.begin());
+    backward_at<kOps - 1>(p, p.diff_output_tensor());
+  }
+
+  /// Gradient of the input after backward(), plain NCHW (needs ModelOptions::input_gradient).
+  std::vector<float> input_gradient() {
+    plan& p = current("input_gradient");
+    if (!options_.input_gradient)
+      throw error("model: input_gradient() needs ModelOptions{.input_gradient = true}");
+    std::vector<float> out(std::size_t(p.batch) * input_shape::kSize);
+    B::to_plain(*ctx_, std::get<0>(p.ops).diff_src(), out.data());
+    return out;
+  }
+
+ private:
+  template <class N>
+  using op_t = typename B::template op<N>;
+  using ops_t = as_tuple_t<map_t<op_t, nodes>>;
+  using tensor = typename B::tensor;
+
+  struct plan {
+    int batch = 0;
+    typename B::external input;
+    const tensor* input_tensor = nullptr;
+    ops_t ops;
+    typename B::converter to_plain_output;
+    typename B::external diff_output_binding;
+    AlignedBuffer<float> diff_output;
+    const float* output_ptr = nullptr;
+
+    const tensor& diff_output_tensor() { return diff_output_binding.bind(diff_output.data()); }
+  };
+
+  plan& current(const char* what) {
+    if (!plan_) throw error(std::string("model: ") + what + "() needs a forward() first");
+    return *plan_;
+  }
+
+  plan& plan_for(int batch) {
+    if (batch <= 0) throw shape_error("model: the batch size must be positive, got " + std::to_string(batch));
+    for (auto& p : plans_)
+      if (p->batch == batch) return *p;
+    auto p = std::make_unique<plan>();
+    p->batch = batch;
+    auto& ctx = *ctx_;
+    p->input.setup(ctx, B::plain_desc(batch, input_shape::kChannels, input_shape::kHeight, input_shape::kWidth));
+    setup_at<0>(*p, p->input.desc());
+    const auto last_desc = std::get<kOps - 1>(p->ops).dst_desc();
+    const auto plain = B::plain_like(last_desc);
+    p->to_plain_output.setup(ctx, last_desc, plain);
+    p->diff_output_binding.setup(ctx, plain);
+    p->diff_output = AlignedBuffer<float>(std::size_t(batch) * output_shape::kSize);
+    bind_diff_at<kOps - 1>(*p, plain);
+    plans_.push_back(std::move(p));
+    return *plans_.back();
+  }
+
+  /// Whether any node before I has parameters: only then does node I need to produce its input gradient.
+  template <std::size_t I>
+  static constexpr bool params_before() {
+    return []<std::size_t... J>(std::index_sequence<J...>) {
+      return (false || ... || (std::tuple_element_t<J, as_tuple_t<nodes>>::kParams > 0));
+    }(std::make_index_sequence<I>{});
+  }
+
+  template <std::size_t I, class Desc>
+  void setup_at(plan& p, const Desc& src_desc) {
+    using N = std::tuple_element_t<I, as_tuple_t<nodes>>;
+    float* w = params_.data() + N::kParamOffset;
+    float* dw = grads_.data() + N::kParamOffset;
+    const ParamSlots slots{w, N::kBias ? w + N::kWeights : nullptr, dw, N::kBias ? dw + N::kWeights : nullptr};
+    auto& op = std::get<I>(p.ops);
+    op.template setup<N>(*ctx_, src_desc, p.batch, slots, options_.input_gradient || params_before<I>());
+    if constexpr (I + 1 < kOps) setup_at<I + 1>(p, op.dst_desc());
+  }
+
+  template <std::size_t I, class Desc>
+  void bind_diff_at(plan& p, const Desc& diff_dst_desc) {
+    auto& op = std::get<I>(p.ops);
+    op.bind_diff_dst(*ctx_, diff_dst_desc);
+    if constexpr (I > 0) {
+      if (options_.input_gradient || params_before<I>()) bind_diff_at<I - 1>(p, op.diff_src_desc());
+    }
+  }
+
+  template <std::size_t I>
+  void forward_at(plan& p, const tensor& src) {
+    auto& op = std::get<I>(p.ops);
+    op.forward(*ctx_, src);
+    if constexpr (I + 1 < kOps) forward_at<I + 1>(p, op.dst());
+  }
+
+  template <std::size_t I>
+  void backward_at(plan& p, const tensor& diff_dst) {
+    auto& op = std::get<I>(p.ops);
+    if constexpr (I == 0) {
+      op.backward(*ctx_, *p.input_tensor, diff_dst);
+    } else {
+      op.backward(*ctx_, std::get<I - 1>(p.ops).dst(), diff_dst);
+      // Stop where no earlier node has parameters, unless the input gradient is wanted.
+      if (options_.input_gradient || params_before<I>()) backward_at<I - 1>(p, op.diff_src());
+    }
+  }
+
+  template <class... N>
+  void init_nodes(Rng& rng, type_list<N...>) {
+    (init_node<N>(rng), ...);
+  }
+  template <class N>
+  void init_node(Rng& rng) {
+    if constexpr (N::kParams > 0) {
+      float* w = params_.data() + N::kParamOffset;
+      N::applied::init({w, N::kWeights}, {w + N::kWeights, N::kBias}, rng);
+    }
+  }
+
+  typename B::context* ctx_;
+  ModelOptions options_;
+  AlignedBuffer<float> params_, grads_;
+  std::vector<std::unique_ptr<plan>> plans_;
+  plan* plan_ = nullptr;
+};
+
+}  // namespace sinew

@@ -1,0 +1,5 @@
+// sinew/nets.hpp: network composition and the model zoo.
+#pragma once
+#include "sinew/nets/lenet5.hpp"
+#include "sinew/nets/network_spec.hpp"
+#include "sinew/nets/sequential.hpp"

@@ -1,0 +1,81 @@
+// sinew/nets/sequential.hpp: a network written as a list of layer types.
+//
+//   using Net = Sequential<Input<1, 32, 32>, Conv2d<6, 5>, Tanh, AvgPool<2>, Flatten, Dense<10>>;
+//
+// Shapes are inferred at compile time; a layer that does not fit its input stops the build with a
+// sentence naming the layer kind, and the compiler's "required from" line names the layer and the shape.
+// The network lowers to a list of Nodes (one per layer, or one per Conv2d/Dense plus the activation that
+// follows it when the backend fuses), each with its offset in the flat parameter buffer.
+#pragma once
+
+#include <cstddef>
+
+#include "sinew/core/type_list.hpp"
+#include "sinew/layers/activation.hpp"
+#include "sinew/layers/input.hpp"
+#include "sinew/layers/layer_spec.hpp"
+
+namespace sinew {
+
+namespace detail {
+
+template <class L>
+concept fuses_activation = requires { requires L::kFusesActivation; };
+
+/// lower<In, Offset, Index, Fuse, Layers...>::type is the type_list of Nodes for Layers applied to In.
+template <class In, std::size_t Offset, std::size_t Index, bool Fuse, class... Layers>
+struct lower {
+  using type = type_list<>;
+  using output = In;
+  static constexpr std::size_t kEnd = Offset;
+};
+
+template <class In, std::size_t Offset, std::size_t Index, bool Fuse, class L, class... Rest>
+struct lower<In, Offset, Index, Fuse, L, Rest...> {
+  static_assert(!is_input_v<L>, "Sequential: Input<C, H, W> may only appear first");
+  using node = Node<L, In, NoActivation, Offset, Index>;
+  using tail = lower<typename node::output, Offset + node::kParamSpan, Index + 1, Fuse, Rest...>;
+  using type = prepend_t<node, typename tail::type>;
+  using output = typename tail::output;
+  static constexpr std::size_t kEnd = tail::kEnd;
+};
+
+template <class In, std::size_t Offset, std::size_t Index, class L, class A, class... Rest>
+  requires(fuses_activation<L> && Activation<A>)
+struct lower<In, Offset, Index, true, L, A, Rest...> {
+  using node = Node<L, In, A, Offset, Index>;
+  using tail = lower<typename node::output, Offset + node::kParamSpan, Index + 2, true, Rest...>;
+  using type = prepend_t<node, typename tail::type>;
+  using output = typename tail::output;
+  static constexpr std::size_t kEnd = tail::kEnd;
+};
+
+template <class List>
+struct param_count;
+template <class... Nodes>
+struct param_count<type_list<Nodes...>> {
+  static constexpr std::size_t value = (std::size_t(0) + ... + Nodes::kParams);
+};
+
+}  // namespace detail
+
+/// Sequential<Input<C, H, W>, Layers...>: the layers applied one after the other.
+template <class In, class... Layers>
+struct Sequential {
+  static_assert(is_input_v<In>, "Sequential: the first element must be Input<C, H, W>, the shape of one sample");
+  static_assert(sizeof...(Layers) > 0, "Sequential: a network needs at least one layer after its Input");
+
+  using input_shape = typename In::shape;
+  /// The lowered nodes; with Fuse, each Conv2d or Dense absorbs the activation right after it.
+  template <bool Fuse>
+  using nodes = typename detail::lower<input_shape, 0, 0, Fuse, Layers...>::type;
+  using output_shape = typename detail::lower<input_shape, 0, 0, false, Layers...>::output;
+
+  /// Trainable parameters, as PyTorch counts them.
+  static constexpr std::size_t kParams = detail::param_count<nodes<false>>::value;
+  /// Floats in the flat parameter buffer: every layer starts 64-byte aligned.
+  static constexpr std::size_t kParamSpan = detail::lower<input_shape, 0, 0, false, Layers...>::kEnd;
+  static constexpr std::size_t kLayers = sizeof...(Layers);
+};
+
+}  // namespace sinew

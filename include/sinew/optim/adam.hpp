@@ -1,0 +1,89 @@
+// sinew/optim/adam.hpp: Adam and AdamW with torch.optim.Adam / AdamW's exact semantics, vectorised with xsimd.
+#pragma once
+
+#include <cmath>
+#include <span>
+#include <string>
+
+#include "sinew/backend/simd/elementwise.hpp"
+#include "sinew/core/error.hpp"
+#include "sinew/core/parallel.hpp"
+#include "sinew/optim/optimizer_spec.hpp"
+#include "sinew/tensor/buffer.hpp"
+
+namespace sinew::optim {
+
+/// Adam; with options::decoupled it is AdamW (weight decay applied to the parameters, not the gradient).
+class Adam {
+ public:
+  static constexpr std::string_view kName = "adam";
+  struct options {
+    float lr = 1e-3f;
+    float beta1 = 0.9f;
+    float beta2 = 0.999f;
+    float eps = 1e-8f;
+    float weight_decay = 0.0f;
+    bool decoupled = false;  ///< AdamW
+  };
+
+  Adam(options o, std::size_t n) : o_(o), m_(n), v_(n) {
+    if (o.lr < 0) throw training_error("adam: the learning rate must not be negative, got " + std::to_string(o.lr));
+    if (!(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1))
+      throw training_error("adam: beta1 and beta2 must lie in [0, 1)");
+    if (!(o.eps > 0)) throw training_error("adam: eps must be positive");
+  }
+
+  void step(std::span<float> p, std::span<const float> g) {
+    ++t_;
+    const float b1 = o_.beta1, b2 = o_.beta2, eps = o_.eps, lr = o_.lr;
+    const float bc1 = 1 - float(std::pow(double(b1), double(t_)));
+    const float bc2 = 1 - float(std::pow(double(b2), double(t_)));
+    const float step_size = lr / bc1, inv_sqrt_bc2 = 1 / std::sqrt(bc2);
+    const float l2 = o_.decoupled ? 0.0f : o_.weight_decay;
+    const float shrink = o_.decoupled ? 1 - lr * o_.weight_decay : 1.0f;
+    float* pp = p.data();
+    const float* gp = g.data();
+    float *mp = m_.data(), *vp = v_.data();
+    parallel_ranges(p.size(), [&](std::size_t begin, std::size_t end) {
+      simd::transform(begin, end, [&](auto x, std::size_t i) {
+        using V = decltype(x);
+        const V w = simd::load<V>(pp + i) * V(shrink);
+        const V d = simd::fma(V(l2), w, simd::load<V>(gp + i));
+        const V m = simd::fma(V(b1), simd::load<V>(mp + i), V(1 - b1) * d);
+        const V v = simd::fma(V(b2), simd::load<V>(vp + i), V(1 - b2) * d * d);
+        simd::store(mp + i, m);
+        simd::store(vp + i, v);
+        const V denom = simd::fma(simd::sqrt(v), V(inv_sqrt_bc2), V(eps));
+        simd::store(pp + i, w - V(step_size) * m / denom);
+      });
+    });
+  }
+
+  float learning_rate() const noexcept { return o_.lr; }
+  void set_learning_rate(float lr) noexcept { o_.lr = lr; }
+  const options& hyper_parameters() const noexcept { return o_; }
+  long steps() const noexcept { return t_; }
+
+ private:
+  options o_;
+  AlignedBuffer<float> m_, v_;
+  long t_ = 0;
+};
+
+/// AdamW: Adam with decoupled weight decay (default 0.01, as torch.optim.AdamW).
+class AdamW : public Adam {
+ public:
+  static constexpr std::string_view kName = "adamw";
+  struct options : Adam::options {
+    options() {
+      weight_decay = 0.01f;
+      decoupled = true;
+    }
+  };
+  AdamW(options o, std::size_t n) : Adam(o, n) {}
+};
+
+static_assert(Optimizer<Adam>);
+static_assert(Optimizer<AdamW>);
+
+}  // namespace sinew::optim

@@ -1,0 +1,59 @@
+// sinew/optim/optimizer_spec.hpp: what an optimizer policy must provide.
+//
+// Contract. An optimizer O updates a flat parameter span from the flat gradient span of the same size
+// (the network's buffers; see model.hpp), keeping any state (momentum, moments) in flat buffers of its own.
+//   O::options                   its hyper-parameters, an aggregate with defaults (lr first);
+//   O(options, n)                creates state for n parameters;
+//   o.step(params, grads)        one update; params and grads have size n; grads are not modified;
+//   o.learning_rate() / o.set_learning_rate(lr)
+//                                read and set the current rate (LR schedules call the setter each step);
+//   O::kName                     "sgd", "adam", ... for reports.
+// Updates are element-wise, so a parameter server may call step() on any sub-range with an optimizer
+// constructed for that range's size.
+#pragma once
+
+#include <concepts>
+#include <cstddef>
+#include <span>
+#include <string_view>
+
+namespace sinew {
+
+namespace req {
+template <class O>
+concept has_options = requires { typename O::options; } && std::constructible_from<O, typename O::options, std::size_t>;
+template <class O>
+concept has_step = requires(O& o, std::span<float> p, std::span<const float> g) {
+  { o.step(p, g) };
+};
+template <class O>
+concept has_learning_rate = requires(O& o, float lr) {
+  { o.learning_rate() } -> std::convertible_to<float>;
+  { o.set_learning_rate(lr) };
+  { O::kName } -> std::convertible_to<std::string_view>;
+};
+}  // namespace req
+
+/// An optimizer policy.
+template <class O>
+concept Optimizer = req::has_options<O> && req::has_step<O> && req::has_learning_rate<O>;
+
+namespace optim::example {
+/// The smallest optimizer: plain gradient descent.
+struct descent {
+  static constexpr std::string_view kName = "descent";
+  struct options {
+    float lr = 0.1f;
+  };
+  descent(options o, std::size_t) : lr_(o.lr) {}
+  void step(std::span<float> p, std::span<const float> g) {
+    for (std::size_t i = 0; i < p.size(); ++i) p[i] -= lr_ * g[i];
+  }
+  float learning_rate() const { return lr_; }
+  void set_learning_rate(float lr) { lr_ = lr; }
+  float lr_;
+};
+static_assert(Optimizer<descent>);
+}  // namespace optim::example
+
+}  // namespace sinew

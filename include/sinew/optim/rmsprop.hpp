@@ -1,0 +1,64 @@
+// sinew/optim/rmsprop.hpp: RMSProp with torch.optim.RMSprop's semantics (centered = false).
+#pragma once
+
+#include <span>
+#include <string>
+
+#include "sinew/backend/simd/elementwise.hpp"
+#include "sinew/core/error.hpp"
+#include "sinew/core/parallel.hpp"
+#include "sinew/optim/optimizer_spec.hpp"
+#include "sinew/tensor/buffer.hpp"
+
+namespace sinew::optim {
+
+class RmsProp {
+ public:
+  static constexpr std::string_view kName = "rmsprop";
+  struct options {
+    float lr = 1e-2f;
+    float alpha = 0.99f;
+    float eps = 1e-8f;
+    float weight_decay = 0.0f;
+    float momentum = 0.0f;
+  };
+
+  RmsProp(options o, std::size_t n) : o_(o), square_(n), momentum_(o.momentum != 0 ? n : 0) {
+    if (o.lr < 0) throw training_error("rmsprop: the learning rate must not be negative");
+    if (!(o.alpha >= 0 && o.alpha < 1)) throw training_error("rmsprop: alpha must lie in [0, 1)");
+  }
+
+  void step(std::span<float> p, std::span<const float> g) {
+    const float a = o_.alpha, eps = o_.eps, lr = o_.lr, wd = o_.weight_decay, mu = o_.momentum;
+    const bool has_momentum = mu != 0;
+    float* pp = p.data();
+    const float* gp = g.data();
+    float *sp = square_.data(), *bp = momentum_.data();
+    parallel_ranges(p.size(), [&](std::size_t begin, std::size_t end) {
+      simd::transform(begin, end, [&](auto x, std::size_t i) {
+        using V = decltype(x);
+        const V w = simd::load<V>(pp + i);
+        const V d = simd::fma(V(wd), w, simd::load<V>(gp + i));
+        const V s = simd::fma(V(a), simd::load<V>(sp + i), V(1 - a) * d * d);
+        simd::store(sp + i, s);
+        V u = d / (simd::sqrt(s) + V(eps));
+        if (has_momentum) {
+          u = simd::fma(V(mu), simd::load<V>(bp + i), u);
+          simd::store(bp + i, u);
+        }
+        simd::store(pp + i, simd::fma(V(-lr), u, w));
+      });
+    });
+  }
+
+  float learning_rate() const noexcept { return o_.lr; }
+  void set_learning_rate(float lr) noexcept { o_.lr = lr; }
+
+ private:
+  options o_;
+  AlignedBuffer<float> square_, momentum_;
+};
+
+static_assert(Optimizer<RmsProp>);
+
+}  // namespace sinew::optim

@@ -1,0 +1,68 @@
+// sinew/optim/sgd.hpp: stochastic gradient descent with momentum, Nesterov momentum and weight decay,
+// with torch.optim.SGD's exact semantics, vectorised with xsimd over the flat buffers.
+#pragma once
+
+#include <span>
+#include <string>
+
+#include "sinew/backend/simd/elementwise.hpp"
+#include "sinew/core/error.hpp"
+#include "sinew/core/parallel.hpp"
+#include "sinew/optim/optimizer_spec.hpp"
+#include "sinew/tensor/buffer.hpp"
+
+namespace sinew::optim {
+
+class Sgd {
+ public:
+  static constexpr std::string_view kName = "sgd";
+  struct options {
+    float lr = 0.01f;
+    float momentum = 0.0f;
+    float dampening = 0.0f;
+    float weight_decay = 0.0f;  ///< L2 penalty added to the gradient
+    bool nesterov = false;
+  };
+
+  Sgd(options o, std::size_t n) : o_(o), momentum_(o.momentum != 0 ? n : 0) {
+    if (o.lr < 0) throw training_error("sgd: the learning rate must not be negative, got " + std::to_string(o.lr));
+    if (o.momentum < 0) throw training_error("sgd: momentum must not be negative");
+    if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
+      throw training_error("sgd: Nesterov momentum needs momentum > 0 and dampening = 0 (as in PyTorch)");
+  }
+
+  void step(std::span<float> p, std::span<const float> g) {
+    float* pp = p.data();
+    const float* gp = g.data();
+    float* bp = momentum_.data();
+    const float lr = o_.lr, wd = o_.weight_decay, mu = o_.momentum, damp = 1 - o_.dampening;
+    const bool first = first_step_, nesterov = o_.nesterov, has_momentum = mu != 0;
+    parallel_ranges(p.size(), [&](std::size_t begin, std::size_t end) {
+      simd::transform(begin, end, [&](auto v, std::size_t i) {
+        using V = decltype(v);
+        V d = simd::fma(V(wd), simd::load<V>(pp + i), simd::load<V>(gp + i));
+        if (has_momentum) {
+          // PyTorch starts the momentum buffer at the first gradient, undamped.
+          const V buf = first ? d : simd::fma(V(mu), simd::load<V>(bp + i), V(damp) * d);
+          simd::store(bp + i, buf);
+          d = nesterov ? simd::fma(V(mu), buf, d) : buf;
+        }
+        simd::store(pp + i, simd::fma(V(-lr), d, simd::load<V>(pp + i)));
+      });
+    });
+    first_step_ = false;
+  }
+
+  float learning_rate() const noexcept { return o_.lr; }
+  void set_learning_rate(float lr) noexcept { o_.lr = lr; }
+  const options& hyper_parameters() const noexcept { return o_; }
+
+ private:
+  options o_;
+  AlignedBuffer<float> momentum_;
+  bool first_step_ = true;
+};
+
+static_assert(Optimizer<Sgd>);
+
+}  // namespace sinew::optim

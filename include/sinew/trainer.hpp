@@ -1,0 +1,214 @@
+// sinew/trainer.hpp: the training loop, with every design choice a policy.
+//
+//   using Train = sinew::Trainer<sinew::nets::LeNet5<>,        // the network, a type
+//                                sinew::backend::OneDnn,        // operator library
+//                                sinew::dist::Local,            // how gradients are combined
+//                                sinew::Sync,                   // how workers wait for each other
+//                                sinew::optim::Sgd>;            // the update rule
+//   Train trainer({.threads = 2}, {.lr = 0.05f, .momentum = 0.9f});
+//   auto stats = trainer.train_epoch(loader);
+//
+// Each step is timed in phases (load, forward, backward, exposed communication, update); images/s counts
+// only steps after the warm-up. A NaN or infinite loss stops training with a training_error before the
+// step changes any parameter.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sinew/backend.hpp"
+#include "sinew/core/error.hpp"
+#include "sinew/data/cached_loader.hpp"
+#include "sinew/data/loader_spec.hpp"
+#include "sinew/dist/local.hpp"
+#include "sinew/dist/strategy_spec.hpp"
+#include "sinew/dist/sync_mode.hpp"
+#include "sinew/metrics/timer.hpp"
+#include "sinew/model.hpp"
+#include "sinew/nets/network_spec.hpp"
+#include "sinew/optim/optimizer_spec.hpp"
+#include "sinew/optim/sgd.hpp"
+#include "sinew/tensor/buffer.hpp"
+
+namespace sinew {
+
+struct TrainerOptions {
+  int threads = 0;            ///< compute threads; 0 = the OMP_NUM_THREADS / hardware default
+  std::uint64_t seed = 0;     ///< parameter initialisation
+  int warmup_steps = 10;      ///< steps left out of images/s
+  bool check_finite = true;   ///< stop on a NaN or infinite loss
+};
+
+/// What one epoch of training did.
+struct EpochStats {
+  int epoch = 0;
+  std::size_t steps = 0, samples = 0;
+  double loss = 0;          ///< mean training loss over the epoch's samples
+  double accuracy = 0;      ///< fraction of training samples classified right (during the epoch)
+  double seconds = 0;       ///< wall time of the epoch
+  double images_per_second = 0;  ///< this process, steps after the warm-up only
+  metrics::PhaseSeconds phases;  ///< summed over the epoch's steps
+};
+
+/// What an evaluation pass measured.
+struct EvalStats {
+  std::size_t samples = 0;
+  double loss = 0, accuracy = 0, seconds = 0;
+};
+
+template <Network Net, Backend B, Strategy S = dist::Local, SyncMode M = Sync, Optimizer O = optim::Sgd,
+          data::Loader L = data::CachedLoader>
+class Trainer {
+  // A strategy that cannot run mode M stops the build here with its own sentence.
+  static_assert(sizeof(typename S::template mode<M>) > 0);
+
+ public:
+  using model_type = Model<Net, B>;
+  using network = Net;
+  using backend = B;
+  using strategy = S;
+  using sync_mode = M;
+  using optimizer_type = O;
+  using loader_type = L;
+  using input_shape = typename Net::input_shape;
+  /// Learning rate at a step, from the base rate: see optim/schedule.hpp.
+  using schedule_fn = std::function<float(float base_lr, std::int64_t step)>;
+
+  explicit Trainer(TrainerOptions options = {}, typename O::options optimizer = {}, S strategy = {})
+      : options_(options),
+        ctx_(BackendOptions{options.threads}),
+        model_(ctx_, ModelOptions{.seed = options.seed}),
+        optimizer_(optimizer, model_.parameters().size()),
+        strategy_(std::move(strategy)),
+        base_lr_(optimizer_.learning_rate()) {
+    strategy_.template start<M>(model_.parameters(), optimizer_);
+  }
+
+  model_type& model() noexcept { return model_; }
+  O& optimizer() noexcept { return optimizer_; }
+  S& dist() noexcept { return strategy_; }
+  typename B::context& context() noexcept { return ctx_; }
+  std::int64_t steps_done() const noexcept { return step_; }
+
+  /// Sets the learning-rate schedule (default: the optimizer's rate throughout).
+  void set_schedule(schedule_fn schedule) { schedule_ = std::move(schedule); }
+
+  /// Images per second of this process over every step after the warm-up so far.
+  double images_per_second() const { return timed_seconds_ > 0 ? double(timed_images_) / timed_seconds_ : 0; }
+
+  /// One pass over the loader's epoch `epoch_` (counted by the trainer), updating the parameters.
+  EpochStats train_epoch(L& loader) {
+    check_shape(loader);
+    EpochStats stats;
+    stats.epoch = epoch_;
+    loader.start_epoch(epoch_);
+    ensure_buffers(loader.batch_size());
+    double loss_sum = 0, timed_s = 0;
+    std::size_t correct = 0, timed_images = 0;
+    metrics::Stopwatch epoch_watch;
+    for (;;) {
+      metrics::PhaseSeconds phases;
+      metrics::Stopwatch watch;
+      const std::size_t n = loader.next(images_.span(), labels_);
+      phases.load = watch.lap();
+      if (n == 0) break;
+      const int batch = int(n);
+      model_.forward({images_.data(), n * input_shape::kSize}, batch);
+      const LossValue value = model_.loss({labels_.data(), n});
+      phases.forward = watch.lap();
+      if (options_.check_finite && !std::isfinite(value.loss))
+        throw training_error("trainer: the loss is " + std::string(std::isnan(value.loss) ? "NaN" : "infinite") +
+                             " at epoch " + std::to_string(epoch_) + ", step " + std::to_string(stats.steps) +
+                             " (learning rate " + std::to_string(optimizer_.learning_rate()) +
+                             "); the parameters are those before this step. Lower the learning rate, or check "
+                             "the data for NaN or unnormalised values");
+      model_.backward();
+      phases.backward = watch.lap();
+      optimizer_.set_learning_rate(schedule_ ? schedule_(base_lr_, step_) : base_lr_);
+      strategy_.template update<M>(model_.parameters(), model_.gradients(), optimizer_, phases);
+
+      const double step_s = phases.total();
+      loss_sum += value.loss * double(n);
+      correct += value.correct;
+      stats.samples += n;
+      stats.phases += phases;
+      ++stats.steps;
+      if (step_ >= options_.warmup_steps) {
+        timed_s += step_s;
+        timed_images += n;
+      }
+      ++step_;
+    }
+    stats.seconds = epoch_watch.elapsed();
+    if (stats.samples > 0) {
+      stats.loss = loss_sum / double(stats.samples);
+      stats.accuracy = double(correct) / double(stats.samples);
+    }
+    timed_seconds_ += timed_s;
+    timed_images_ += timed_images;
+    stats.images_per_second = timed_s > 0 ? double(timed_images) / timed_s
+                                          : (stats.seconds > 0 ? double(stats.samples) / stats.seconds : 0);
+    ++epoch_;
+    return stats;
+  }
+
+  /// Loss and accuracy over one pass of `loader`, without changing the parameters.
+  EvalStats evaluate(L& loader) {
+    check_shape(loader);
+    loader.start_epoch(0);
+    ensure_buffers(loader.batch_size());
+    EvalStats stats;
+    metrics::Stopwatch watch;
+    double loss_sum = 0;
+    std::size_t correct = 0;
+    while (const std::size_t n = loader.next(images_.span(), labels_)) {
+      model_.forward({images_.data(), n * input_shape::kSize}, int(n));
+      const LossValue value = model_.loss({labels_.data(), n});
+      loss_sum += value.loss * double(n);
+      correct += value.correct;
+      stats.samples += n;
+    }
+    stats.seconds = watch.elapsed();
+    if (stats.samples > 0) {
+      stats.loss = loss_sum / double(stats.samples);
+      stats.accuracy = double(correct) / double(stats.samples);
+    }
+    return stats;
+  }
+
+ private:
+  void check_shape(const L& loader) const {
+    if (loader.channels() != input_shape::kChannels || loader.height() != input_shape::kHeight ||
+        loader.width() != input_shape::kWidth)
+      throw shape_error("trainer: the loader produces " + std::to_string(loader.channels()) + "x" +
+                        std::to_string(loader.height()) + "x" + std::to_string(loader.width()) +
+                        " images but the network takes " + to_string<input_shape>() +
+                        " (pad with LoaderOptions::pad_to_height/width, or change the network's Input)");
+  }
+
+  void ensure_buffers(int batch) {
+    const std::size_t floats = std::size_t(batch) * input_shape::kSize;
+    if (images_.size() != floats) images_ = AlignedBuffer<float>(floats);
+    labels_.resize(std::size_t(batch));
+  }
+
+  TrainerOptions options_;
+  typename B::context ctx_;
+  model_type model_;
+  O optimizer_;
+  S strategy_;
+  float base_lr_;
+  schedule_fn schedule_;
+  AlignedBuffer<float> images_;
+  std::vector<std::int32_t> labels_;
+  int epoch_ = 0;
+  std::int64_t step_ = 0;
+  double timed_seconds_ = 0;
+  std::size_t timed_images_ = 0;
+};
+
+}  // namespace sinew

@@ -1,0 +1,78 @@
+// Core utilities: the seeded RNG, aligned buffers, the JSON writer.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <set>
+
+#include "sinew/core.hpp"
+#include "sinew/metrics/json.hpp"
+#include "sinew/tensor.hpp"
+
+namespace {
+using namespace sinew;
+
+TEST(rng, same_seed_same_stream_and_uniform_in_range) {
+  Rng a(42), b(42), c(43);
+  bool differs = false;
+  for (int i = 0; i < 1000; ++i) {
+    const float u = a.uniform(-2, 3);
+    EXPECT_EQ(u, b.uniform(-2, 3));
+    differs |= u != c.uniform(-2, 3);
+    EXPECT_GE(u, -2.0f);
+    EXPECT_LT(u, 3.0f);
+  }
+  EXPECT_TRUE(differs);
+}
+
+TEST(rng, below_covers_every_value_without_leaving_the_range) {
+  Rng r(1);
+  std::set<std::uint64_t> seen;
+  for (int i = 0; i < 2000; ++i) {
+    const auto v = r.below(7);
+    ASSERT_LT(v, 7u);
+    seen.insert(v);
+  }
+  EXPECT_EQ(seen.size(), 7u);
+}
+
+TEST(rng, normal_has_unit_variance) {
+  Rng r(5);
+  double s = 0, s2 = 0;
+  const int n = 200000;
+  for (int i = 0; i < n; ++i) {
+    const double v = r.normal();
+    s += v, s2 += v * v;
+  }
+  EXPECT_NEAR(s / n, 0.0, 0.01);
+  EXPECT_NEAR(s2 / n, 1.0, 0.02);
+}
+
+TEST(aligned_buffer, is_64_byte_aligned_and_zeroed) {
+  for (std::size_t n : {1u, 15u, 16u, 1000u}) {
+    AlignedBuffer<float> b(n);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.data()) % 64, 0u);
+    for (float v : b) EXPECT_EQ(v, 0.0f);
+  }
+  EXPECT_EQ(align_floats(1), 16u);
+  EXPECT_EQ(align_floats(16), 16u);
+  EXPECT_EQ(align_floats(17), 32u);
+}
+
+TEST(json, writes_nested_objects_in_insertion_order_and_escapes) {
+  auto j = metrics::Json::make_object();
+  j.set("net", "lenet5");
+  j.set("batch", 42);
+  j.set("ratio", 2.5);
+  j.set("nan", std::nan(""));
+  auto phases = metrics::Json::make_object();
+  phases.set("load", 0.25);
+  j.set("phase_seconds", phases);
+  auto list = metrics::Json::make_array();
+  list.push_back(1);
+  list.push_back("a\"b");
+  j.set("list", list);
+  EXPECT_EQ(j.dump(0),
+            R"({"net":"lenet5","batch":42,"ratio":2.5,"nan":null,"phase_seconds":{"load":0.25},"list":[1,"a\"b"]})");
+}
+
+}  // namespace

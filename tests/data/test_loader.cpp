@@ -1,0 +1,460 @@
+// Tests of the loaders (cached_loader.hpp, streaming_loader.hpp), their options, the epoch order
+// (shuffle.hpp) and the Loader concept (loader_spec.hpp), on small in-memory datasets.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <set>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "sinew/data/cached_loader.hpp"
+#include "sinew/data/loader_spec.hpp"
+#include "sinew/data/shuffle.hpp"
+#include "sinew/data/streaming_loader.hpp"
+#include "test_files.hpp"
+
+namespace {
+
+using sinew::data::CachedLoader;
+using sinew::data::Dataset;
+using sinew::data::LoaderOptions;
+using sinew::data::StreamingLoader;
+using sinew::data::testing::contains;
+using sinew::data::testing::data_error_message;
+
+static_assert(sinew::data::Loader<sinew::data::example_loader>);
+static_assert(sinew::data::Loader<CachedLoader>);
+static_assert(sinew::data::Loader<StreamingLoader>);
+
+struct no_next {
+  int channels() const { return 1; }
+  int height() const { return 1; }
+  int width() const { return 1; }
+  std::size_t size() const { return 1; }
+  int batch_size() const { return 1; }
+  std::size_t batches_per_epoch() const { return 1; }
+  void start_epoch(int) {}
+};
+static_assert(sinew::data::req::has_image_shape<no_next> && !sinew::data::req::has_next<no_next>);
+static_assert(!sinew::data::Loader<no_next>);
+
+// n images of c x h x w; sample i is labelled i (so labels name samples) and byte k of it is (7i + k) % 256.
+Dataset indexed_dataset(int n, int c = 1, int h = 2, int w = 3) {
+  Dataset d;
+  d.channels = c;
+  d.height = h;
+  d.width = w;
+  d.num_classes = n;
+  for (int i = 0; i < n; ++i) {
+    d.labels.push_back(i);
+    for (std::size_t k = 0; k < d.image_size(); ++k) d.pixels.push_back(static_cast<std::uint8_t>((7 * i + k) % 256));
+  }
+  return d;
+}
+
+struct Batch {
+  std::vector<float> images;
+  std::vector<std::int32_t> labels;
+};
+
+// start_epoch(epoch), then next() until it returns 0.
+template <class L>
+std::vector<Batch> run_epoch(L& loader, int epoch) {
+  loader.start_epoch(epoch);
+  const std::size_t image = static_cast<std::size_t>(loader.channels() * loader.height() * loader.width());
+  std::vector<Batch> batches;
+  for (;;) {
+    Batch b{std::vector<float>(loader.batch_size() * image), std::vector<std::int32_t>(loader.batch_size())};
+    const std::size_t n = loader.next(b.images, b.labels);
+    if (n == 0) break;
+    b.images.resize(n * image);
+    b.labels.resize(n);
+    batches.push_back(std::move(b));
+  }
+  return batches;
+}
+
+std::vector<std::int32_t> labels_of(const std::vector<Batch>& batches) {
+  std::vector<std::int32_t> labels;
+  for (const Batch& b : batches) labels.insert(labels.end(), b.labels.begin(), b.labels.end());
+  return labels;
+}
+
+std::vector<std::size_t> batch_sizes(const std::vector<Batch>& batches) {
+  std::vector<std::size_t> sizes;
+  for (const Batch& b : batches) sizes.push_back(b.labels.size());
+  return sizes;
+}
+
+float normalized(int byte, float mean, float std) { return (static_cast<float>(byte) / 255.0f - mean) / std; }
+
+template <class L>
+class AnyLoader : public ::testing::Test {};
+using LoaderTypes = ::testing::Types<CachedLoader, StreamingLoader>;
+struct LoaderName {
+  template <class L>
+  static std::string GetName(int) {
+    return std::is_same_v<L, CachedLoader> ? "Cached" : "Streaming";
+  }
+};
+TYPED_TEST_SUITE(AnyLoader, LoaderTypes, LoaderName);
+
+TYPED_TEST(AnyLoader, padding_puts_normalized_zero_in_the_border_and_the_image_centred) {
+  const Dataset data = indexed_dataset(1, 1, 2, 3);
+  LoaderOptions options;
+  options.batch_size = 1;
+  options.pad_to_height = 6;  // 2 rows above, 2 below
+  options.pad_to_width = 5;   // 1 column each side
+  options.mean = {0.5f};
+  options.std = {0.25f};
+  TypeParam loader(data, options);
+  ASSERT_EQ(loader.height(), 6);
+  ASSERT_EQ(loader.width(), 5);
+  const auto batches = run_epoch(loader, 0);
+  ASSERT_EQ(batches.size(), 1u);
+  const std::vector<float>& image = batches[0].images;
+  for (int y = 0; y < 6; ++y)
+    for (int x = 0; x < 5; ++x) {
+      const bool inside = y >= 2 && y < 4 && x >= 1 && x < 4;
+      const int byte = inside ? data.pixels[static_cast<std::size_t>((y - 2) * 3 + (x - 1))] : 0;
+      EXPECT_FLOAT_EQ(image[static_cast<std::size_t>(y * 5 + x)], normalized(byte, 0.5f, 0.25f))
+          << "at y " << y << ", x " << x;
+    }
+  EXPECT_FLOAT_EQ(image[0], -2.0f);  // raw 0 -> (0 - 0.5) / 0.25
+}
+
+TYPED_TEST(AnyLoader, odd_padding_margin_puts_the_extra_pixel_bottom_right) {
+  Dataset data = indexed_dataset(1, 1, 1, 1);
+  data.pixels = {255};
+  LoaderOptions options;
+  options.batch_size = 1;
+  options.pad_to_height = 2;
+  options.pad_to_width = 2;
+  TypeParam loader(data, options);
+  EXPECT_EQ(run_epoch(loader, 0)[0].images, (std::vector<float>{1.0f, 0.0f, 0.0f, 0.0f}));
+}
+
+TYPED_TEST(AnyLoader, normalization_applies_each_channels_mean_and_std_to_x_over_255) {
+  const Dataset data = indexed_dataset(3, 2, 2, 2);
+  LoaderOptions options;
+  options.shuffle = false;
+  options.mean = {0.25f, 0.75f};
+  options.std = {0.5f, 2.0f};
+  TypeParam loader(data, options);
+  const auto batches = run_epoch(loader, 0);
+  ASSERT_EQ(batches.size(), 1u);
+  ASSERT_EQ(batches[0].images.size(), data.pixels.size());
+  for (std::size_t k = 0; k < data.pixels.size(); ++k) {
+    const std::size_t channel = (k / 4) % 2;
+    EXPECT_FLOAT_EQ(batches[0].images[k], normalized(data.pixels[k], options.mean[channel], options.std[channel]))
+        << "at float " << k;
+  }
+}
+
+TYPED_TEST(AnyLoader, without_mean_and_std_pixels_are_x_over_255) {
+  Dataset data = indexed_dataset(1, 1, 1, 3);
+  data.pixels = {0, 51, 255};
+  TypeParam loader(data, LoaderOptions{});
+  EXPECT_EQ(run_epoch(loader, 0)[0].images, (std::vector<float>{0.0f, 51.0f / 255.0f, 1.0f}));
+}
+
+TYPED_TEST(AnyLoader, images_travel_with_their_labels) {
+  const Dataset data = indexed_dataset(20, 1, 2, 3);
+  LoaderOptions options;
+  options.batch_size = 6;
+  TypeParam loader(data, options);
+  for (const Batch& b : run_epoch(loader, 2))
+    for (std::size_t i = 0; i < b.labels.size(); ++i)
+      for (std::size_t k = 0; k < 6; ++k)
+        ASSERT_EQ(b.images[i * 6 + k], normalized(data.pixels[static_cast<std::size_t>(b.labels[i]) * 6 + k], 0, 1));
+}
+
+TYPED_TEST(AnyLoader, shuffle_is_the_same_for_the_same_seed_and_epoch) {
+  const Dataset data = indexed_dataset(50);
+  LoaderOptions options;
+  options.batch_size = 8;
+  options.seed = 42;
+  TypeParam first(data, options), second(data, options);
+  const auto order = labels_of(run_epoch(first, 3));
+  EXPECT_EQ(order, labels_of(run_epoch(second, 3)));
+  EXPECT_EQ(order, labels_of(run_epoch(first, 3)));  // and again on the same loader
+}
+
+TYPED_TEST(AnyLoader, shuffle_differs_between_epochs_and_between_seeds) {
+  const Dataset data = indexed_dataset(50);
+  LoaderOptions options;
+  options.seed = 42;
+  TypeParam loader(data, options);
+  options.seed = 43;
+  TypeParam other_seed(data, options);
+  const auto epoch0 = labels_of(run_epoch(loader, 0));
+  EXPECT_NE(epoch0, labels_of(run_epoch(loader, 1)));
+  EXPECT_NE(epoch0, labels_of(run_epoch(other_seed, 0)));
+}
+
+TYPED_TEST(AnyLoader, each_epoch_visits_every_sample_exactly_once) {
+  const Dataset data = indexed_dataset(37);
+  LoaderOptions options;
+  options.batch_size = 5;
+  TypeParam loader(data, options);
+  std::vector<std::int32_t> all(37);
+  for (int i = 0; i < 37; ++i) all[static_cast<std::size_t>(i)] = i;
+  for (int epoch = 0; epoch < 4; ++epoch) {
+    auto order = labels_of(run_epoch(loader, epoch));
+    EXPECT_NE(order, all) << "epoch " << epoch << " is not shuffled";
+    std::sort(order.begin(), order.end());
+    EXPECT_EQ(order, all) << "epoch " << epoch;
+  }
+}
+
+TYPED_TEST(AnyLoader, without_shuffle_samples_come_in_dataset_order) {
+  const Dataset data = indexed_dataset(7);
+  LoaderOptions options;
+  options.shuffle = false;
+  options.batch_size = 3;
+  TypeParam loader(data, options);
+  EXPECT_EQ(labels_of(run_epoch(loader, 5)), (std::vector<std::int32_t>{0, 1, 2, 3, 4, 5, 6}));
+}
+
+TYPED_TEST(AnyLoader, shards_are_disjoint_cover_the_dataset_and_change_every_epoch) {
+  const Dataset data = indexed_dataset(10);
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    std::multiset<std::int32_t> seen;
+    std::vector<std::int32_t> rank0;
+    for (int rank = 0; rank < 3; ++rank) {
+      LoaderOptions options;
+      options.batch_size = 2;
+      options.seed = 7;
+      options.rank = rank;
+      options.world_size = 3;
+      TypeParam loader(data, options);
+      const auto share = labels_of(run_epoch(loader, epoch));
+      EXPECT_EQ(share.size(), rank == 0 ? 4u : 3u) << "rank " << rank;
+      EXPECT_EQ(loader.size(), share.size());
+      seen.insert(share.begin(), share.end());
+      if (rank == 0) rank0 = share;
+    }
+    std::set<std::int32_t> distinct(seen.begin(), seen.end());
+    EXPECT_EQ(seen.size(), 10u) << "epoch " << epoch;
+    EXPECT_EQ(distinct.size(), 10u) << "epoch " << epoch << ": shares overlap";
+    if (epoch > 0) {
+      LoaderOptions options;
+      options.seed = 7;
+      options.world_size = 3;
+      TypeParam loader(data, options);
+      EXPECT_NE(labels_of(run_epoch(loader, 0)), rank0) << "rank 0's share did not change in epoch " << epoch;
+    }
+  }
+}
+
+TYPED_TEST(AnyLoader, without_drop_last_the_last_batch_is_short) {
+  LoaderOptions options;
+  options.batch_size = 4;
+  TypeParam loader(indexed_dataset(10), options);
+  EXPECT_EQ(loader.size(), 10u);
+  EXPECT_EQ(loader.batches_per_epoch(), 3u);
+  EXPECT_EQ(batch_sizes(run_epoch(loader, 0)), (std::vector<std::size_t>{4, 4, 2}));
+}
+
+TYPED_TEST(AnyLoader, drop_last_drops_the_short_batch) {
+  LoaderOptions options;
+  options.batch_size = 4;
+  options.drop_last = true;
+  TypeParam loader(indexed_dataset(10), options);
+  EXPECT_EQ(loader.size(), 8u);
+  EXPECT_EQ(loader.batches_per_epoch(), 2u);
+  EXPECT_EQ(batch_sizes(run_epoch(loader, 0)), (std::vector<std::size_t>{4, 4}));
+}
+
+TYPED_TEST(AnyLoader, drop_last_gives_every_rank_as_many_full_batches) {
+  const Dataset data = indexed_dataset(11);
+  std::set<std::int32_t> seen;
+  for (int rank = 0; rank < 3; ++rank) {
+    LoaderOptions options;
+    options.batch_size = 2;
+    options.drop_last = true;
+    options.rank = rank;
+    options.world_size = 3;
+    TypeParam loader(data, options);  // 11 / 3 = 3 samples each, one full batch of 2
+    EXPECT_EQ(loader.batches_per_epoch(), 1u);
+    const auto share = labels_of(run_epoch(loader, 1));
+    EXPECT_EQ(share.size(), 2u) << "rank " << rank;
+    seen.insert(share.begin(), share.end());
+  }
+  EXPECT_EQ(seen.size(), 6u) << "shares overlap";
+}
+
+TYPED_TEST(AnyLoader, next_returns_zero_after_the_epoch_until_start_epoch) {
+  LoaderOptions options;
+  options.batch_size = 4;
+  TypeParam loader(indexed_dataset(6), options);
+  std::vector<float> images(4 * 6);
+  std::vector<std::int32_t> labels(4);
+  EXPECT_EQ(loader.next(images, labels), 4u);  // a new loader is at the start of epoch 0
+  EXPECT_EQ(loader.next(images, labels), 2u);
+  EXPECT_EQ(loader.next(images, labels), 0u);
+  EXPECT_EQ(loader.next(images, labels), 0u);
+  loader.start_epoch(1);
+  EXPECT_EQ(loader.next(images, labels), 4u);
+}
+
+TYPED_TEST(AnyLoader, start_epoch_mid_epoch_restarts_from_the_first_batch) {
+  const Dataset data = indexed_dataset(30);
+  LoaderOptions options;
+  options.batch_size = 4;
+  TypeParam interrupted(data, options), fresh(data, options);
+  std::vector<float> images(4 * 6);
+  std::vector<std::int32_t> labels(4);
+  ASSERT_EQ(interrupted.next(images, labels), 4u);
+  ASSERT_EQ(interrupted.next(images, labels), 4u);
+  EXPECT_EQ(labels_of(run_epoch(interrupted, 1)), labels_of(run_epoch(fresh, 1)));
+}
+
+TYPED_TEST(AnyLoader, a_loader_left_mid_epoch_is_destroyed_cleanly) {
+  LoaderOptions options;
+  options.batch_size = 2;
+  std::vector<float> images(2 * 6);
+  std::vector<std::int32_t> labels(2);
+  for (int i = 0; i < 20; ++i) {
+    TypeParam loader(indexed_dataset(9), options);
+    ASSERT_EQ(loader.next(images, labels), 2u);
+  }
+}
+
+TYPED_TEST(AnyLoader, buffers_smaller_than_a_batch_throw_shape_error) {
+  LoaderOptions options;
+  options.batch_size = 4;
+  TypeParam loader(indexed_dataset(6), options);
+  std::vector<float> images(4 * 6 - 1);
+  std::vector<std::int32_t> labels(4);
+  EXPECT_THROW(loader.next(images, labels), sinew::shape_error);
+}
+
+TEST(Loaders, cached_and_streaming_batches_are_bit_identical) {
+  const Dataset data = indexed_dataset(101, 3, 5, 4);
+  for (const bool drop_last : {false, true})
+    for (int rank = 0; rank < 2; ++rank) {
+      LoaderOptions options;
+      options.batch_size = 7;
+      options.seed = 1234;
+      options.drop_last = drop_last;
+      options.pad_to_height = 8;
+      options.pad_to_width = 7;
+      options.mean = {0.49f, 0.48f, 0.45f};
+      options.std = {0.25f, 0.24f, 0.26f};
+      options.rank = rank;
+      options.world_size = 2;
+      CachedLoader cached(data, options);
+      StreamingLoader streaming(data, options);
+      EXPECT_EQ(cached.size(), streaming.size());
+      EXPECT_EQ(cached.batches_per_epoch(), streaming.batches_per_epoch());
+      for (int epoch : {0, 1, 2, 1}) {
+        const auto a = run_epoch(cached, epoch), b = run_epoch(streaming, epoch);
+        ASSERT_EQ(a.size(), cached.batches_per_epoch());
+        ASSERT_EQ(a.size(), b.size());
+        for (std::size_t i = 0; i < a.size(); ++i) {
+          EXPECT_EQ(a[i].labels, b[i].labels) << "epoch " << epoch << ", batch " << i;
+          ASSERT_EQ(a[i].images.size(), b[i].images.size());
+          EXPECT_EQ(std::memcmp(a[i].images.data(), b[i].images.data(), a[i].images.size() * sizeof(float)), 0)
+              << "epoch " << epoch << ", batch " << i;
+        }
+      }
+    }
+}
+
+TEST(Loaders, streaming_matches_cached_when_epochs_restart_at_random_points) {
+  const Dataset data = indexed_dataset(200, 1, 3, 3);
+  LoaderOptions options;
+  options.batch_size = 3;
+  CachedLoader cached(data, options);
+  StreamingLoader streaming(data, options);
+  std::vector<float> a_images(27), b_images(27);
+  std::vector<std::int32_t> a_labels(3), b_labels(3);
+  std::mt19937_64 rng(5);
+  for (int epoch = 0; epoch < 40; ++epoch) {
+    cached.start_epoch(epoch);
+    streaming.start_epoch(epoch);
+    const std::uint64_t batches = sinew::data::bounded_uniform(rng, cached.batches_per_epoch() + 2);
+    for (std::uint64_t i = 0; i < batches; ++i) {
+      const std::size_t n = cached.next(a_images, a_labels);
+      ASSERT_EQ(streaming.next(b_images, b_labels), n);
+      ASSERT_EQ(a_labels, b_labels) << "epoch " << epoch << ", batch " << i;
+      ASSERT_EQ(a_images, b_images) << "epoch " << epoch << ", batch " << i;
+    }
+  }
+}
+
+// Each invalid option: the phrase its error must contain.
+TEST(LoaderOptions, invalid_options_throw_data_error_naming_the_option) {
+  const Dataset data = indexed_dataset(10, 3, 4, 4);
+  const auto message = [&](auto change) {
+    LoaderOptions options;
+    change(options);
+    return data_error_message([&] { CachedLoader loader(data, options); });
+  };
+  EXPECT_TRUE(contains(message([](LoaderOptions& o) { o.batch_size = 0; }), "batch_size is 0"));
+  EXPECT_TRUE(contains(message([](LoaderOptions& o) { o.pad_to_height = 3; }),
+                       "pad_to_height 3 is smaller than the images' height 4"));
+  EXPECT_TRUE(contains(message([](LoaderOptions& o) { o.pad_to_width = 2; }), "pad_to_width 2 is smaller"));
+  EXPECT_TRUE(contains(message([](LoaderOptions& o) { o.mean = {0.5f}; }),
+                       "mean has 1 values but the images have 3 channels"));
+  EXPECT_TRUE(contains(message([](LoaderOptions& o) { o.std = {1, 1}; }), "std has 2 values"));
+  EXPECT_TRUE(contains(message([](LoaderOptions& o) { o.std = {1, 0, 1}; }), "std[1] is 0"));
+  EXPECT_TRUE(contains(message([](LoaderOptions& o) { o.std = {1, 1, -2}; }), "every std must be positive"));
+  EXPECT_TRUE(contains(message([](LoaderOptions& o) { o.rank = 4, o.world_size = 4; }),
+                       "rank 4 is out of range for world_size 4"));
+  EXPECT_TRUE(contains(message([](LoaderOptions& o) { o.rank = -1; }), "rank -1 is out of range"));
+  EXPECT_TRUE(contains(message([](LoaderOptions& o) { o.world_size = 0; }), "world_size is 0"));
+  EXPECT_TRUE(contains(message([](LoaderOptions& o) { o.world_size = 11; }), "10 samples cannot be shared by 11"));
+  EXPECT_TRUE(contains(message([](LoaderOptions& o) { o.batch_size = 6, o.drop_last = true, o.world_size = 2; }),
+                       "no full batch of 6"));
+}
+
+TEST(LoaderOptions, inconsistent_datasets_are_rejected) {
+  Dataset empty = indexed_dataset(0);
+  EXPECT_TRUE(contains(data_error_message([&] { StreamingLoader loader(empty, {}); }), "dataset is empty"));
+  Dataset short_pixels = indexed_dataset(4);
+  short_pixels.pixels.pop_back();
+  EXPECT_TRUE(contains(data_error_message([&] { CachedLoader loader(short_pixels, {}); }), "expected 24"));
+  Dataset bad_label = indexed_dataset(4);
+  bad_label.labels[2] = 4;
+  EXPECT_TRUE(contains(data_error_message([&] { StreamingLoader loader(bad_label, {}); }),
+                       "label 4 of sample 2 is out of range [0, 4)"));
+}
+
+TEST(EpochPermutation, is_a_permutation_for_every_small_size) {
+  for (std::size_t n = 0; n < 40; ++n) {
+    auto order = sinew::data::epoch_permutation(n, 9, 1);
+    std::sort(order.begin(), order.end());
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(order[i], i) << "n " << n;
+  }
+}
+
+// The order depends only on std::mt19937_64, which the standard fixes: these values must hold on every
+// platform and standard library (an independent Python MT19937-64 gives the same). If they change, every saved run's data order changes with them.
+TEST(EpochPermutation, seed_0_epoch_0_of_10_is_fixed_across_platforms) {
+  EXPECT_EQ(sinew::data::epoch_permutation(10, 0, 0), (std::vector<std::size_t>{6, 1, 2, 4, 7, 5, 3, 0, 9, 8}));
+}
+
+TEST(BoundedUniform, stays_below_the_bound_and_reaches_every_value) {
+  std::mt19937_64 rng(3);
+  std::vector<int> hits(7);
+  for (int i = 0; i < 7000; ++i) {
+    const std::uint64_t x = sinew::data::bounded_uniform(rng, 7);
+    ASSERT_LT(x, 7u);
+    ++hits[x];
+  }
+  for (int h : hits) EXPECT_GT(h, 850);  // 1000 expected; 850 is over 4 standard deviations below
+  EXPECT_EQ(sinew::data::bounded_uniform(rng, 1), 0u);
+}
+
+TEST(ExampleLoader, yields_batches_of_two_then_the_remainder) {
+  sinew::data::example_loader loader(5);
+  EXPECT_EQ(batch_sizes(run_epoch(loader, 0)), (std::vector<std::size_t>{2, 2, 1}));
+  EXPECT_EQ(loader.batches_per_epoch(), 3u);
+}
+
+}  // namespace

@@ -1,0 +1,134 @@
+// Optimizers against scalar transcriptions of torch.optim's update rules, over several steps and on
+// sizes that exercise both the SIMD body and the scalar tail (and the multi-threaded split).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "sinew/core/rng.hpp"
+#include "sinew/optim.hpp"
+
+namespace {
+using namespace sinew;
+
+struct Problem {
+  std::vector<float> p, g;
+  explicit Problem(std::size_t n, std::uint64_t seed = 3) : p(n), g(n) {
+    Rng rng(seed);
+    for (auto& v : p) v = rng.normal();
+  }
+  void new_gradient(int step) {
+    Rng rng(100 + step);
+    for (auto& v : g) v = rng.normal();
+  }
+};
+
+void expect_all_near(const std::vector<float>& a, const std::vector<double>& b) {
+  for (std::size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-5 * (1 + std::fabs(b[i]))) << i;
+}
+
+class sgd_matches_torch : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(sgd_matches_torch, momentum_nesterov_weight_decay) {
+  const std::size_t n = GetParam();
+  const optim::Sgd::options o{.lr = 0.1f, .momentum = 0.9f, .weight_decay = 0.01f, .nesterov = true};
+  Problem x(n);
+  std::vector<double> p(x.p.begin(), x.p.end()), buf(n);
+  optim::Sgd sgd(o, n);
+  for (int step = 0; step < 4; ++step) {
+    x.new_gradient(step);
+    sgd.step(x.p, x.g);
+    for (std::size_t i = 0; i < n; ++i) {
+      double d = x.g[i] + 0.01 * p[i];
+      buf[i] = step == 0 ? d : 0.9 * buf[i] + d;
+      d = d + 0.9 * buf[i];
+      p[i] -= 0.1 * d;
+    }
+  }
+  expect_all_near(x.p, p);
+}
+
+TEST_P(sgd_matches_torch, dampened_momentum) {
+  const std::size_t n = GetParam();
+  Problem x(n);
+  std::vector<double> p(x.p.begin(), x.p.end()), buf(n);
+  optim::Sgd sgd({.lr = 0.05f, .momentum = 0.5f, .dampening = 0.3f}, n);
+  for (int step = 0; step < 3; ++step) {
+    x.new_gradient(step);
+    sgd.step(x.p, x.g);
+    for (std::size_t i = 0; i < n; ++i) {
+      buf[i] = step == 0 ? x.g[i] : 0.5 * buf[i] + 0.7 * x.g[i];
+      p[i] -= 0.05 * buf[i];
+    }
+  }
+  expect_all_near(x.p, p);
+}
+
+INSTANTIATE_TEST_SUITE_P(sizes, sgd_matches_torch, ::testing::Values(1, 13, 64, 1000, 200003));
+
+class adam_matches_torch : public ::testing::TestWithParam<bool> {};
+
+TEST_P(adam_matches_torch, five_steps) {
+  const bool decoupled = GetParam();
+  const std::size_t n = 77777;
+  Problem x(n);
+  std::vector<double> p(x.p.begin(), x.p.end()), m(n), v(n);
+  const double lr = 1e-2, b1 = 0.9, b2 = 0.99, eps = 1e-8, wd = 0.05;
+  optim::Adam adam({.lr = float(lr), .beta1 = float(b1), .beta2 = float(b2), .eps = float(eps),
+                    .weight_decay = float(wd), .decoupled = decoupled},
+                   n);
+  for (int t = 1; t <= 5; ++t) {
+    x.new_gradient(t);
+    adam.step(x.p, x.g);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (decoupled) p[i] *= 1 - lr * wd;
+      const double d = x.g[i] + (decoupled ? 0 : wd * p[i]);
+      m[i] = b1 * m[i] + (1 - b1) * d;
+      v[i] = b2 * v[i] + (1 - b2) * d * d;
+      const double denom = std::sqrt(v[i]) / std::sqrt(1 - std::pow(b2, t)) + eps;
+      p[i] -= lr / (1 - std::pow(b1, t)) * m[i] / denom;
+    }
+  }
+  expect_all_near(x.p, p);
+}
+
+INSTANTIATE_TEST_SUITE_P(modes, adam_matches_torch, ::testing::Values(false, true));
+
+TEST(rmsprop_matches_torch, with_momentum) {
+  const std::size_t n = 1001;
+  Problem x(n);
+  std::vector<double> p(x.p.begin(), x.p.end()), s(n), b(n);
+  optim::RmsProp rms({.lr = 0.01f, .alpha = 0.9f, .eps = 1e-8f, .momentum = 0.5f}, n);
+  for (int t = 0; t < 4; ++t) {
+    x.new_gradient(t);
+    rms.step(x.p, x.g);
+    for (std::size_t i = 0; i < n; ++i) {
+      s[i] = 0.9 * s[i] + 0.1 * double(x.g[i]) * x.g[i];
+      b[i] = 0.5 * b[i] + x.g[i] / (std::sqrt(s[i]) + 1e-8);
+      p[i] -= 0.01 * b[i];
+    }
+  }
+  expect_all_near(x.p, p);
+}
+
+TEST(adamw, defaults_to_decoupled_weight_decay_of_one_hundredth) {
+  optim::AdamW::options o;
+  EXPECT_TRUE(o.decoupled);
+  EXPECT_FLOAT_EQ(o.weight_decay, 0.01f);
+}
+
+TEST(sgd, rejects_nesterov_without_momentum) {
+  EXPECT_THROW(optim::Sgd({.lr = 0.1f, .nesterov = true}, 10), training_error);
+}
+
+TEST(schedule, step_decay_and_warmup_cosine) {
+  const optim::StepDecay decay{.every = 10, .gamma = 0.5f};
+  EXPECT_FLOAT_EQ(decay(1.0f, 25), 0.25f);
+  const optim::WarmupCosine s{.warmup = 10, .total = 110, .floor = 0.0f};
+  EXPECT_FLOAT_EQ(s(1.0f, 0), 0.1f);
+  EXPECT_FLOAT_EQ(s(1.0f, 9), 1.0f);
+  EXPECT_NEAR(s(1.0f, 60), 0.5f, 1e-6);
+  EXPECT_NEAR(s(1.0f, 110), 0.0f, 1e-6);
+}
+
+}  // namespace

@@ -1,0 +1,124 @@
+// The trainer end to end on small generated problems: it must learn (so a broken backward fails CI),
+// report its phases, and stop with a clear error on NaN loss or a loader of the wrong shape.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "sinew/data.hpp"
+#include "sinew/nets/lenet5.hpp"
+#include "sinew/optim/adam.hpp"
+#include "sinew/trainer.hpp"
+
+namespace {
+using namespace sinew;
+
+/// Two classes of 1 x 12 x 12 images: a bright square in the top-left or the bottom-right corner, plus noise.
+data::Dataset corners(std::size_t n, std::uint64_t seed) {
+  data::Dataset d;
+  d.channels = 1, d.height = 12, d.width = 12, d.num_classes = 2;
+  d.pixels.resize(n * 144);
+  d.labels.resize(n);
+  Rng rng(seed);
+  for (std::size_t i = 0; i < n; ++i) {
+    const int label = int(rng.below(2));
+    d.labels[i] = label;
+    for (int y = 0; y < 12; ++y)
+      for (int x = 0; x < 12; ++x) {
+        const bool in_square = label == 0 ? (y < 5 && x < 5) : (y >= 7 && x >= 7);
+        d.pixels[i * 144 + y * 12 + x] = std::uint8_t(std::min<float>(255, (in_square ? 160 : 40) + 40 * rng.uniform01()));
+      }
+  }
+  return d;
+}
+
+using SmallNet = Sequential<Input<1, 12, 12>, Conv2d<4, 3>, ReLU, MaxPool<2>, Flatten, Dense<16>, Tanh, Dense<2>>;
+
+data::CachedLoader loader_for(data::Dataset d, bool shuffle = true) {
+  data::LoaderOptions o;
+  o.batch_size = 16;
+  o.shuffle = shuffle;
+  o.seed = 4;
+  o.mean = {0.3f};
+  o.std = {0.25f};
+  return data::CachedLoader(std::move(d), o);
+}
+
+TEST(trainer, sgd_learns_generated_corners_to_a_low_loss) {
+  auto train = loader_for(corners(512, 1));
+  auto test = loader_for(corners(256, 2), false);
+  Trainer<SmallNet, backend::OneDnn> trainer({.threads = 1, .seed = 3, .warmup_steps = 2},
+                                             {.lr = 0.05f, .momentum = 0.9f});
+  const double initial = trainer.evaluate(test).loss;
+  EpochStats last;
+  for (int e = 0; e < 4; ++e) last = trainer.train_epoch(train);
+  const EvalStats eval = trainer.evaluate(test);
+  EXPECT_GT(initial, 0.5);
+  EXPECT_LT(eval.loss, 0.1) << "a broken backward pass cannot get the loss this low";
+  EXPECT_GT(eval.accuracy, 0.97);
+  EXPECT_EQ(last.samples, 512u);
+  EXPECT_EQ(last.steps, 32u);
+  EXPECT_GT(last.images_per_second, 0);
+  EXPECT_GT(last.phases.forward, 0);
+  EXPECT_GT(last.phases.backward, 0);
+  EXPECT_GT(last.phases.update, 0);
+  EXPECT_NEAR(last.phases.total(), last.seconds, 0.5 * last.seconds + 0.05);
+}
+
+TEST(trainer, adam_learns_too) {
+  auto train = loader_for(corners(256, 5));
+  Trainer<SmallNet, backend::OneDnn, dist::Local, Sync, optim::Adam> trainer({.threads = 1}, {.lr = 3e-3f});
+  double first = trainer.train_epoch(train).loss, last = first;
+  for (int e = 0; e < 3; ++e) last = trainer.train_epoch(train).loss;
+  EXPECT_LT(last, 0.5 * first);
+}
+
+TEST(trainer, nan_loss_stops_before_touching_the_parameters) {
+  auto d = corners(64, 7);
+  auto train = loader_for(d);
+  Trainer<SmallNet, backend::OneDnn> trainer({.threads = 1}, {.lr = 0.01f});
+  trainer.train_epoch(train);
+  // A NaN in the last layer's bias makes a logit, and so the loss, NaN (a NaN weight before a ReLU would not:
+  // max(NaN, 0) is 0 in SIMD code).
+  using last_node = std::tuple_element_t<SmallNet::nodes<true>::kSize - 1, as_tuple_t<SmallNet::nodes<true>>>;
+  auto params = trainer.model().parameters();
+  params[last_node::kParamOffset + last_node::kParams - 1] = std::nanf("");
+  const std::vector<float> before(params.begin(), params.end());
+  try {
+    trainer.train_epoch(train);
+    FAIL() << "a NaN loss must throw";
+  } catch (const training_error& e) {
+    EXPECT_NE(std::string(e.what()).find("the loss is NaN at epoch 1, step 0"), std::string::npos) << e.what();
+  }
+  const auto after = trainer.model().parameters();
+  ASSERT_EQ(std::memcmp(before.data(), after.data(), before.size() * sizeof(float)), 0) << "a parameter changed";
+}
+
+TEST(trainer, loader_of_the_wrong_shape_is_a_shape_error) {
+  data::LoaderOptions o;
+  o.batch_size = 8;
+  data::CachedLoader wrong(corners(32, 1), o);  // 12x12 images
+  Trainer<nets::LeNet5<>, backend::OneDnn> trainer({.threads = 1});
+  try {
+    trainer.train_epoch(wrong);
+    FAIL() << "expected a shape_error";
+  } catch (const shape_error& e) {
+    EXPECT_NE(std::string(e.what()).find("1x12x12 images but the network takes 1x32x32"), std::string::npos) << e.what();
+  }
+}
+
+TEST(trainer, learning_rate_schedule_is_applied_each_step) {
+  auto train = loader_for(corners(64, 1));
+  Trainer<SmallNet, backend::OneDnn> trainer({.threads = 1}, {.lr = 0.1f});
+  std::vector<std::int64_t> seen;
+  trainer.set_schedule([&](float lr, std::int64_t step) {
+    seen.push_back(step);
+    return lr / float(step + 1);
+  });
+  trainer.train_epoch(train);
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen.back(), 3);
+  EXPECT_FLOAT_EQ(trainer.optimizer().learning_rate(), 0.1f / 4);
+}
+
+}  // namespace
