@@ -1,0 +1,120 @@
+// bench/lenet5: training images/s of LeNet-5 on 3x32x32 input (CIFAR-10 shaped, tanh, average pooling)
+// next to PyTorch on the same network, batch and thread count, in the same run.
+//
+//   lenet5 [--batch 42,128] [--threads 2] [--warmup 10] [--steps 200] [--repeats 3] [--no-pytorch] [--json FILE]
+//
+// A timed step is what PyTorch's is: forward, softmax cross-entropy, backward, SGD-with-momentum update, on one
+// fixed synthetic batch. The best of --repeats runs is reported on both sides.
+#include <cstdio>
+#include <sstream>
+#include <vector>
+
+#include "sinew/sinew.hpp"
+#include "support/anchor.hpp"
+#include "support/cli.hpp"
+
+using Net     = sinew::nets::LeNet5<sinew::Input<3, 32, 32>>;  // 62,006 parameters
+using Backend = sinew::backend::OneDnn;                        // oneDNN primitives
+using Optim   = sinew::optim::Sgd;                             // lr 0.01, momentum 0.9 (as the PyTorch side)
+
+struct Result {
+  double images_per_second = 0;
+  sinew::metrics::PhaseSeconds phases;  // per step, of the best repeat
+};
+
+Result measure(Backend::context& ctx, int batch, int warmup, int steps, int repeats) {
+  sinew::Model<Net, Backend> model(ctx, {.seed = 1});
+  Optim sgd({.lr = 0.01f, .momentum = 0.9f}, model.parameters().size());
+  sinew::Rng rng(2);
+  std::vector<float> x(static_cast<std::size_t>(batch) * Net::input_shape::kSize);
+  std::vector<std::int32_t> y(static_cast<std::size_t>(batch));
+  for (float& v : x) v = rng.normal();
+  for (auto& v : y) v = std::int32_t(rng.below(10));
+  Result best;
+  for (int r = 0; r < repeats; ++r) {
+    sinew::metrics::PhaseSeconds phases;
+    for (int s = 0; s < warmup + steps; ++s) {
+      if (s == warmup) phases = {};
+      sinew::metrics::Stopwatch w;
+      model.forward(x, batch);
+      model.loss(y);
+      phases.forward += w.lap();
+      model.backward();
+      phases.backward += w.lap();
+      sgd.step(model.parameters(), model.gradients());
+      phases.update += w.lap();
+    }
+    const double ips = double(batch) * steps / phases.total();
+    if (ips > best.images_per_second) {
+      best.images_per_second = ips;
+      best.phases = phases;
+    }
+  }
+  best.phases.forward /= steps, best.phases.backward /= steps, best.phases.update /= steps;
+  return best;
+}
+
+int main(int argc, char** argv) try {
+  sinew::cli::Args args(argc, argv,
+                        "usage: lenet5 [--batch 42,128] [--threads 2] [--warmup 10] [--steps 200] [--repeats 3]\n"
+                        "              [--no-pytorch] [--json FILE]");
+  std::vector<int> batches;
+  {
+    std::stringstream ss(args.get("batch", "42,128"));
+    for (std::string b; std::getline(ss, b, ',');) batches.push_back(std::stoi(b));
+  }
+  const int threads = args.integer("threads", 2), warmup = args.integer("warmup", 10);
+  const int steps = args.integer("steps", 200), repeats = args.integer("repeats", 3);
+  const bool pytorch = !args.flag("no-pytorch");
+  const std::string json = args.get("json", "");
+  args.check_unused();
+
+  Backend::context ctx({.threads = threads});
+  std::vector<Result> results;
+  for (int b : batches) results.push_back(measure(ctx, b, warmup, steps, repeats));
+
+  sinew::bench::Anchor anchor;
+  if (pytorch) {
+    std::string list;
+    for (int b : batches) list += (list.empty() ? "" : ",") + std::to_string(b);
+    anchor = sinew::bench::run_pytorch_anchor(SINEW_SOURCE_DIR "/bench/pytorch/lenet5.py",
+                                              "--batch " + list + " --threads " + std::to_string(threads) +
+                                                  " --warmup " + std::to_string(warmup) + " --steps " +
+                                                  std::to_string(steps) + " --repeats " + std::to_string(repeats));
+    if (!anchor.note.empty()) std::fprintf(stderr, "lenet5: %s\n", anchor.note.c_str());
+  }
+
+  std::printf("LeNet-5 3x32x32 training, %d threads, %d warm-up + %d timed steps, best of %d\n", ctx.threads(),
+              warmup, steps, repeats);
+  std::printf("%6s %12s %12s %7s   %s\n", "batch", "sinew img/s", "torch img/s", "ratio", "sinew ms/step: fwd bwd upd");
+  auto out = sinew::metrics::Json::make_array();
+  for (std::size_t i = 0; i < batches.size(); ++i) {
+    const int b = batches[i];
+    const Result& r = results[i];
+    const double torch = anchor.images_per_second.count(b) ? anchor.images_per_second[b] : 0;
+    const double ratio = torch > 0 ? r.images_per_second / torch : 0;
+    std::printf("%6d %12.0f %12.0f %7.2f   %.3f %.3f %.3f\n", b, r.images_per_second, torch, ratio,
+                1e3 * r.phases.forward, 1e3 * r.phases.backward, 1e3 * r.phases.update);
+    auto j = sinew::metrics::Json::make_object();
+    j.set("net", "lenet5");
+    j.set("input", "3x32x32");
+    j.set("batch", b);
+    j.set("threads", ctx.threads());
+    j.set("backend", Backend::kName);
+    j.set("images_per_second", r.images_per_second);
+    j.set("pytorch_images_per_second", torch > 0 ? sinew::metrics::Json(torch) : sinew::metrics::Json());
+    j.set("ratio", ratio > 0 ? sinew::metrics::Json(ratio) : sinew::metrics::Json());
+    auto ph = sinew::metrics::Json::make_object();
+    ph.set("forward", r.phases.forward);
+    ph.set("backward", r.phases.backward);
+    ph.set("update", r.phases.update);
+    j.set("phase_seconds_per_step", ph);
+    j.set("pytorch", anchor.torch_version.empty() ? sinew::metrics::Json() : sinew::metrics::Json(anchor.torch_version + ", BLAS " + anchor.blas));
+    out.push_back(std::move(j));
+  }
+  if (!json.empty()) out.save(json);
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "lenet5: %s\n", e.what());
+  return 1;
+}

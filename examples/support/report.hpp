@@ -1,0 +1,69 @@
+// examples/support/report.hpp: the progress line and the --json results shared by the training examples.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "sinew/metrics.hpp"
+#include "sinew/trainer.hpp"
+
+namespace sinew::examples {
+
+struct EpochRecord {
+  EpochStats train;
+  EvalStats test;
+};
+
+inline void print_epoch(const EpochRecord& r, int epochs) {
+  std::printf("epoch %2d/%d  loss %.4f  train %6.2f%%  test %6.2f%%  %6.1f s  %8.0f img/s\n", r.train.epoch + 1,
+              epochs, r.train.loss, 100 * r.train.accuracy, 100 * r.test.accuracy, r.train.seconds,
+              r.train.images_per_second);
+  std::fflush(stdout);
+}
+
+inline metrics::Json phases_json(const metrics::PhaseSeconds& p) {
+  auto j = metrics::Json::make_object();
+  j.set("load", p.load);
+  j.set("forward", p.forward);
+  j.set("backward", p.backward);
+  j.set("update", p.update);
+  j.set("comm", p.comm);
+  return j;
+}
+
+/// One JSON object: the configuration, the last epoch's figures at top level, and every epoch.
+inline metrics::Json results_json(const std::string& program, metrics::Json config,
+                                  const std::vector<EpochRecord>& records, double images_per_second) {
+  auto j = metrics::Json::make_object();
+  j.set("program", program);
+  j.set("config", std::move(config));
+  j.set("epochs", int(records.size()));
+  const EpochRecord last = records.empty() ? EpochRecord{} : records.back();
+  j.set("train_accuracy", last.train.accuracy);
+  j.set("test_accuracy", last.test.accuracy);
+  j.set("train_loss", last.train.loss);
+  j.set("test_loss", last.test.loss);
+  j.set("images_per_second", images_per_second);
+  metrics::PhaseSeconds total;
+  for (const auto& r : records) total += r.train.phases;
+  j.set("phase_seconds", phases_json(total));
+  j.set("peak_rss_bytes", double(metrics::peak_rss_bytes()));
+  auto per_epoch = metrics::Json::make_array();
+  for (const auto& r : records) {
+    auto e = metrics::Json::make_object();
+    e.set("epoch", r.train.epoch + 1);
+    e.set("train_loss", r.train.loss);
+    e.set("train_accuracy", r.train.accuracy);
+    e.set("test_loss", r.test.loss);
+    e.set("test_accuracy", r.test.accuracy);
+    e.set("seconds", r.train.seconds);
+    e.set("images_per_second", r.train.images_per_second);
+    e.set("phase_seconds", phases_json(r.train.phases));
+    per_epoch.push_back(std::move(e));
+  }
+  j.set("per_epoch", std::move(per_epoch));
+  return j;
+}
+
+}  // namespace sinew::examples

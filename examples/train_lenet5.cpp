@@ -1,0 +1,75 @@
+// train_lenet5: LeNet-5 on Fashion-MNIST (Debian's dataset-fashion-mnist), one progress line per epoch.
+//
+//   train_lenet5 [--data DIR] [--epochs 5] [--batch 64] [--lr 0.05] [--momentum 0.9] [--threads N]
+//                [--seed 0] [--loader cached|streaming] [--json FILE]
+#include <cstdio>
+#include <exception>
+#include <vector>
+
+#include "sinew/sinew.hpp"
+#include "support/cli.hpp"
+#include "support/report.hpp"
+
+using Net      = sinew::nets::LeNet5<sinew::Input<1, 32, 32>>;  // 61,706 parameters
+using Backend  = sinew::backend::OneDnn;                        // oneDNN primitives, PyTorch style
+using Strategy = sinew::dist::Local;                            // one process
+using Optim    = sinew::optim::Sgd;                             // momentum SGD
+
+template <class Loader>
+int run(sinew::cli::Args& args) {
+  using Train = sinew::Trainer<Net, Backend, Strategy, sinew::Sync, Optim, Loader>;
+  const std::string dir = args.get("data", sinew::data::default_fashion_mnist_dir().string());
+  const int epochs = args.integer("epochs", 5);
+  sinew::data::LoaderOptions lo;
+  lo.batch_size = args.integer("batch", 64);
+  lo.seed = std::uint64_t(args.integer("seed", 0));
+  lo.pad_to_height = lo.pad_to_width = 32;  // 28x28 -> 32x32, as LeNet-5 expects
+  lo.mean = {0.2860f};                      // Fashion-MNIST training-set statistics
+  lo.std = {0.3530f};
+  const sinew::TrainerOptions to{.threads = args.integer("threads", 0), .seed = lo.seed};
+  const Optim::options oo{.lr = float(args.number("lr", 0.05)), .momentum = float(args.number("momentum", 0.9))};
+  const std::string json = args.get("json", "");
+  args.check_unused();
+
+  Loader train(sinew::data::load_fashion_mnist(sinew::data::Split::train, dir), lo);
+  lo.shuffle = false;
+  Loader test(sinew::data::load_fashion_mnist(sinew::data::Split::test, dir), lo);
+  Train trainer(to, oo);
+  std::printf("LeNet-5 on Fashion-MNIST (%zu train, %zu test images), %s backend, %d threads, batch %d\n",
+              train.size(), test.size(), std::string(Backend::kName).c_str(), trainer.context().threads(),
+              lo.batch_size);
+
+  std::vector<sinew::examples::EpochRecord> records;
+  for (int e = 0; e < epochs; ++e) {
+    sinew::examples::EpochRecord r;
+    r.train = trainer.train_epoch(train);
+    r.test = trainer.evaluate(test);
+    sinew::examples::print_epoch(r, epochs);
+    records.push_back(r);
+  }
+  if (!json.empty()) {
+    auto config = sinew::metrics::Json::make_object();
+    config.set("net", "lenet5");
+    config.set("dataset", "fashion-mnist");
+    config.set("backend", Backend::kName);
+    config.set("threads", trainer.context().threads());
+    config.set("batch", lo.batch_size);
+    config.set("lr", oo.lr);
+    config.set("momentum", oo.momentum);
+    sinew::examples::results_json("train_lenet5", config, records, trainer.images_per_second()).save(json);
+  }
+  return 0;
+}
+
+int main(int argc, char** argv) try {
+  sinew::cli::Args args(argc, argv,
+                        "usage: train_lenet5 [--data DIR] [--epochs 5] [--batch 64] [--lr 0.05] [--momentum 0.9]\n"
+                        "                    [--threads N] [--seed 0] [--loader cached|streaming] [--json FILE]");
+  const std::string loader = args.get("loader", "cached");
+  if (loader == "cached") return run<sinew::data::CachedLoader>(args);
+  if (loader == "streaming") return run<sinew::data::StreamingLoader>(args);
+  args.fail("--loader must be cached or streaming, not '" + loader + "'");
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "train_lenet5: %s\n", e.what());
+  return 1;
+}
