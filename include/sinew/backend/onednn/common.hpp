@@ -11,6 +11,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "sinew/backend/backend_spec.hpp"
+#include "sinew/backend/simd/activation.hpp"
 #include "sinew/core/error.hpp"
 
 namespace sinew::backend::onednn {
@@ -137,71 +138,66 @@ inline void to_plain(context& ctx, const memory& t, float* out) {
   ctx.stream().wait();
 }
 
-/// The element-wise algorithms of sinew's activations: forward, and backward computed from the output.
-struct eltwise_algs {
-  dnnl::algorithm forward = dnnl::algorithm::undef;
-  dnnl::algorithm backward = dnnl::algorithm::undef;
-};
 template <class Act>
-constexpr eltwise_algs eltwise_for() {
+constexpr simd::activation activation_of() {
   if constexpr (std::is_same_v<Act, ReLU>)
-    return {dnnl::algorithm::eltwise_relu, dnnl::algorithm::eltwise_relu_use_dst_for_bwd};
+    return simd::activation::relu;
   else if constexpr (std::is_same_v<Act, Tanh>)
-    return {dnnl::algorithm::eltwise_tanh, dnnl::algorithm::eltwise_tanh_use_dst_for_bwd};
+    return simd::activation::tanh;
   else if constexpr (std::is_same_v<Act, Sigmoid>)
-    return {dnnl::algorithm::eltwise_logistic, dnnl::algorithm::eltwise_logistic_use_dst_for_bwd};
+    return simd::activation::sigmoid;
   else
-    return {};
+    return simd::activation::none;
 }
 
-/// Backward of an activation fused into the layer before it: diff of the pre-activation from the
-/// activation's output y and the gradient arriving for y.
-class fused_activation_backward {
+/// Floats in a tensor's physical buffer (blocked layouts pad channels; the padding is zero).
+inline std::size_t physical_floats(const desc& d) { return d.get_size() / sizeof(float); }
+
+/// The activation after a Conv2d or Dense. ReLU runs as a oneDNN post-op, free in the primitive's write-back.
+/// Tanh and Sigmoid run as sinew's SIMD kernels on the output, in place, right after the primitive: oneDNN
+/// 2.6's AVX2 tanh post-op doubled the time of LeNet-5's first convolution (see backend/simd/activation.hpp).
+/// Backward computes the gradient of the pre-activation from the output and the gradient arriving for it.
+class fused_activation {
  public:
-  bool active() const noexcept { return alg_.forward != dnnl::algorithm::undef; }
-  void setup(context& ctx, eltwise_algs alg, const desc& dst_md) {
-    alg_ = alg;
-    if (!active()) return;
-    auto fwd = checked("fused activation", [&] {
-      return dnnl::eltwise_forward::primitive_desc(
-          {dnnl::prop_kind::forward_training, alg.backward, dst_md, 0.f, 0.f}, ctx.engine());
-    });
-    auto pd = checked("fused activation backward", [&] {
-      return dnnl::eltwise_backward::primitive_desc({alg.backward, dst_md, dst_md, 0.f, 0.f}, ctx.engine(), fwd);
-    });
-    prim_ = dnnl::eltwise_backward(pd);
-    diff_ = memory(pd.diff_src_desc(), ctx.engine());
+  void setup(context& ctx, simd::activation a, const desc& dst_md) {
+    kind_ = a;
+    floats_ = physical_floats(dst_md);
+    if (kind_ != simd::activation::none) diff_ = memory(dst_md, ctx.engine());
   }
+  bool active() const noexcept { return kind_ != simd::activation::none; }
+
+  /// The primitive attributes for activation `a`: a ReLU post-op, or nothing.
+  static dnnl::primitive_attr attr(simd::activation a) {
+    dnnl::primitive_attr attr;
+    if (a == simd::activation::relu) {
+      dnnl::post_ops ops;
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+      attr.set_post_ops(ops);
+    }
+    return attr;
+  }
+
+  /// Applies the activation to the primitive's output in place (ReLU already ran as a post-op).
+  void forward(const memory& dst) {
+    if (kind_ == simd::activation::tanh || kind_ == simd::activation::sigmoid) {
+      auto* p = static_cast<float*>(dst.get_data_handle());
+      simd::activation_forward(kind_, p, p, floats_);
+    }
+  }
+
   /// Where the gradient of the pre-activation will be (diff_dst itself when there is no activation).
   const memory& target_for(const memory& diff_dst) const noexcept { return active() ? diff_ : diff_dst; }
-  /// Computes it; the argument map is built once per pair of input tensors, not per step.
-  void run(context& ctx, const memory& dst, const memory& diff_dst) {
+  void backward(const memory& dst, const memory& diff_dst) {
     if (!active()) return;
-    if (&dst != bound_dst_ || &diff_dst != bound_diff_dst_) {
-      bound_dst_ = &dst;
-      bound_diff_dst_ = &diff_dst;
-      args_ = {{DNNL_ARG_DST, dst}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_SRC, diff_}};
-    }
-    prim_.execute(ctx.stream(), args_);
+    simd::activation_backward(kind_, static_cast<const float*>(dst.get_data_handle()),
+                              static_cast<const float*>(diff_dst.get_data_handle()),
+                              static_cast<float*>(diff_.get_data_handle()), floats_);
   }
 
  private:
-  eltwise_algs alg_;
-  dnnl::eltwise_backward prim_;
+  simd::activation kind_ = simd::activation::none;
+  std::size_t floats_ = 0;
   memory diff_;
-  const memory* bound_dst_ = nullptr;
-  const memory* bound_diff_dst_ = nullptr;
-  args args_;
 };
-
-inline dnnl::primitive_attr fused_attr(eltwise_algs alg) {
-  dnnl::primitive_attr attr;
-  if (alg.forward != dnnl::algorithm::undef) {
-    dnnl::post_ops ops;
-    ops.append_eltwise(1.0f, alg.forward, 0.f, 0.f);
-    attr.set_post_ops(ops);
-  }
-  return attr;
-}
 
 }  // namespace sinew::backend::onednn

@@ -14,7 +14,7 @@ class conv2d_op {
   struct config {
     int batch, in_c, in_h, in_w, out_c, out_h, out_w, kernel, stride, padding;
     bool bias;
-    eltwise_algs act;
+    simd::activation act;
   };
 
   template <NodeType N>
@@ -24,7 +24,7 @@ class conv2d_op {
     using Out = typename N::output;
     setup(ctx, src_md,
           config{batch, In::kChannels, In::kHeight, In::kWidth, Out::kChannels, Out::kHeight, Out::kWidth,
-                 L::kKernel, L::kStride, L::kPadding, L::kHasBias, eltwise_for<typename N::activation>()},
+                 L::kKernel, L::kStride, L::kPadding, L::kHasBias, activation_of<typename N::activation>()},
           p, need_diff_src);
   }
 
@@ -44,7 +44,7 @@ class conv2d_op {
     fwd_pd_ = checked("conv2d forward", [&] {
       return convolution_forward::primitive_desc(
           {prop_kind::forward_training, alg, src_any, w_any, c.bias ? b_md : no_bias, dst_any, strides, pad, pad},
-          fused_attr(c.act), eng);
+          fused_activation::attr(c.act), eng);
     });
     fwd_ = convolution_forward(fwd_pd_);
     src_.setup(ctx, src_md, fwd_pd_.src_desc());
@@ -87,6 +87,7 @@ class conv2d_op {
     src_.run(ctx, src);
     w_.run(ctx, user_w_);
     fwd_.execute(ctx.stream(), fwd_args_);
+    act_.forward(dst_);
   }
 
   /// `src` must be the tensor of the last forward().
@@ -94,7 +95,7 @@ class conv2d_op {
     if (&diff_dst != bound_diff_dst_) bind_diff_dst_tensor(diff_dst);
     diff_dst_.run(ctx, diff_dst);
     const memory& dd = diff_dst_.target_for(diff_dst);
-    act_.run(ctx, dst_, dd);
+    act_.backward(dst_, dd);
     const memory& dz = act_.target_for(dd);
     bww_src_.run(ctx, src_.target_for(src));
     bww_diff_dst_.run(ctx, dz);
@@ -139,7 +140,7 @@ class conv2d_op {
   args fwd_args_, bww_args_, bwd_args_;
   converter src_, w_, diff_dst_, bww_src_, bww_diff_dst_, bwd_w_, bwd_diff_dst_;
   writeback diff_w_, diff_b_;
-  fused_activation_backward act_;
+  fused_activation act_;
 };
 
 }  // namespace sinew::backend::onednn

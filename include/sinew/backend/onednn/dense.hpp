@@ -13,10 +13,10 @@ class dense_op {
   template <NodeType N>
   void setup(context& ctx, const desc& src_md, int batch, ParamSlots p, bool need_diff_src) {
     using L = typename N::layer;
-    setup(ctx, src_md, batch, L::kOutputs, L::kHasBias, eltwise_for<typename N::activation>(), p, need_diff_src);
+    setup(ctx, src_md, batch, L::kOutputs, L::kHasBias, activation_of<typename N::activation>(), p, need_diff_src);
   }
 
-  void setup(context& ctx, const desc& src_md, int batch, int outputs, bool bias, eltwise_algs act, ParamSlots p,
+  void setup(context& ctx, const desc& src_md, int batch, int outputs, bool bias, simd::activation act, ParamSlots p,
              bool need_diff_src) {
     using namespace dnnl;
     const auto& eng = ctx.engine();
@@ -32,7 +32,7 @@ class dense_op {
 
     fwd_pd_ = checked("dense forward", [&] {
       return inner_product_forward::primitive_desc(
-          {prop_kind::forward_training, src_any, w_any, bias ? b_md : no_bias, dst_any}, fused_attr(act), eng);
+          {prop_kind::forward_training, src_any, w_any, bias ? b_md : no_bias, dst_any}, fused_activation::attr(act), eng);
     });
     fwd_ = inner_product_forward(fwd_pd_);
     src_.setup(ctx, src_md, fwd_pd_.src_desc());
@@ -74,6 +74,7 @@ class dense_op {
     src_.run(ctx, src);
     w_.run(ctx, user_w_);
     fwd_.execute(ctx.stream(), fwd_args_);
+    act_.forward(dst_);
   }
 
   /// `src` must be the tensor of the last forward().
@@ -81,7 +82,7 @@ class dense_op {
     if (&diff_dst != bound_diff_dst_) bind_diff_dst_tensor(diff_dst);
     diff_dst_.run(ctx, diff_dst);
     const memory& dd = diff_dst_.target_for(diff_dst);
-    act_.run(ctx, dst_, dd);
+    act_.backward(dst_, dd);
     const memory& dz = act_.target_for(dd);
     bww_src_.run(ctx, src_.target_for(src));
     bww_diff_dst_.run(ctx, dz);
@@ -126,7 +127,7 @@ class dense_op {
   args fwd_args_, bww_args_, bwd_args_;
   converter src_, w_, diff_dst_, bww_src_, bww_diff_dst_, bwd_w_, bwd_diff_dst_;
   writeback diff_w_, diff_b_;
-  fused_activation_backward act_;
+  fused_activation act_;
 };
 
 }  // namespace sinew::backend::onednn
