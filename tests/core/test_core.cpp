@@ -63,6 +63,7 @@ TEST(json, writes_nested_objects_in_insertion_order_and_escapes) {
   j.set("net", "lenet5");
   j.set("batch", 42);
   j.set("ratio", 2.5);
+  j.set("lr", 0.05f);
   j.set("nan", std::nan(""));
   auto phases = metrics::Json::make_object();
   phases.set("load", 0.25);
@@ -72,7 +73,7 @@ TEST(json, writes_nested_objects_in_insertion_order_and_escapes) {
   list.push_back("a\"b");
   j.set("list", list);
   EXPECT_EQ(j.dump(0),
-            R"({"net":"lenet5","batch":42,"ratio":2.5,"nan":null,"phase_seconds":{"load":0.25},"list":[1,"a\"b"]})");
+            R"({"net":"lenet5","batch":42,"ratio":2.5,"lr":0.05,"nan":null,"phase_seconds":{"load":0.25},"list":[1,"a\"b"]})");
 }
 
 }  // namespace

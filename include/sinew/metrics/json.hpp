@@ -2,7 +2,9 @@
 // arrays and objects that keep their insertion order.
 #pragma once
 
+#include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -28,7 +30,15 @@ class Json {
   Json(bool b) : v_(b) {}
   template <class T>
     requires std::is_arithmetic_v<T>
-  Json(T x) : v_(double(x)) {}
+  Json(T x) : v_(double(x)) {
+    if constexpr (std::is_same_v<T, float>) {
+      // The shortest decimal that reads back as the float: 0.05f is written 0.05, not 0.0500000007.
+      char buf[32];
+      const auto end = std::to_chars(buf, buf + sizeof buf - 1, x).ptr;
+      *end = '\0';
+      v_ = std::strtod(buf, nullptr);
+    }
+  }
   Json(const char* s) : v_(std::string(s)) {}
   Json(std::string s) : v_(std::move(s)) {}
   Json(std::string_view s) : v_(std::string(s)) {}

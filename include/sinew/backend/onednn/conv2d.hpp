@@ -86,7 +86,7 @@ class conv2d_op {
     if (&src != bound_src_) bind_src(src);
     src_.run(ctx, src);
     w_.run(ctx, user_w_);
-    fwd_.execute(ctx.stream(), fwd_args_);
+    run(ctx, fwd_, fwd_args_);
     act_.forward(dst_);
   }
 
@@ -99,13 +99,13 @@ class conv2d_op {
     const memory& dz = act_.target_for(dd);
     bww_src_.run(ctx, src_.target_for(src));
     bww_diff_dst_.run(ctx, dz);
-    bww_.execute(ctx.stream(), bww_args_);
+    run(ctx, bww_, bww_args_);
     diff_w_.commit(ctx);
     if (has_bias_) diff_b_.commit(ctx);
     if (need_diff_src_) {
       bwd_diff_dst_.run(ctx, dz);
       bwd_w_.run(ctx, w_.target_for(user_w_));
-      bwd_.execute(ctx.stream(), bwd_args_);
+      run(ctx, bwd_, bwd_args_);
     }
   }
 
@@ -115,14 +115,14 @@ class conv2d_op {
     const memory& s = src_.target_for(src);
     fwd_args_ = {{DNNL_ARG_SRC, s}, {DNNL_ARG_WEIGHTS, w_.target_for(user_w_)}, {DNNL_ARG_DST, dst_}};
     if (has_bias_) fwd_args_.emplace(DNNL_ARG_BIAS, user_b_);
-    bww_args_[DNNL_ARG_SRC] = bww_src_.target_for(s);
-    bww_args_[DNNL_ARG_DIFF_WEIGHTS] = diff_w_.output();
-    if (has_bias_) bww_args_[DNNL_ARG_DIFF_BIAS] = diff_b_.output();
+    bww_args_.set(DNNL_ARG_SRC, bww_src_.target_for(s));
+    bww_args_.set(DNNL_ARG_DIFF_WEIGHTS, diff_w_.output());
+    if (has_bias_) bww_args_.set(DNNL_ARG_DIFF_BIAS, diff_b_.output());
   }
   void bind_diff_dst_tensor(const memory& diff_dst) {
     bound_diff_dst_ = &diff_dst;
     const memory& dz = act_.target_for(diff_dst_.target_for(diff_dst));
-    bww_args_[DNNL_ARG_DIFF_DST] = bww_diff_dst_.target_for(dz);
+    bww_args_.set(DNNL_ARG_DIFF_DST, bww_diff_dst_.target_for(dz));
     if (need_diff_src_)
       bwd_args_ = {{DNNL_ARG_DIFF_DST, bwd_diff_dst_.target_for(dz)},
                    {DNNL_ARG_WEIGHTS, bwd_w_.target_for(w_.target_for(user_w_))},
@@ -137,7 +137,7 @@ class conv2d_op {
   memory user_w_, user_b_, dst_, diff_src_;
   const memory* bound_src_ = nullptr;
   const memory* bound_diff_dst_ = nullptr;
-  args fwd_args_, bww_args_, bwd_args_;
+  bound_args fwd_args_, bww_args_, bwd_args_;
   converter src_, w_, diff_dst_, bww_src_, bww_diff_dst_, bwd_w_, bwd_diff_dst_;
   writeback diff_w_, diff_b_;
   fused_activation act_;

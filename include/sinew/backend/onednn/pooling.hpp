@@ -56,7 +56,7 @@ class pooling_op {
       fwd_args_ = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst_}};
       if (workspace_) fwd_args_.emplace(DNNL_ARG_WORKSPACE, workspace_);
     }
-    fwd_.execute(ctx.stream(), fwd_args_);
+    run(ctx, fwd_, fwd_args_);
   }
 
   void backward(context& ctx, const memory&, const memory& diff_dst) {
@@ -67,7 +67,7 @@ class pooling_op {
       if (workspace_) bwd_args_.emplace(DNNL_ARG_WORKSPACE, workspace_);
     }
     diff_dst_.run(ctx, diff_dst);
-    bwd_.execute(ctx.stream(), bwd_args_);
+    run(ctx, bwd_, bwd_args_);
   }
 
  private:
@@ -80,7 +80,7 @@ class pooling_op {
   converter diff_dst_;
   const memory* bound_src_ = nullptr;
   const memory* bound_diff_dst_ = nullptr;
-  args fwd_args_, bwd_args_;
+  bound_args fwd_args_, bwd_args_;
 };
 
 }  // namespace sinew::backend::onednn
