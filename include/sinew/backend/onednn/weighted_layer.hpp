@@ -1,0 +1,118 @@
+// sinew/backend/onednn/weighted_layer.hpp: what Conv2d and Dense share on oneDNN. Given the three primitive
+// descriptors a layer chose (forward, backward weights, and backward data when the input gradient is
+// needed), it owns the memories, the reorders between layouts, the fused activation and the bound
+// arguments, and runs forward and backward. Each layer only describes its primitives.
+#pragma once
+
+#include <optional>
+
+#include "sinew/backend/onednn/common.hpp"
+
+namespace sinew::backend::onednn {
+
+template <class Forward, class BackwardData, class BackwardWeights>
+class weighted_layer {
+ public:
+  desc dst_desc() const { return fwd_pd_.dst_desc(); }
+  const memory& dst() const noexcept { return dst_; }
+  desc diff_src_desc() const { return diff_src_ ? diff_src_.get_desc() : desc(); }
+  const memory& diff_src() const noexcept { return diff_src_; }
+  void bind_diff_dst(context& ctx, const desc& d) { diff_dst_.setup(ctx, d, fwd_pd_.dst_desc()); }
+
+  void forward(context& ctx, const memory& src) {
+    if (&src != bound_src_) bind_src(src);
+    src_.run(ctx, src);
+    w_.run(ctx, user_w_);
+    run(ctx, fwd_, fwd_args_);
+    act_.forward(dst_);
+  }
+
+  /// `src` must be the tensor of the last forward().
+  void backward(context& ctx, const memory& src, const memory& diff_dst) {
+    if (&diff_dst != bound_diff_dst_) bind_diff_dst_tensor(diff_dst);
+    diff_dst_.run(ctx, diff_dst);
+    const memory& dd = diff_dst_.target_for(diff_dst);
+    act_.backward(dst_, dd);
+    const memory& dz = act_.target_for(dd);
+    bww_src_.run(ctx, src_.target_for(src));
+    bww_diff_dst_.run(ctx, dz);
+    run(ctx, bww_, bww_args_);
+    diff_w_.commit(ctx);
+    if (has_bias_) diff_b_.commit(ctx);
+    if (bwd_) {
+      bwd_diff_dst_.run(ctx, dz);
+      bwd_w_.run(ctx, w_.target_for(user_w_));
+      run(ctx, bwd_, bwd_args_);
+    }
+  }
+
+ protected:
+  using forward_pd = typename Forward::primitive_desc;
+  using backward_data_pd = typename BackwardData::primitive_desc;
+  using backward_weights_pd = typename BackwardWeights::primitive_desc;
+
+  /// Called by the layer's setup once it has chosen its primitives. `user_w` describes the weights as they
+  /// lie in the flat buffer (PyTorch's layout); `bias` is empty for a layer without one.
+  void finish_setup(context& ctx, const desc& src_md, const forward_pd& fwd, const backward_weights_pd& bww,
+                    const std::optional<backward_data_pd>& bwd, const desc& user_w, const desc& bias,
+                    simd::activation act, ParamSlots p) {
+    const auto& eng = ctx.engine();
+    has_bias_ = !(bias == desc());
+    fwd_pd_ = fwd;
+    fwd_ = Forward(fwd);
+    src_.setup(ctx, src_md, fwd.src_desc());
+    user_w_ = memory(user_w, eng, p.weights);
+    w_.setup(ctx, user_w, fwd.weights_desc());
+    if (has_bias_) user_b_ = memory(bias, eng, p.bias);
+    dst_ = memory(fwd.dst_desc(), eng);
+    act_.setup(ctx, act, fwd.dst_desc());
+
+    bww_ = BackwardWeights(bww);
+    bww_src_.setup(ctx, fwd.src_desc(), bww.src_desc());
+    bww_diff_dst_.setup(ctx, fwd.dst_desc(), bww.diff_dst_desc());
+    diff_w_.setup(ctx, bww.diff_weights_desc(), memory(user_w, eng, p.diff_weights));
+    if (has_bias_) diff_b_.setup(ctx, bww.diff_bias_desc(), memory(bias, eng, p.diff_bias));
+
+    if (bwd) {
+      bwd_ = BackwardData(*bwd);
+      bwd_w_.setup(ctx, fwd.weights_desc(), bwd->weights_desc());
+      bwd_diff_dst_.setup(ctx, fwd.dst_desc(), bwd->diff_dst_desc());
+      diff_src_ = memory(bwd->diff_src_desc(), eng);
+    }
+  }
+
+ private:
+  void bind_src(const memory& src) {
+    bound_src_ = &src;
+    const memory& s = src_.target_for(src);
+    fwd_args_ = {{DNNL_ARG_SRC, s}, {DNNL_ARG_WEIGHTS, w_.target_for(user_w_)}, {DNNL_ARG_DST, dst_}};
+    if (has_bias_) fwd_args_.set(DNNL_ARG_BIAS, user_b_);
+    bww_args_.set(DNNL_ARG_SRC, bww_src_.target_for(s));
+    bww_args_.set(DNNL_ARG_DIFF_WEIGHTS, diff_w_.output());
+    if (has_bias_) bww_args_.set(DNNL_ARG_DIFF_BIAS, diff_b_.output());
+  }
+  void bind_diff_dst_tensor(const memory& diff_dst) {
+    bound_diff_dst_ = &diff_dst;
+    const memory& dz = act_.target_for(diff_dst_.target_for(diff_dst));
+    bww_args_.set(DNNL_ARG_DIFF_DST, bww_diff_dst_.target_for(dz));
+    if (bwd_)
+      bwd_args_ = {{DNNL_ARG_DIFF_DST, bwd_diff_dst_.target_for(dz)},
+                   {DNNL_ARG_WEIGHTS, bwd_w_.target_for(w_.target_for(user_w_))},
+                   {DNNL_ARG_DIFF_SRC, diff_src_}};
+  }
+
+  bool has_bias_ = true;
+  forward_pd fwd_pd_;
+  Forward fwd_;
+  BackwardWeights bww_;
+  BackwardData bwd_;
+  memory user_w_, user_b_, dst_, diff_src_;
+  const memory* bound_src_ = nullptr;
+  const memory* bound_diff_dst_ = nullptr;
+  bound_args fwd_args_, bww_args_, bwd_args_;
+  converter src_, w_, diff_dst_, bww_src_, bww_diff_dst_, bwd_w_, bwd_diff_dst_;
+  writeback diff_w_, diff_b_;
+  fused_activation act_;
+};
+
+}  // namespace sinew::backend::onednn
