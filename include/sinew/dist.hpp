@@ -1,5 +1,7 @@
 // sinew/dist.hpp: distribution strategies and sync modes.
 #pragma once
 #include "sinew/dist/local.hpp"
+#include "sinew/dist/mpi_allreduce.hpp"
+#include "sinew/dist/ring_allreduce.hpp"
 #include "sinew/dist/strategy_spec.hpp"
 #include "sinew/dist/sync_mode.hpp"

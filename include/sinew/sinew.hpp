@@ -1,6 +1,7 @@
 // sinew/sinew.hpp: everything. Include the area aggregators instead to compile less.
 #pragma once
 #include "sinew/backend.hpp"
+#include "sinew/comm.hpp"
 #include "sinew/core.hpp"
 #include "sinew/data.hpp"
 #include "sinew/dist.hpp"

@@ -1,0 +1,76 @@
+// sinew/comm/agreement.hpp: checking, once at start, that every rank runs the same configuration.
+//
+//   const comm::Fact facts[] = {{"parameter count", params.size()},
+//                               {"optimizer", comm::fingerprint(O::kName), true}};
+//   comm::require_agreement(world, facts, "dist::RingAllReduce");
+// Ranks that disagree (another network, another batch size) would otherwise exchange spans of different sizes
+// and fail far from the cause, or hang; here every rank throws the same comm_error naming the first rank that
+// differs from rank 0 and what it differs in.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sinew/comm/communicator_spec.hpp"
+#include "sinew/core/error.hpp"
+
+namespace sinew::comm {
+
+/// One value every rank must hold the same.
+struct Fact {
+  std::string_view name;  ///< what it is, for the error: "parameter count", "optimizer"
+  std::uint64_t value;
+  bool hashed = false;  ///< a fingerprint of text (printed in hex), not a count
+};
+
+/// 64-bit FNV-1a of `text`: the same on every rank and every run (std::hash promises neither).
+constexpr std::uint64_t fingerprint(std::string_view text, std::uint64_t hash = 0xcbf29ce484222325ull) {
+  for (const char c : text) hash = (hash ^ std::uint64_t(static_cast<unsigned char>(c))) * 0x100000001b3ull;
+  return hash;
+}
+
+namespace detail {
+// A value crosses as four 16-bit pieces, each a float that sums exactly with the zeros of the other ranks.
+inline constexpr std::size_t kPiecesPerValue = 4;
+
+inline std::string show(const Fact& fact, std::uint64_t value) {
+  if (!fact.hashed) return std::to_string(value);
+  char text[19];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
+  return std::string("hash ") + text;
+}
+}  // namespace detail
+
+/// Collective: throws comm_error on every rank if some rank's facts differ from rank 0's, naming the first such
+/// rank and the first fact it differs in. `who` starts the message ("dist::RingAllReduce"). Every rank must
+/// pass as many facts, in the same order.
+template <Communicator C>
+void require_agreement(C& comm, std::span<const Fact> facts, std::string_view who) {
+  const std::size_t ranks = std::size_t(comm.size()), per_rank = facts.size() * detail::kPiecesPerValue;
+  std::vector<float> all(ranks * per_rank, 0.0f);
+  float* mine = all.data() + std::size_t(comm.rank()) * per_rank;
+  for (std::size_t f = 0; f < facts.size(); ++f)
+    for (std::size_t p = 0; p < detail::kPiecesPerValue; ++p)
+      mine[f * detail::kPiecesPerValue + p] = float((facts[f].value >> (16 * p)) & 0xffffu);
+  comm.allreduce_sum(std::span<float>(all));
+
+  const auto value = [&](std::size_t rank, std::size_t f) {
+    std::uint64_t v = 0;
+    for (std::size_t p = 0; p < detail::kPiecesPerValue; ++p)
+      v |= std::uint64_t(all[rank * per_rank + f * detail::kPiecesPerValue + p]) << (16 * p);
+    return v;
+  };
+  for (std::size_t rank = 1; rank < ranks; ++rank)
+    for (std::size_t f = 0; f < facts.size(); ++f)
+      if (value(rank, f) != value(0, f))
+        throw comm_error(std::string(who) + ": rank " + std::to_string(rank) + " disagrees with rank 0 on the " +
+                         std::string(facts[f].name) + " (" + detail::show(facts[f], value(rank, f)) + " vs " +
+                         detail::show(facts[f], value(0, f)) +
+                         "); every rank must run the same network, optimizer and options");
+}
+
+}  // namespace sinew::comm

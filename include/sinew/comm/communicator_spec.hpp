@@ -1,0 +1,100 @@
+// sinew/comm/communicator_spec.hpp: what a communicator must provide to the distribution strategies.
+//
+// Contract. A communicator C connects the size() processes of one job; every operation works on float spans
+// (the model's flat parameter and gradient buffers, or slices of them).
+//   c.rank(), c.size()              this process, 0 <= rank() < size(), and the number of processes. Constant.
+//   c.send(data, peer, tag)         blocking: returns once `data` may be reused. 0 <= peer < size().
+//   c.recv(data, peer, tag)         blocking: fills exactly data.size() floats from the message `peer` sent
+//                                   with `tag`; a longer message is a comm_error.
+//   c.isend(data, peer, tag)        non-blocking send/receive: return a request r (movable, see
+//   c.irecv(data, peer, tag)        req::comm_request); `data` must stay alive and untouched until r.wait()
+//                                   returned or r.test() returned true. Messages between one pair of ranks
+//                                   with one tag are received in the order they were sent (MPI's
+//                                   non-overtaking rule), which is what lets the ring pipeline use one tag.
+//   c.allreduce_sum(data)           blocking, in place, collective: afterwards every rank holds the element-wise
+//                                   sum over all ranks. data.size() must be the same on every rank.
+//   c.iallreduce_sum(data)          the same, non-blocking: returns a request; the sum is in `data` once the
+//                                   request completes.
+//   c.broadcast(data, root)         collective: every rank's `data` becomes root's.
+//   c.barrier()                     collective: returns once every rank has entered it.
+//   c.abort(code, message)          prints `message` (naming this rank) and ends every process of the job
+//                                   with exit code `code`. Does not return.
+// Collectives must be called by every rank in the same order. Failures throw sinew::comm_error naming the
+// operation and the peer. Counts are ints in MPI, so one call moves at most INT_MAX floats.
+#pragma once
+
+#include <concepts>
+#include <cstdlib>
+#include <span>
+#include <string_view>
+
+namespace sinew {
+
+namespace req {
+/// A pending non-blocking operation: wait() blocks until it completed, test() says whether it has.
+template <class R>
+concept comm_request = std::movable<R> && requires(R& r) {
+  { r.wait() };
+  { r.test() } -> std::convertible_to<bool>;
+};
+template <class C>
+concept has_comm_topology = requires(const C& c) {
+  { c.rank() } -> std::convertible_to<int>;
+  { c.size() } -> std::convertible_to<int>;
+};
+template <class C>
+concept has_blocking_point_to_point = requires(C& c, std::span<float> out, std::span<const float> in, int peer) {
+  { c.send(in, peer, peer) };
+  { c.recv(out, peer, peer) };
+};
+template <class C>
+concept has_nonblocking_point_to_point = requires(C& c, std::span<float> out, std::span<const float> in, int peer) {
+  { c.isend(in, peer, peer) } -> comm_request;
+  { c.irecv(out, peer, peer) } -> comm_request;
+};
+template <class C>
+concept has_allreduce_sum = requires(C& c, std::span<float> data) {
+  { c.allreduce_sum(data) };
+  { c.iallreduce_sum(data) } -> comm_request;
+};
+template <class C>
+concept has_broadcast = requires(C& c, std::span<float> data, int root) {
+  { c.broadcast(data, root) };
+};
+template <class C>
+concept has_barrier_and_abort = requires(C& c, int code, std::string_view message) {
+  { c.barrier() };
+  { c.abort(code, message) };
+};
+}  // namespace req
+
+/// A communicator policy (the template parameter of dist::RingAllReduce, dist::MpiAllReduce ...).
+template <class C>
+concept Communicator = req::has_comm_topology<C> && req::has_blocking_point_to_point<C> &&
+                       req::has_nonblocking_point_to_point<C> && req::has_allreduce_sum<C> &&
+                       req::has_broadcast<C> && req::has_barrier_and_abort<C>;
+
+namespace comm::example {
+/// The smallest communicator: a job of one process. Collectives have nothing to combine; there is no peer
+/// to talk to, so point-to-point calls may not happen (a strategy never makes them with one rank).
+struct single_process {
+  struct request {
+    void wait() {}
+    bool test() { return true; }
+  };
+  int rank() const { return 0; }
+  int size() const { return 1; }
+  void send(std::span<const float>, int, int) {}
+  void recv(std::span<float>, int, int) {}
+  request isend(std::span<const float>, int, int) { return {}; }
+  request irecv(std::span<float>, int, int) { return {}; }
+  void allreduce_sum(std::span<float>) {}
+  request iallreduce_sum(std::span<float>) { return {}; }
+  void broadcast(std::span<float>, int) {}
+  void barrier() {}
+  [[noreturn]] void abort(int, std::string_view) { std::abort(); }
+};
+static_assert(Communicator<single_process>);
+}  // namespace comm::example
+
+}  // namespace sinew

@@ -1,0 +1,267 @@
+// sinew/comm/mpi.hpp: the Communicator over MPI, through Boost.MPI.
+//
+//   sinew::comm::Mpi world;            // MPI_COMM_WORLD, duplicated: sinew's messages never meet the program's
+//   world.allreduce_sum(gradients);
+//
+// The program need not initialise MPI. The first Mpi constructed initialises it through a function-local
+// static boost::mpi::environment (thread level MPI_THREAD_FUNNELED: OpenMP threads compute, only the thread
+// that trains calls MPI), which every later Mpi shares and which finalises MPI when the program exits. A
+// program that initialised MPI itself (its own boost::mpi::environment, or MPI_Init_thread) keeps that: the
+// static environment then neither initialises nor finalises, but MPI must provide at least FUNNELED.
+//
+// Each Mpi duplicates its parent communicator (a collective call: every rank constructs its Mpi objects in the
+// same order) and sets MPI_ERRORS_RETURN on the duplicate only, so a failed call becomes a sinew::comm_error
+// naming the operation and the peer, while the program's own communicators keep their error handlers.
+// Copies of an Mpi share one duplicate. Data moves through the raw MPI handle that Boost.MPI exposes: Boost.MPI
+// 1.74 adds nothing for contiguous floats and has no non-blocking collectives (MPI_Iallreduce).
+#pragma once
+
+#include <mpi.h>
+
+#include <boost/mpi/communicator.hpp>
+#include <boost/mpi/environment.hpp>
+#include <boost/mpi/exception.hpp>
+
+#include <climits>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "sinew/comm/communicator_spec.hpp"
+#include "sinew/core/error.hpp"
+
+namespace sinew::comm {
+
+namespace detail {
+
+/// Where an MPI call was made, for error messages: "isend to rank 2 (tag 0)", "allreduce_sum of 1001 floats".
+struct mpi_site {
+  const char* op = "";
+  const char* towards = nullptr;  // "to", "from", "from root"; null for a collective without a peer
+  int peer = -1, tag = -1;
+  std::size_t count = kNoCount;
+  static constexpr std::size_t kNoCount = std::size_t(-1);
+
+  std::string describe() const {
+    std::string s = op;
+    if (towards) s += std::string(" ") + towards + " rank " + std::to_string(peer);
+    if (tag >= 0) s += " (tag " + std::to_string(tag) + ")";
+    if (count != kNoCount) s += " of " + std::to_string(count) + " floats";
+    return s;
+  }
+};
+
+inline std::string mpi_error_text(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) return "MPI error code " + std::to_string(code);
+  return std::string(text, std::size_t(length));
+}
+
+[[noreturn]] inline void throw_mpi_error(int code, int self, const mpi_site& site) {
+  throw comm_error("comm::Mpi: rank " + std::to_string(self) + ": " + site.describe() + " failed: " +
+                   mpi_error_text(code));
+}
+
+inline void check_mpi(int code, int self, const mpi_site& site) {
+  if (code != MPI_SUCCESS) throw_mpi_error(code, self, site);
+}
+
+/// MPI counts are ints.
+inline int mpi_count(std::size_t n, int self, const mpi_site& site) {
+  if (n > std::size_t(INT_MAX))
+    throw comm_error("comm::Mpi: rank " + std::to_string(self) + ": " + site.describe() +
+                     ": MPI counts are ints, so one call moves at most " + std::to_string(INT_MAX) +
+                     " floats (split the span)");
+  return int(n);
+}
+
+}  // namespace detail
+
+/// The process's MPI environment, shared by every Mpi (see the file comment). Initialises MPI on first use.
+inline boost::mpi::environment& mpi_environment() {
+  static boost::mpi::environment environment(boost::mpi::threading::funneled, /*abort_on_exception=*/true);
+  return environment;
+}
+
+/// A pending isend, irecv or iallreduce_sum. Destroying one that is still pending waits for it first (its
+/// buffer may not be freed under MPI), ignoring errors; call wait() to see them.
+class MpiRequest {
+ public:
+  MpiRequest() = default;
+  MpiRequest(MPI_Request request, int self, detail::mpi_site site, bool check_count)
+      : request_(request), self_(self), site_(site), check_count_(check_count) {}
+  MpiRequest(MpiRequest&& other) noexcept
+      : request_(std::exchange(other.request_, MPI_REQUEST_NULL)),
+        self_(other.self_),
+        site_(other.site_),
+        check_count_(other.check_count_) {}
+  MpiRequest& operator=(MpiRequest&& other) noexcept {
+    if (this != &other) {
+      finish_quietly();
+      request_ = std::exchange(other.request_, MPI_REQUEST_NULL);
+      self_ = other.self_, site_ = other.site_, check_count_ = other.check_count_;
+    }
+    return *this;
+  }
+  MpiRequest(const MpiRequest&) = delete;
+  MpiRequest& operator=(const MpiRequest&) = delete;
+  ~MpiRequest() { finish_quietly(); }
+
+  /// Blocks until the operation completed; throws comm_error if it failed.
+  void wait() {
+    if (request_ == MPI_REQUEST_NULL) return;
+    MPI_Status status;
+    const int code = MPI_Wait(&request_, &status);
+    finished(code, status);
+  }
+
+  /// Whether the operation completed (then as wait()); never blocks.
+  bool test() {
+    if (request_ == MPI_REQUEST_NULL) return true;
+    int done = 0;
+    MPI_Status status;
+    const int code = MPI_Test(&request_, &done, &status);
+    if (code == MPI_SUCCESS && !done) return false;
+    finished(code, status);
+    return true;
+  }
+
+ private:
+  void finished(int code, const MPI_Status& status) {
+    if (code != MPI_SUCCESS) {
+      request_ = MPI_REQUEST_NULL;  // the failed request is not waited for again
+      detail::throw_mpi_error(code, self_, site_);
+    }
+    if (check_count_) {
+      int received = 0;
+      MPI_Get_count(&status, MPI_FLOAT, &received);
+      if (std::size_t(received) != site_.count)
+        throw comm_error("comm::Mpi: rank " + std::to_string(self_) + ": " + site_.describe() + " received only " +
+                         std::to_string(received) + " floats (the sender's span is shorter than the receiver's)");
+    }
+  }
+
+  void finish_quietly() noexcept {
+    if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+  }
+
+  MPI_Request request_ = MPI_REQUEST_NULL;
+  int self_ = -1;
+  detail::mpi_site site_;
+  bool check_count_ = false;
+};
+
+static_assert(req::comm_request<MpiRequest>);
+
+class Mpi {
+ public:
+  using request = MpiRequest;
+
+  /// All processes of the job (a duplicate of MPI_COMM_WORLD). Collective.
+  Mpi() : Mpi(MPI_COMM_WORLD) {}
+
+  /// The processes of `parent` (duplicated). Collective over `parent`.
+  explicit Mpi(MPI_Comm parent) : comm_(duplicate(parent)), rank_(comm_.rank()), size_(comm_.size()) {}
+
+  int rank() const noexcept { return rank_; }
+  int size() const noexcept { return size_; }
+
+  /// The duplicated communicator, for calls sinew does not wrap.
+  const boost::mpi::communicator& boost_communicator() const noexcept { return comm_; }
+  MPI_Comm native() const noexcept { return MPI_Comm(comm_); }
+
+  void send(std::span<const float> data, int peer, int tag) {
+    const detail::mpi_site site{"send", "to", peer, tag, data.size()};
+    detail::check_mpi(MPI_Send(data.data(), count(data.size(), site), MPI_FLOAT, peer, tag, native()), rank_, site);
+  }
+
+  void recv(std::span<float> data, int peer, int tag) {
+    request r = irecv(data, peer, tag);
+    r.wait();
+  }
+
+  request isend(std::span<const float> data, int peer, int tag) {
+    const detail::mpi_site site{"isend", "to", peer, tag, data.size()};
+    MPI_Request r = MPI_REQUEST_NULL;
+    detail::check_mpi(MPI_Isend(data.data(), count(data.size(), site), MPI_FLOAT, peer, tag, native(), &r), rank_,
+                      site);
+    return request(r, rank_, site, false);
+  }
+
+  request irecv(std::span<float> data, int peer, int tag) {
+    const detail::mpi_site site{"irecv", "from", peer, tag, data.size()};
+    MPI_Request r = MPI_REQUEST_NULL;
+    detail::check_mpi(MPI_Irecv(data.data(), count(data.size(), site), MPI_FLOAT, peer, tag, native(), &r), rank_,
+                      site);
+    return request(r, rank_, site, true);
+  }
+
+  void allreduce_sum(std::span<float> data) {
+    const detail::mpi_site site{"allreduce_sum", nullptr, -1, -1, data.size()};
+    if (data.empty()) return;
+    detail::check_mpi(
+        MPI_Allreduce(MPI_IN_PLACE, data.data(), count(data.size(), site), MPI_FLOAT, MPI_SUM, native()), rank_,
+        site);
+  }
+
+  request iallreduce_sum(std::span<float> data) {
+    const detail::mpi_site site{"iallreduce_sum", nullptr, -1, -1, data.size()};
+    if (data.empty()) return {};
+    MPI_Request r = MPI_REQUEST_NULL;
+    detail::check_mpi(
+        MPI_Iallreduce(MPI_IN_PLACE, data.data(), count(data.size(), site), MPI_FLOAT, MPI_SUM, native(), &r),
+        rank_, site);
+    return request(r, rank_, site, false);
+  }
+
+  void broadcast(std::span<float> data, int root) {
+    const detail::mpi_site site{"broadcast", "from root", root, -1, data.size()};
+    if (data.empty()) return;
+    detail::check_mpi(MPI_Bcast(data.data(), count(data.size(), site), MPI_FLOAT, root, native()), rank_, site);
+  }
+
+  void barrier() {
+    detail::check_mpi(MPI_Barrier(native()), rank_, {"barrier"});
+  }
+
+  /// Prints "sinew: rank R aborts the job: <message>" and ends every process of the job with `code`.
+  [[noreturn]] void abort(int code, std::string_view message) {
+    std::fprintf(stderr, "sinew: rank %d aborts the job: %.*s\n", rank_, int(message.size()), message.data());
+    std::fflush(stderr);
+    MPI_Abort(native(), code);
+    std::abort();  // MPI_Abort does not return; this keeps [[noreturn]] honest if it does
+  }
+
+ private:
+  static boost::mpi::communicator duplicate(MPI_Comm parent) {
+    mpi_environment();
+    int provided = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&provided);
+    if (provided < MPI_THREAD_FUNNELED)
+      throw comm_error(
+          "comm::Mpi: MPI was initialised with thread level MPI_THREAD_SINGLE, but sinew calls MPI while OpenMP "
+          "threads exist and needs at least MPI_THREAD_FUNNELED (initialise with MPI_Init_thread, or let sinew "
+          "initialise MPI)");
+    try {
+      boost::mpi::communicator comm(parent, boost::mpi::comm_duplicate);
+      MPI_Comm_set_errhandler(MPI_Comm(comm), MPI_ERRORS_RETURN);
+      return comm;
+    } catch (const boost::mpi::exception& e) {
+      throw comm_error(std::string("comm::Mpi: duplicating the parent communicator failed: ") + e.what());
+    }
+  }
+
+  int count(std::size_t n, const detail::mpi_site& site) const { return detail::mpi_count(n, rank_, site); }
+
+  boost::mpi::communicator comm_;
+  int rank_ = 0, size_ = 1;
+};
+
+static_assert(Communicator<Mpi>);
+
+}  // namespace sinew::comm

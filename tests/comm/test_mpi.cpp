@@ -1,0 +1,150 @@
+// comm::Mpi under mpiexec with 1, 2 or 3 ranks: every operation of the Communicator contract, the shared
+// environment, and failures that become comm_errors naming the operation and the peer.
+// Tests make every collective call before their first ASSERT, so a failing rank cannot leave the others waiting.
+#include <gtest/gtest.h>
+
+#include <boost/mpi/communicator.hpp>
+#include <boost/mpi/environment.hpp>
+
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "sinew/comm/mpi.hpp"
+
+namespace {
+using sinew::comm::Mpi;
+
+std::string error_of(auto&& f) {
+  try {
+    f();
+  } catch (const sinew::comm_error& e) {
+    return e.what();
+  }
+  return "no comm_error";
+}
+
+TEST(mpi, rank_and_size_match_mpi_comm_world) {
+  Mpi world;
+  boost::mpi::communicator boost_world;
+  EXPECT_EQ(world.size(), boost_world.size());
+  EXPECT_EQ(world.rank(), boost_world.rank());
+  EXPECT_NE(world.native(), MPI_COMM_WORLD) << "Mpi must work on a duplicate";
+}
+
+TEST(mpi, objects_share_one_environment_of_at_least_funneled) {
+  Mpi a, b;
+  EXPECT_TRUE(boost::mpi::environment::initialized());
+  EXPECT_EQ(&sinew::comm::mpi_environment(), &sinew::comm::mpi_environment());
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  EXPECT_GE(provided, MPI_THREAD_FUNNELED);
+  EXPECT_EQ(a.size(), b.size());
+  // Each object is its own duplicate: a message on one cannot be received on the other.
+  int compare = MPI_IDENT;
+  MPI_Comm_compare(a.native(), b.native(), &compare);
+  EXPECT_EQ(compare, MPI_CONGRUENT);
+}
+
+TEST(mpi, blocking_send_recv_pass_a_token_around_the_ring) {
+  Mpi world;
+  const int p = world.size(), r = world.rank();
+  if (p == 1) GTEST_SKIP() << "needs two ranks";
+  std::vector<float> token(5, 0.0f);
+  if (r == 0) {
+    std::iota(token.begin(), token.end(), 1.0f);
+    world.send(token, 1, 3);
+    world.recv(token, p - 1, 3);
+  } else {
+    world.recv(token, r - 1, 3);
+    for (float& t : token) t += float(r);
+    world.send(token, (r + 1) % p, 3);
+  }
+  if (r == 0) {
+    const float added = float(p * (p - 1) / 2);
+    for (int i = 0; i < 5; ++i) EXPECT_EQ(token[std::size_t(i)], float(i + 1) + added);
+  }
+}
+
+TEST(mpi, isend_irecv_exchange_with_both_neighbours) {
+  Mpi world;
+  const int p = world.size(), r = world.rank();
+  if (p == 1) GTEST_SKIP() << "needs two ranks";
+  const int right = (r + 1) % p, left = (r + p - 1) % p;
+  std::vector<float> to_right(1000, float(r)), to_left(1000, float(-r)), from_left(1000), from_right(1000);
+  // Tags tell the two directions apart when left == right (2 ranks).
+  auto a = world.irecv(from_left, left, 1);
+  auto b = world.irecv(from_right, right, 2);
+  auto c = world.isend(to_right, right, 1);
+  auto d = world.isend(to_left, left, 2);
+  while (!a.test()) {
+  }
+  b.wait(), c.wait(), d.wait();
+  EXPECT_TRUE(b.test()) << "a completed request stays complete";
+  EXPECT_EQ(from_left.front(), float(left));
+  EXPECT_EQ(from_left.back(), float(left));
+  EXPECT_EQ(from_right.back(), float(-right));
+}
+
+TEST(mpi, allreduce_sum_and_iallreduce_sum_add_every_rank) {
+  Mpi world;
+  const int p = world.size(), r = world.rank();
+  std::vector<float> blocking = {float(r), 1.0f, float(r * r)}, nonblocking = blocking;
+  world.allreduce_sum(blocking);
+  auto request = world.iallreduce_sum(nonblocking);
+  request.wait();
+  std::vector<float> empty;
+  world.allreduce_sum(empty);
+  world.iallreduce_sum(empty).wait();
+  const float ranks = float(p * (p - 1) / 2), squares = float((p - 1) * p * (2 * p - 1) / 6);
+  EXPECT_EQ(blocking, (std::vector<float>{ranks, float(p), squares}));
+  EXPECT_EQ(nonblocking, blocking);
+}
+
+TEST(mpi, broadcast_from_the_last_rank_and_barrier) {
+  Mpi world;
+  const int p = world.size(), r = world.rank();
+  std::vector<float> data(3, float(r));
+  world.broadcast(data, p - 1);
+  world.barrier();
+  EXPECT_EQ(data, std::vector<float>(3, float(p - 1)));
+}
+
+TEST(mpi, send_to_a_rank_out_of_range_is_a_comm_error_naming_operation_and_peer) {
+  Mpi world;
+  const int p = world.size(), r = world.rank();
+  std::vector<float> data(4);
+  const std::string sent = error_of([&] { world.send(data, p, 9); });
+  const std::string received = error_of([&] { world.irecv(data, p + 1, 9).wait(); });
+  EXPECT_NE(sent.find("comm::Mpi: rank " + std::to_string(r) + ": send to rank " + std::to_string(p) +
+                      " (tag 9) of 4 floats failed: MPI_ERR_RANK"),
+            std::string::npos)
+      << sent;
+  EXPECT_NE(received.find("irecv from rank " + std::to_string(p + 1) + " (tag 9) of 4 floats failed"),
+            std::string::npos)
+      << received;
+}
+
+TEST(mpi, receiving_into_a_span_of_another_size_is_a_comm_error) {
+  Mpi world;
+  const int p = world.size(), r = world.rank();
+  if (p == 1) GTEST_SKIP() << "needs two ranks";
+  std::vector<float> four(4, 1.0f), two(2), eight(8);
+  std::string too_long = "rank 1 only", too_short = "rank 1 only";
+  if (r == 0) {
+    world.send(four, 1, 5);
+    world.send(four, 1, 6);
+  } else if (r == 1) {
+    too_long = error_of([&] { world.recv(two, 0, 5); });
+    too_short = error_of([&] { world.recv(eight, 0, 6); });
+  }
+  world.barrier();
+  if (r == 1) {
+    EXPECT_NE(too_long.find("recv from rank 0 (tag 5) of 2 floats failed: MPI_ERR_TRUNCATE"), std::string::npos)
+        << too_long;
+    EXPECT_NE(too_short.find("irecv from rank 0 (tag 6) of 8 floats received only 4 floats"), std::string::npos)
+        << too_short;
+  }
+}
+
+}  // namespace
