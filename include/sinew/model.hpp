@@ -1,9 +1,14 @@
 // sinew/model.hpp: a network instantiated on a backend.
 //
 // Model<Net, Backend> owns the flat parameter and gradient buffers (one aligned allocation each; every
-// layer sees its slice in PyTorch's layout) and one *plan* per batch size it has seen: the backend's ops
-// with all primitives and activations created at set-up. A training step only executes: forward, loss,
-// backward. Optimizers, all-reduce and checkpoints work on parameters() and gradients() as flat spans.
+// layer sees its slice in PyTorch's layout), the flat array of non-trainable buffers (BatchNorm's running
+// statistics, shared by every plan) and one *plan* per batch size it has seen: the backend's ops with all
+// primitives and activations created at set-up. A training step only executes: forward, loss, backward.
+// Optimizers, all-reduce and checkpoints work on parameters() and gradients() as flat spans.
+//
+// Like a PyTorch module, a model is in training mode until set_training(false): BatchNorm then normalises with
+// its running statistics and Dropout passes its input through. Dropout's masks are drawn from the model seed,
+// the node and step(), the count of training-mode forward passes, so a run is reproducible.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +16,7 @@
 #include <span>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -25,7 +31,7 @@
 namespace sinew {
 
 struct ModelOptions {
-  std::uint64_t seed = 0;       ///< initialisation seed (PyTorch's default schemes)
+  std::uint64_t seed = 0;       ///< initialisation (PyTorch's default schemes) and Dropout's masks
   bool input_gradient = false;  ///< also compute the gradient with respect to the input (tests, attacks)
 };
 
@@ -40,13 +46,17 @@ class Model {
   static constexpr std::size_t kOps = nodes::kSize;
   static constexpr std::size_t kParams = Net::kParams;
   static constexpr std::size_t kParamSpan = Net::kParamSpan;
+  /// Floats in the flat buffer array (0 for a network without BatchNorm).
+  static constexpr std::size_t kBufferSpan = []<class... N>(type_list<N...>) {
+    return (std::size_t(0) + ... + N::kBufferSpan);
+  }(nodes{});
 
   explicit Model(typename B::context& ctx, ModelOptions options = {})
-      : ctx_(&ctx), options_(options), params_(kParamSpan), grads_(kParamSpan) {
+      : ctx_(&ctx), options_(options), params_(kParamSpan), grads_(kParamSpan), buffers_(kBufferSpan) {
     initialize(options.seed);
   }
 
-  /// Re-draws every parameter with PyTorch's default initialisation from `seed`.
+  /// Re-draws every parameter with PyTorch's default initialisation from `seed`; resets the buffers.
   void initialize(std::uint64_t seed) {
     Rng rng(seed);
     init_nodes(rng, nodes{});
@@ -56,7 +66,18 @@ class Model {
   std::span<const float> parameters() const noexcept { return params_.span(); }
   std::span<float> gradients() noexcept { return grads_.span(); }
   std::span<const float> gradients() const noexcept { return grads_.span(); }
+  /// Non-trainable state (running statistics): each layer's slice 64-byte aligned, in Node::kBufferOffset order.
+  std::span<float> buffers() noexcept { return buffers_.span(); }
+  std::span<const float> buffers() const noexcept { return buffers_.span(); }
   typename B::context& context() noexcept { return *ctx_; }
+
+  /// PyTorch's module.train(true/false): whether the next forward() uses batch statistics and dropout.
+  void set_training(bool training) noexcept { training_ = training; }
+  bool training() const noexcept { return training_; }
+  /// Training-mode forward passes so far; with the model seed it fixes Dropout's masks. set_step() replays a
+  /// step (a resumed run, or a numerical-gradient check that must see the same mask each time).
+  std::uint64_t step() const noexcept { return step_; }
+  void set_step(std::uint64_t step) noexcept { step_ = step; }
 
   /// Runs the network on `batch` samples of plain NCHW floats; returns the output, plain [batch, output].
   std::span<const float> forward(std::span<const float> images, int batch) {
@@ -67,6 +88,7 @@ class Model {
     plan_ = &plan_for(batch);
     plan_->input_tensor = &plan_->input.bind(images.data());
     forward_at<0>(*plan_, *plan_->input_tensor);
+    if (training_) ++step_;
     const tensor& last = std::get<kOps - 1>(plan_->ops).dst();
     plan_->output_ptr = B::data(plan_->to_plain_output(*ctx_, last));
     return {plan_->output_ptr, std::size_t(batch) * output_shape::kSize};
@@ -164,7 +186,8 @@ class Model {
     using N = std::tuple_element_t<I, as_tuple_t<nodes>>;
     float* w = params_.data() + N::kParamOffset;
     float* dw = grads_.data() + N::kParamOffset;
-    const ParamSlots slots{w, N::kBias ? w + N::kWeights : nullptr, dw, N::kBias ? dw + N::kWeights : nullptr};
+    const ParamSlots slots{w, N::kBias ? w + N::kWeights : nullptr, dw, N::kBias ? dw + N::kWeights : nullptr,
+                           N::kBuffers ? buffers_.data() + N::kBufferOffset : nullptr};
     auto& op = std::get<I>(p.ops);
     op.template setup<N>(*ctx_, src_desc, p.batch, slots, options_.input_gradient || params_before<I>());
     if constexpr (I + 1 < kOps) setup_at<I + 1>(p, op.dst_desc());
@@ -182,6 +205,8 @@ class Model {
   template <std::size_t I>
   void forward_at(plan& p, const tensor& src) {
     auto& op = std::get<I>(p.ops);
+    if constexpr (req::has_mode<std::remove_cvref_t<decltype(op)>>)
+      op.set_mode(ForwardMode{training_, mix64(options_.seed ^ mix64(step_ * kOps + I))});
     op.forward(*ctx_, src);
     if constexpr (I + 1 < kOps) forward_at<I + 1>(p, op.dst());
   }
@@ -208,13 +233,16 @@ class Model {
       float* w = params_.data() + N::kParamOffset;
       N::applied::init({w, N::kWeights}, {w + N::kWeights, N::kBias}, rng);
     }
+    if constexpr (N::kBuffers > 0) N::applied::init_buffers({buffers_.data() + N::kBufferOffset, N::kBuffers});
   }
 
   typename B::context* ctx_;
   ModelOptions options_;
-  AlignedBuffer<float> params_, grads_;
+  AlignedBuffer<float> params_, grads_, buffers_;
   std::vector<std::unique_ptr<plan>> plans_;
   plan* plan_ = nullptr;
+  bool training_ = true;
+  std::uint64_t step_ = 0;
 };
 
 }  // namespace sinew

@@ -38,7 +38,7 @@ namespace sinew {
 
 struct TrainerOptions {
   int threads = 0;            ///< compute threads; 0 = the OMP_NUM_THREADS / hardware default
-  std::uint64_t seed = 0;     ///< parameter initialisation
+  std::uint64_t seed = 0;     ///< parameter initialisation and dropout masks
   int warmup_steps = 10;      ///< steps left out of images/s
   bool check_finite = true;   ///< stop on a NaN or infinite loss
 };
@@ -107,6 +107,7 @@ class Trainer {
     stats.epoch = epoch_;
     loader.start_epoch(epoch_);
     ensure_buffers(loader.batch_size());
+    model_.set_training(true);
     double loss_sum = 0, timed_s = 0;
     std::size_t correct = 0, timed_images = 0;
     metrics::Stopwatch epoch_watch;
@@ -156,11 +157,13 @@ class Trainer {
     return stats;
   }
 
-  /// Loss and accuracy over one pass of `loader`, without changing the parameters.
+  /// Loss and accuracy over one pass of `loader` in evaluation mode (running statistics, no dropout), without
+  /// changing the parameters or the buffers.
   EvalStats evaluate(L& loader) {
     check_shape(loader);
     loader.start_epoch(0);
     ensure_buffers(loader.batch_size());
+    model_.set_training(false);
     EvalStats stats;
     metrics::Stopwatch watch;
     double loss_sum = 0;

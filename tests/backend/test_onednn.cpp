@@ -2,10 +2,12 @@
 // from the flat buffer in PyTorch's layout (so the layout convention is checked too).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "../support/reference.hpp"
 #include "sinew/backend/onednn.hpp"
+#include "sinew/backend/simd/dropout.hpp"
 #include "sinew/model.hpp"
 
 namespace {
@@ -89,6 +91,160 @@ TEST(onednn_forward, short_last_batch_uses_its_own_plan) {
   const std::vector<float> first(f.x.begin(), f.x.begin() + 72);
   const auto one = f.model.forward(first, 1);
   for (int i = 0; i < 3; ++i) EXPECT_FLOAT_EQ(one[i], full[i]);
+}
+
+/// Parameters drawn away from BatchNorm's (1, 0) start so that a swapped gamma and beta would show.
+void randomize(std::span<float> v, std::uint64_t seed, float lo, float hi) {
+  Rng rng(seed);
+  for (float& x : v) x = rng.uniform(lo, hi);
+}
+
+TEST(onednn_forward, batch_norm2d_training_uses_batch_statistics) {
+  Fixture<Sequential<Input<5, 3, 4>, BatchNorm2d>> f;
+  randomize(f.model.parameters(), 1, 0.5f, 1.5f);
+  std::vector<double> mean, variance;
+  ref::channel_statistics(f.x, 3, 5, 12, mean, variance, false);
+  const float* w = f.params();
+  expect_close(f.run(), ref::batch_norm(f.x, mean, variance, w, w + 5, 3, 5, 12));
+}
+
+TEST(onednn_forward, batch_norm2d_running_statistics_follow_pytorch) {
+  // running = 0.9 running + 0.1 batch, with the unbiased variance; from (0, 1), over two steps.
+  Fixture<Sequential<Input<4, 3, 3>, BatchNorm2d>> f;
+  std::vector<double> want_mean(4, 0.0), want_var(4, 1.0), mean, variance;
+  for (int step = 0; step < 2; ++step) {
+    for (float& v : f.x) v = v * 1.5f + 0.7f;  // a different batch each step, with a nonzero mean
+    f.run();
+    ref::channel_statistics(f.x, 3, 4, 9, mean, variance, true);
+    for (int c = 0; c < 4; ++c) {
+      want_mean[c] = 0.9 * want_mean[c] + 0.1 * mean[c];
+      want_var[c] = 0.9 * want_var[c] + 0.1 * variance[c];
+    }
+  }
+  const auto b = f.model.buffers();
+  for (int c = 0; c < 4; ++c) {
+    EXPECT_NEAR(b[c], want_mean[c], 1e-5) << "running_mean " << c;
+    EXPECT_NEAR(b[4 + c], want_var[c], 1e-5) << "running_var " << c;
+  }
+}
+
+TEST(onednn_forward, batch_norm2d_eval_uses_running_statistics_and_keeps_them) {
+  Fixture<Sequential<Input<3, 4, 4>, BatchNorm2d>> f;
+  randomize(f.model.parameters(), 2, 0.5f, 1.5f);
+  const auto b = f.model.buffers();
+  randomize(b.subspan(0, 3), 3, -1.0f, 1.0f);
+  randomize(b.subspan(3, 3), 4, 0.5f, 2.0f);
+  const std::vector<float> before(b.begin(), b.end());
+  const std::vector<double> mean(b.begin(), b.begin() + 3), variance(b.begin() + 3, b.begin() + 6);
+  f.model.set_training(false);
+  const float* w = f.params();
+  expect_close(f.run(), ref::batch_norm(f.x, mean, variance, w, w + 3, 3, 3, 16));
+  EXPECT_TRUE(std::equal(before.begin(), before.end(), b.begin())) << "evaluation changed the running statistics";
+  EXPECT_EQ(f.model.step(), 0u) << "evaluation counted as a training step";
+}
+
+TEST(onednn_forward, conv2d_batch_norm2d_fused_relu_in_blocked_layout) {
+  // 16 channels: oneDNN picks a blocked layout for the convolution's output, and batch norm keeps it.
+  Fixture<Sequential<Input<3, 6, 6>, Conv2d<16, 3, 1, 1>, BatchNorm2d, ReLU>> f;
+  const std::size_t bn = Model<Sequential<Input<3, 6, 6>, Conv2d<16, 3, 1, 1>>, OneDnn>::kParamSpan;
+  randomize(f.model.parameters().subspan(bn, 32), 5, 0.5f, 1.5f);
+  const float* w = f.params();
+  const auto conv = ref::conv2d(f.x, w, w + 16 * 27, 3, 3, 6, 6, 16, 3, 1, 1);
+  const std::vector<float> z(conv.begin(), conv.end());
+  std::vector<double> mean, variance;
+  ref::channel_statistics(z, 3, 16, 36, mean, variance, false);
+  auto want = ref::batch_norm(z, mean, variance, w + bn, w + bn + 16, 3, 16, 36);
+  for (double& v : want) v = ref::relu(v);
+  expect_close(f.run(), want, 2e-4);
+}
+
+TEST(onednn_forward, batch_norm2d_training_on_one_value_per_channel_is_a_shape_error) {
+  OneDnn::context ctx{BackendOptions{}};
+  Model<Sequential<Input<4, 1, 1>, BatchNorm2d>, OneDnn> model(ctx);
+  const std::vector<float> x(4, 1.0f);
+  EXPECT_THROW(model.forward(x, 1), shape_error);
+  model.set_training(false);
+  EXPECT_NO_THROW(model.forward(x, 1));
+}
+
+using DropNet = Sequential<Input<3, 16, 16>, Dropout<30>>;
+
+TEST(onednn_forward, dropout30_zeroes_about_30_percent_and_scales_the_rest) {
+  Fixture<DropNet> f;
+  const auto y = f.run();
+  std::size_t dropped = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    if (y[i] == 0.0f) {
+      ++dropped;
+    } else {
+      ASSERT_NEAR(y[i], f.x[i] / 0.7f, 1e-6f * (1 + std::fabs(y[i]))) << "at " << i;
+    }
+  }
+  const double fraction = double(dropped) / double(y.size());
+  EXPECT_NEAR(fraction, 0.3, 0.03) << dropped << " of " << y.size();
+}
+
+TEST(onednn_forward, dropout_mask_is_the_scalar_reference_and_replays_by_step) {
+  // The input is plain NCHW, so physical and logical indices agree: the SIMD kernel must draw the mask of
+  // simd::dropout_keeps for the seed the model derives; the same step gives the same mask, the next another.
+  Fixture<DropNet> f;
+  const auto first = f.run();
+  EXPECT_EQ(f.model.step(), 1u);
+  const auto second = f.run();
+  f.model.set_step(0);
+  const auto replay = f.run();
+  EXPECT_EQ(first, replay);
+  EXPECT_NE(first, second);
+  const std::uint64_t seed = mix64(5 ^ mix64(0));  // the Model's: mix64(seed ^ mix64(step * ops + node))
+  std::size_t agree = 0;
+  for (std::size_t i = 0; i < first.size(); ++i) agree += (first[i] != 0.0f) == simd::dropout_keeps(i, 0.3f, seed);
+  EXPECT_EQ(agree, first.size());
+}
+
+TEST(onednn_forward, dropout_is_deterministic_given_the_model_seed) {
+  Fixture<DropNet> a, b;
+  EXPECT_EQ(a.run(), b.run());
+}
+
+TEST(onednn_forward, dropout_eval_is_identity) {
+  Fixture<DropNet> f;
+  f.model.set_training(false);
+  EXPECT_EQ(f.run(), f.x);
+}
+
+TEST(onednn_forward, global_avg_pool_is_the_channel_mean) {
+  Fixture<Sequential<Input<4, 5, 3>, GlobalAvgPool>> f;
+  expect_close(f.run(), ref::adaptive_avg_pool(f.x, 3, 4, 5, 3, 1, 1));
+}
+
+TEST(onednn_forward, adaptive_avg_pool_uniform_bins_6x6_to_3x2) {
+  Fixture<Sequential<Input<2, 6, 6>, AdaptiveAvgPool<3, 2>>> f;
+  expect_close(f.run(), ref::adaptive_avg_pool(f.x, 3, 2, 6, 6, 3, 2));
+}
+
+TEST(onednn_forward, adaptive_avg_pool_overlapping_bins_7x10_to_3x4) {
+  Fixture<Sequential<Input<2, 7, 10>, AdaptiveAvgPool<3, 4>>> f;
+  expect_close(f.run(), ref::adaptive_avg_pool(f.x, 3, 2, 7, 10, 3, 4));
+}
+
+TEST(onednn_forward, adaptive_avg_pool_upsamples_4x4_to_6x6) {
+  Fixture<Sequential<Input<2, 4, 4>, AdaptiveAvgPool<6>>> f;
+  expect_close(f.run(), ref::adaptive_avg_pool(f.x, 3, 2, 4, 4, 6, 6));
+}
+
+TEST(onednn_forward, adaptive_avg_pool_1x1_to_6x6_replicates_each_pixel_as_alexnet_on_64x64) {
+  Fixture<Sequential<Input<16, 1, 1>, AdaptiveAvgPool<6, 6>>> f;
+  const auto y = f.run();
+  ASSERT_EQ(y.size(), 3u * 16 * 36);
+  for (std::size_t p = 0; p < 3 * 16; ++p)
+    for (int k = 0; k < 36; ++k) ASSERT_EQ(y[p * 36 + k], f.x[p]) << "plane " << p << " cell " << k;
+}
+
+TEST(onednn_forward, adaptive_avg_pool_after_blocked_conv_reads_pytorch_order) {
+  Fixture<Sequential<Input<3, 7, 7>, Conv2d<16, 3>, AdaptiveAvgPool<3>>> f;
+  const float* w = f.params();
+  const auto conv = ref::conv2d(f.x, w, w + 16 * 27, 3, 3, 7, 7, 16, 3, 1, 0);
+  expect_close(f.run(), ref::adaptive_avg_pool({conv.begin(), conv.end()}, 3, 16, 5, 5, 3, 3), 2e-4);
 }
 
 TEST(onednn_forward, wrong_input_size_is_a_shape_error) {

@@ -43,6 +43,30 @@ constexpr bool aligned_and_disjoint(type_list<N...>) {
 static_assert(aligned_and_disjoint(LeNetRgb::nodes<true>{}));
 static_assert(LeNetRgb::kParamSpan >= LeNetRgb::kParams && LeNetRgb::kParamSpan % kAlignFloats == 0);
 
+// BatchNorm2d: weight and bias are parameters, running_mean and running_var buffers (PyTorch's state_dict
+// less num_batches_tracked).
+static_assert(BatchNorm2d::at<Shape<64, 8, 8>>::kWeights + BatchNorm2d::at<Shape<64, 8, 8>>::kBias == 128);
+static_assert(BatchNorm2d::at<Shape<64, 8, 8>>::kBuffers == 128);
+static_assert(std::is_same_v<BatchNorm2d::at<Shape<64, 8, 8>>::output, Shape<64, 8, 8>>);
+static_assert(std::is_same_v<Dropout<>::at<Shape<4, 2, 2>>::output, Shape<4, 2, 2>> && Dropout<>::kP == 0.5f);
+static_assert(std::is_same_v<GlobalAvgPool::at<Shape<512, 7, 7>>::output, Shape<512, 1, 1>>);
+static_assert(std::is_same_v<AdaptiveAvgPool<6>::at<Shape<256, 1, 1>>::output, Shape<256, 6, 6>>);
+static_assert(std::is_same_v<AdaptiveAvgPool<7, 5>::at<Shape<3, 13, 13>>::output, Shape<3, 7, 5>>);
+
+// A VGG-BN-like stack: parameter and buffer counts equal PyTorch's; each layer's buffers start aligned.
+using BnNet = Sequential<Input<3, 8, 8>, Conv2d<64, 3, 1, 1>, BatchNorm2d, ReLU, MaxPool<2>, Conv2d<10, 3, 1, 1>,
+                         BatchNorm2d, ReLU, GlobalAvgPool, Flatten, Dropout<>, Dense<4>>;
+static_assert(BnNet::kParams == (64 * 27 + 64) + 128 + (10 * 64 * 9 + 10) + 20 + (10 * 4 + 4));
+static_assert(BnNet::kBuffers == 128 + 20);
+static_assert(BnNet::kBufferSpan == 128 + 32);  // 20 floats round up to two 64-byte blocks
+using bn2 = std::tuple_element_t<3, as_tuple_t<BnNet::nodes<true>>>;  // conv, bn+relu, pool, conv, bn+relu
+using bn1 = std::tuple_element_t<1, as_tuple_t<BnNet::nodes<true>>>;
+static_assert(std::is_same_v<bn1::layer, BatchNorm2d> && std::is_same_v<bn1::activation, ReLU>);
+static_assert(bn1::kBufferOffset == 0 && bn1::kBuffers == 128);
+static_assert(std::is_same_v<bn2::layer, Conv2d<10, 3, 1, 1>> && bn2::kBuffers == 0 && bn2::kBufferOffset == 128);
+static_assert(std::tuple_element_t<4, as_tuple_t<BnNet::nodes<true>>>::kBufferOffset == 128);
+static_assert(LeNetRgb::kBuffers == 0 && LeNetRgb::kBufferSpan == 0);
+
 TEST(sequential, lenet5_parameter_counts_equal_pytorch) {
   EXPECT_EQ(LeNetRgb::kParams, 62006u);
   EXPECT_EQ(LeNetGray::kParams, 61706u);

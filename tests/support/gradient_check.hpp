@@ -24,6 +24,7 @@ struct GradientCheckOptions {
   float rtol = 2e-2f;       ///< relative tolerance
   float atol = 2e-3f;       ///< absolute tolerance, relative to the largest gradient seen
   int samples = 40;         ///< entries checked per tensor (inputs, parameters)
+  bool training = true;     ///< the model's mode: batch statistics and dropout, or running statistics
 };
 
 template <class Net, class B>
@@ -31,6 +32,7 @@ class GradientCheck {
  public:
   explicit GradientCheck(GradientCheckOptions o = {})
       : o_(o), ctx_(BackendOptions{}), model_(ctx_, ModelOptions{.seed = o.seed, .input_gradient = true}) {
+    model_.set_training(o.training);
     Rng rng(o.seed + 1);
     x_.resize(std::size_t(o.batch) * Net::input_shape::kSize);
     r_.resize(std::size_t(o.batch) * Net::output_shape::kSize);
@@ -40,6 +42,7 @@ class GradientCheck {
 
   /// Returns the number of entries checked; records a failure for each mismatch.
   int run() {
+    model_.set_step(0);
     model_.forward(x_, o_.batch);
     model_.backward(r_);
     const std::vector<float> dx = model_.input_gradient();
@@ -66,7 +69,9 @@ class GradientCheck {
   }
 
  private:
+  /// Every forward replays step 0, so Dropout draws the mask that backward() differentiated.
   double objective() {
+    model_.set_step(0);
     const auto out = model_.forward(x_, o_.batch);
     double f = 0;
     for (std::size_t i = 0; i < out.size(); ++i) f += double(out[i]) * double(r_[i]);

@@ -65,6 +65,56 @@ inline std::vector<double> pool(const std::vector<float>& x, int n, int c, int h
   return y;
 }
 
+/// Batch normalisation of x [N, C, H, W] with per-channel mean and (biased) variance; gamma and beta [C].
+inline std::vector<double> batch_norm(const std::vector<float>& x, const std::vector<double>& mean,
+                                      const std::vector<double>& variance, const float* gamma, const float* beta,
+                                      int n, int c, int hw, double eps = 1e-5) {
+  std::vector<double> y(x.size());
+  for (int s = 0; s < n; ++s)
+    for (int ch = 0; ch < c; ++ch)
+      for (int i = 0; i < hw; ++i) {
+        const std::size_t k = (std::size_t(s) * c + ch) * hw + i;
+        y[k] = (x[k] - mean[ch]) / std::sqrt(variance[ch] + eps) * gamma[ch] + beta[ch];
+      }
+  return y;
+}
+
+/// Per-channel mean and variance of x [N, C, H, W] over N, H and W; unbiased divides by n - 1.
+inline void channel_statistics(const std::vector<float>& x, int n, int c, int hw, std::vector<double>& mean,
+                               std::vector<double>& variance, bool unbiased) {
+  mean.assign(std::size_t(c), 0.0);
+  variance.assign(std::size_t(c), 0.0);
+  const double count = double(n) * hw;
+  for (int ch = 0; ch < c; ++ch) {
+    for (int s = 0; s < n; ++s)
+      for (int i = 0; i < hw; ++i) mean[ch] += x[(std::size_t(s) * c + ch) * hw + i];
+    mean[ch] /= count;
+    for (int s = 0; s < n; ++s)
+      for (int i = 0; i < hw; ++i) {
+        const double d = x[(std::size_t(s) * c + ch) * hw + i] - mean[ch];
+        variance[ch] += d * d;
+      }
+    variance[ch] /= unbiased ? count - 1 : count;
+  }
+}
+
+/// torch.nn.functional.adaptive_avg_pool2d: bin i covers [floor(i H / OH), ceil((i + 1) H / OH)).
+inline std::vector<double> adaptive_avg_pool(const std::vector<float>& x, int n, int c, int h, int w, int oh,
+                                             int ow) {
+  std::vector<double> y(std::size_t(n) * c * oh * ow);
+  for (int p = 0; p < n * c; ++p)
+    for (int i = 0; i < oh; ++i)
+      for (int j = 0; j < ow; ++j) {
+        const int r0 = int(std::floor(double(i) * h / oh)), r1 = int(std::ceil(double(i + 1) * h / oh));
+        const int c0 = int(std::floor(double(j) * w / ow)), c1 = int(std::ceil(double(j + 1) * w / ow));
+        double sum = 0;
+        for (int r = r0; r < r1; ++r)
+          for (int s = c0; s < c1; ++s) sum += x[(std::size_t(p) * h + r) * w + s];
+        y[(std::size_t(p) * oh + i) * ow + j] = sum / ((r1 - r0) * (c1 - c0));
+      }
+  return y;
+}
+
 inline double relu(double v) { return v > 0 ? v : 0; }
 inline double sigmoid(double v) { return 1 / (1 + std::exp(-v)); }
 

@@ -2,6 +2,7 @@
 // report its phases, and stop with a clear error on NaN loss or a loader of the wrong shape.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -105,6 +106,28 @@ TEST(trainer, loader_of_the_wrong_shape_is_a_shape_error) {
   } catch (const shape_error& e) {
     EXPECT_NE(std::string(e.what()).find("1x12x12 images but the network takes 1x32x32"), std::string::npos) << e.what();
   }
+}
+
+using BnDropNet = Sequential<Input<1, 12, 12>, Conv2d<4, 3, 1, 1, false>, BatchNorm2d, ReLU, MaxPool<2>, Flatten,
+                            Dropout<20>, Dense<2>>;
+
+TEST(trainer, evaluate_runs_in_eval_mode_and_train_epoch_in_training_mode) {
+  auto train = loader_for(corners(256, 5));
+  auto test = loader_for(corners(128, 6), false);
+  Trainer<BnDropNet, backend::OneDnn> trainer({.threads = 1, .seed = 2}, {.lr = 0.05f, .momentum = 0.9f});
+  const auto buffers = trainer.model().buffers();
+  const std::vector<float> initial(buffers.begin(), buffers.end());
+  const double first = trainer.evaluate(test).loss;
+  EXPECT_FALSE(trainer.model().training());
+  // Training mode would draw new dropout masks and update the running statistics.
+  EXPECT_EQ(trainer.evaluate(test).loss, first);
+  EXPECT_TRUE(std::equal(initial.begin(), initial.end(), buffers.begin())) << "evaluate() changed a buffer";
+  for (int e = 0; e < 3; ++e) trainer.train_epoch(train);
+  EXPECT_TRUE(trainer.model().training());
+  EXPECT_FALSE(std::equal(initial.begin(), initial.end(), buffers.begin())) << "training kept no running statistics";
+  const EvalStats eval = trainer.evaluate(test);
+  EXPECT_LT(eval.loss, 0.3);
+  EXPECT_GT(eval.accuracy, 0.95) << "the running statistics do not describe the trained network";
 }
 
 TEST(trainer, learning_rate_schedule_is_applied_each_step) {

@@ -21,18 +21,24 @@
 //     default constructor, then
 //     template <NodeType N> setup(ctx, src_desc, batch, ParamSlots, need_diff_src)
 //                             creates primitives for input layout src_desc; ParamSlots points into the
-//                             network's flat parameter and gradient buffers (PyTorch layout);
+//                             network's flat parameter and gradient buffers (PyTorch layout) and, for a
+//                             layer with N::kBuffers > 0, into the Model's flat buffer array;
 //     dst_desc(), dst()       the output (valid after forward);
 //     diff_src_desc()         the layout backward writes the input gradient in;
 //     bind_diff_dst(ctx, d)   the layout the output gradient will arrive in (called once, after setup);
 //     forward(ctx, src)       computes dst from src and the parameters;
 //     backward(ctx, src, diff_dst)
-//                             overwrites the parameter gradients, and diff_src() when need_diff_src.
+//                             overwrites the parameter gradients, and diff_src() when need_diff_src;
+//                             differentiates the function that the last forward() computed (in its mode);
+//     set_mode(ForwardMode)   optional, for ops whose forward depends on the mode (BatchNorm, Dropout):
+//                             called before each forward(); ops without it are mode-independent. In
+//                             training mode an op may update its layer's buffers (running statistics).
 //   A node kind that a backend lacks fails to compile with a sentence naming the backend and the layer.
 #pragma once
 
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 #include "sinew/layers.hpp"
@@ -50,6 +56,13 @@ struct ParamSlots {
   float* bias = nullptr;
   float* diff_weights = nullptr;
   float* diff_bias = nullptr;
+  float* buffers = nullptr;  ///< the layer's kBuffers floats of non-trainable state (running statistics)
+};
+
+/// How the next forward() runs: PyTorch's module.train() / module.eval(), and the randomness of this step.
+struct ForwardMode {
+  bool training = true;    ///< batch statistics and dropout; false: running statistics, dropout is identity
+  std::uint64_t seed = 0;  ///< distinct per node and per training step, fixed by the model seed
 };
 
 namespace backend::example {
@@ -91,6 +104,9 @@ concept has_op = requires(typename B::template op<N>& op, typename B::context& c
   { op.backward(ctx, t, t) };
   { op.diff_src() } -> std::convertible_to<const typename B::tensor&>;
 };
+/// The optional mode hook of an op (see set_mode in the contract above).
+template <class Op>
+concept has_mode = requires(Op& op, const ForwardMode& m) { op.set_mode(m); };
 template <class B>
 concept has_core_ops = has_op<B, backend::example::conv_node> && has_op<B, backend::example::dense_node> &&
                        has_op<B, backend::example::pool_node> && has_op<B, backend::example::act_node> &&

@@ -4,9 +4,12 @@
 
 #include "sinew/backend/backend_spec.hpp"
 #include "sinew/backend/onednn/activation.hpp"
+#include "sinew/backend/onednn/adaptive_pooling.hpp"
+#include "sinew/backend/onednn/batch_norm.hpp"
 #include "sinew/backend/onednn/common.hpp"
 #include "sinew/backend/onednn/conv2d.hpp"
 #include "sinew/backend/onednn/dense.hpp"
+#include "sinew/backend/onednn/dropout.hpp"
 #include "sinew/backend/onednn/flatten.hpp"
 #include "sinew/backend/onednn/pooling.hpp"
 #include "sinew/core/diagnostics.hpp"
@@ -52,6 +55,22 @@ struct impl<Sigmoid> {
 template <>
 struct impl<Flatten> {
   using type = flatten_op;
+};
+template <>
+struct impl<BatchNorm2d> {
+  using type = batch_norm_op;
+};
+template <int P>
+struct impl<Dropout<P>> {
+  using type = dropout_op;
+};
+template <int OH, int OW>
+struct impl<AdaptiveAvgPool<OH, OW>> {
+  using type = adaptive_pool_op;
+};
+template <>
+struct impl<GlobalAvgPool> {
+  using type = adaptive_pool_op;
 };
 }  // namespace onednn
 

@@ -9,6 +9,15 @@
 
 namespace sinew {
 
+/// SplitMix64's finaliser: a bijection of 64-bit words whose output bits all depend on every input bit.
+/// Derives independent seeds from (seed, stream) pairs: mix64(seed ^ mix64(stream)).
+constexpr std::uint64_t mix64(std::uint64_t x) noexcept {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
 class Rng {
  public:
   explicit Rng(std::uint64_t seed = 0) : engine_(seed) {}

@@ -7,8 +7,15 @@
 //                                    and provides:
 //       ::output                     the output feature shape;
 //       ::kWeights, ::kBias          parameter counts (0 for layers without parameters);
-//       ::init(weights, bias, rng)   PyTorch's default initialisation (only when kWeights + kBias > 0).
+//       ::init(weights, bias, rng)   PyTorch's default initialisation (only when kWeights + kBias > 0);
+//       ::kBuffers                   optional: floats of non-trainable state (BatchNorm's running mean and
+//                                    variance); absent means 0;
+//       ::init_buffers(buffers)      their initial values (only when kBuffers > 0).
 // Parameters of a layer live in the network's flat buffer as [weights | bias], in PyTorch's layout.
+// Buffers live in a second flat array that the Model owns, beside the parameters: they belong to the network,
+// not to a plan (the Model keeps one plan per batch size, and all of them must see the same running
+// statistics), and the optimizer never touches them. Like parameters, they are a flat span for checkpoints and
+// for the distribution strategy (PyTorch's DDP broadcasts them from rank 0).
 // Backends implement the layer (see backend/backend_spec.hpp); the spec only says what it computes.
 #pragma once
 
@@ -51,9 +58,22 @@ concept LayerFor = req::has_name<L> && req::has_output_shape<L, In> && req::has_
 template <class L>
 inline constexpr bool is_activation_v = false;
 
+namespace detail {
+/// A layer's buffer count: its ::kBuffers, or 0 for the many layers that have none.
+template <class Applied>
+constexpr std::size_t buffers_of() {
+  if constexpr (requires { Applied::kBuffers; })
+    return Applied::kBuffers;
+  else
+    return 0;
+}
+}  // namespace detail
+
 /// One step of a lowered network: layer L applied to In, optionally followed by a fused activation Act.
-/// kParamOffset is where its [weights | bias] start in the flat parameter buffer (64-byte aligned).
-template <class L, FeatureShape In, class Act, std::size_t ParamOffset, std::size_t Index>
+/// kParamOffset is where its [weights | bias] start in the flat parameter buffer, kBufferOffset where its
+/// buffers start in the flat buffer array (both 64-byte aligned).
+template <class L, FeatureShape In, class Act, std::size_t ParamOffset, std::size_t Index,
+          std::size_t BufferOffset = 0>
 struct Node {
   using layer = L;
   using applied = typename L::template at<In>;
@@ -67,12 +87,15 @@ struct Node {
   /// Space the node takes in the flat buffer: its parameters, padded so the next layer starts aligned.
   static constexpr std::size_t kParamSpan = align_floats(kParams);
   static constexpr std::size_t kIndex = Index;  ///< position of L in the network's layer list
+  static constexpr std::size_t kBuffers = detail::buffers_of<applied>();
+  static constexpr std::size_t kBufferOffset = BufferOffset;
+  static constexpr std::size_t kBufferSpan = align_floats(kBuffers);
 };
 
 template <class T>
 inline constexpr bool is_node_v = false;
-template <class L, class In, class Act, std::size_t O, std::size_t I>
-inline constexpr bool is_node_v<Node<L, In, Act, O, I>> = true;
+template <class L, class In, class Act, std::size_t O, std::size_t I, std::size_t B>
+inline constexpr bool is_node_v<Node<L, In, Act, O, I, B>> = true;
 
 /// Satisfied by Node<...>.
 template <class T>

@@ -6,6 +6,8 @@
 //                                       included; with Fuse, Conv2d/Dense absorb a following activation;
 //   N::kParams                          trainable parameters (PyTorch's count);
 //   N::kParamSpan                       floats in the flat, aligned parameter buffer (>= kParams).
+// Sequential also gives kBuffers and kBufferSpan (non-trainable state); the Model sums its nodes' instead, so
+// a network type need not.
 // The output shape is the logits of a classifier: Flat<classes>.
 #pragma once
 

@@ -22,32 +22,40 @@ namespace detail {
 template <class L>
 concept fuses_activation = requires { requires L::kFusesActivation; };
 
-/// lower<In, Offset, Index, Fuse, Layers...>::type is the type_list of Nodes for Layers applied to In.
-template <class In, std::size_t Offset, std::size_t Index, bool Fuse, class... Layers>
+/// lower<In, Offset, BufferOffset, Index, Fuse, Layers...>::type is the type_list of Nodes for Layers
+/// applied to In; Offset and BufferOffset are where the next node's parameters and buffers start.
+template <class In, std::size_t Offset, std::size_t BufferOffset, std::size_t Index, bool Fuse, class... Layers>
 struct lower {
   using type = type_list<>;
   using output = In;
   static constexpr std::size_t kEnd = Offset;
+  static constexpr std::size_t kBufferEnd = BufferOffset;
 };
 
-template <class In, std::size_t Offset, std::size_t Index, bool Fuse, class L, class... Rest>
-struct lower<In, Offset, Index, Fuse, L, Rest...> {
+template <class In, std::size_t Offset, std::size_t BufferOffset, std::size_t Index, bool Fuse, class L,
+          class... Rest>
+struct lower<In, Offset, BufferOffset, Index, Fuse, L, Rest...> {
   static_assert(!is_input_v<L>, "Sequential: Input<C, H, W> may only appear first");
-  using node = Node<L, In, NoActivation, Offset, Index>;
-  using tail = lower<typename node::output, Offset + node::kParamSpan, Index + 1, Fuse, Rest...>;
+  using node = Node<L, In, NoActivation, Offset, Index, BufferOffset>;
+  using tail = lower<typename node::output, Offset + node::kParamSpan, BufferOffset + node::kBufferSpan, Index + 1,
+                     Fuse, Rest...>;
   using type = prepend_t<node, typename tail::type>;
   using output = typename tail::output;
   static constexpr std::size_t kEnd = tail::kEnd;
+  static constexpr std::size_t kBufferEnd = tail::kBufferEnd;
 };
 
-template <class In, std::size_t Offset, std::size_t Index, class L, class A, class... Rest>
+template <class In, std::size_t Offset, std::size_t BufferOffset, std::size_t Index, class L, class A,
+          class... Rest>
   requires(fuses_activation<L> && Activation<A>)
-struct lower<In, Offset, Index, true, L, A, Rest...> {
-  using node = Node<L, In, A, Offset, Index>;
-  using tail = lower<typename node::output, Offset + node::kParamSpan, Index + 2, true, Rest...>;
+struct lower<In, Offset, BufferOffset, Index, true, L, A, Rest...> {
+  using node = Node<L, In, A, Offset, Index, BufferOffset>;
+  using tail = lower<typename node::output, Offset + node::kParamSpan, BufferOffset + node::kBufferSpan, Index + 2,
+                     true, Rest...>;
   using type = prepend_t<node, typename tail::type>;
   using output = typename tail::output;
   static constexpr std::size_t kEnd = tail::kEnd;
+  static constexpr std::size_t kBufferEnd = tail::kBufferEnd;
 };
 
 template <class List>
@@ -55,6 +63,7 @@ struct param_count;
 template <class... Nodes>
 struct param_count<type_list<Nodes...>> {
   static constexpr std::size_t value = (std::size_t(0) + ... + Nodes::kParams);
+  static constexpr std::size_t buffers = (std::size_t(0) + ... + Nodes::kBuffers);
 };
 
 }  // namespace detail
@@ -68,13 +77,17 @@ struct Sequential {
   using input_shape = typename In::shape;
   /// The lowered nodes; with Fuse, each Conv2d or Dense absorbs the activation right after it.
   template <bool Fuse>
-  using nodes = typename detail::lower<input_shape, 0, 0, Fuse, Layers...>::type;
-  using output_shape = typename detail::lower<input_shape, 0, 0, false, Layers...>::output;
+  using nodes = typename detail::lower<input_shape, 0, 0, 0, Fuse, Layers...>::type;
+  using output_shape = typename detail::lower<input_shape, 0, 0, 0, false, Layers...>::output;
 
   /// Trainable parameters, as PyTorch counts them.
   static constexpr std::size_t kParams = detail::param_count<nodes<false>>::value;
   /// Floats in the flat parameter buffer: every layer starts 64-byte aligned.
-  static constexpr std::size_t kParamSpan = detail::lower<input_shape, 0, 0, false, Layers...>::kEnd;
+  static constexpr std::size_t kParamSpan = detail::lower<input_shape, 0, 0, 0, false, Layers...>::kEnd;
+  /// Non-trainable state (BatchNorm's running statistics), as PyTorch's buffers less num_batches_tracked.
+  static constexpr std::size_t kBuffers = detail::param_count<nodes<false>>::buffers;
+  /// Floats in the flat buffer array: every layer's buffers start 64-byte aligned.
+  static constexpr std::size_t kBufferSpan = detail::lower<input_shape, 0, 0, 0, false, Layers...>::kBufferEnd;
   static constexpr std::size_t kLayers = sizeof...(Layers);
 };
 

@@ -1,0 +1,168 @@
+// sinew/backend/onednn/adaptive_pooling.hpp: AdaptiveAvgPool and GlobalAvgPool.
+//
+// When the output divides the input (H % OH == 0 and W % OW == 0; always for GlobalAvgPool) PyTorch's bins
+// are a plain average pooling with kernel = stride = H / OH, and oneDNN runs it in the layout the previous
+// layer produced. Otherwise the bins differ in size, may overlap, or replicate pixels (OH > H), and sinew
+// computes them itself on plain NCHW: bin i covers rows [floor(i H / OH), ceil((i + 1) H / OH)).
+#pragma once
+
+#include <vector>
+
+#include "sinew/backend/onednn/common.hpp"
+
+namespace sinew::backend::onednn {
+
+class adaptive_pool_op {
+ public:
+  struct config {
+    int batch, channels, in_h, in_w, out_h, out_w;
+  };
+
+  template <NodeType N>
+  void setup(context& ctx, const desc& src_md, int batch, ParamSlots, bool need_diff_src) {
+    using In = typename N::input;
+    using L = typename N::layer;
+    setup(ctx, src_md, config{batch, In::kChannels, In::kHeight, In::kWidth, L::kOutHeight, L::kOutWidth},
+          need_diff_src);
+  }
+
+  void setup(context& ctx, const desc& src_md, const config& c, bool need_diff_src) {
+    config_ = c;
+    need_diff_src_ = need_diff_src;
+    uniform_ = src_md.dims().size() == 4 && c.in_h % c.out_h == 0 && c.in_w % c.out_w == 0;
+    if (uniform_)
+      setup_onednn(ctx, src_md);
+    else
+      setup_bins(ctx, src_md);
+  }
+
+  desc dst_desc() const { return dst_.get_desc(); }
+  const memory& dst() const noexcept { return dst_; }
+  desc diff_src_desc() const { return diff_src_ ? diff_src_.get_desc() : desc(); }
+  const memory& diff_src() const noexcept { return diff_src_; }
+  void bind_diff_dst(context& ctx, const desc& d) {
+    if (need_diff_src_) diff_dst_.setup(ctx, d, dst_.get_desc());
+  }
+
+  void forward(context& ctx, const memory& src) {
+    if (!uniform_) {
+      bins_forward(static_cast<const float*>(to_plain_(ctx, src).get_data_handle()),
+                   static_cast<float*>(dst_.get_data_handle()));
+      return;
+    }
+    if (&src != bound_src_) {
+      bound_src_ = &src;
+      fwd_args_ = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst_}};
+    }
+    run(ctx, fwd_, fwd_args_);
+  }
+
+  void backward(context& ctx, const memory&, const memory& diff_dst) {
+    if (!need_diff_src_) return;  // no parameters: nothing else to compute
+    if (!uniform_) {
+      bins_backward(static_cast<const float*>(diff_dst_(ctx, diff_dst).get_data_handle()),
+                    static_cast<float*>(diff_src_.get_data_handle()));
+      return;
+    }
+    if (&diff_dst != bound_diff_dst_) {
+      bound_diff_dst_ = &diff_dst;
+      bwd_args_ = {{DNNL_ARG_DIFF_DST, diff_dst_.target_for(diff_dst)}, {DNNL_ARG_DIFF_SRC, diff_src_}};
+    }
+    diff_dst_.run(ctx, diff_dst);
+    run(ctx, bwd_, bwd_args_);
+  }
+
+ private:
+  void setup_onednn(context& ctx, const desc& src_md) {
+    using namespace dnnl;
+    const config& c = config_;
+    const auto& eng = ctx.engine();
+    const auto alg = algorithm::pooling_avg_exclude_padding;
+    const dims kernel{c.in_h / c.out_h, c.in_w / c.out_w}, pad{0, 0};
+    const desc dst_any({c.batch, c.channels, c.out_h, c.out_w}, dt::f32, tag::any);
+    auto fwd_pd = checked("adaptive average pooling forward", [&] {
+      return pooling_forward::primitive_desc({prop_kind::forward_training, alg, src_md, dst_any, kernel, kernel, pad,
+                                              pad},
+                                             eng);
+    });
+    fwd_ = pooling_forward(fwd_pd);
+    dst_ = memory(fwd_pd.dst_desc(), eng);
+    if (need_diff_src_) {
+      auto bwd_pd = checked("adaptive average pooling backward", [&] {
+        return pooling_backward::primitive_desc({alg, src_md, fwd_pd.dst_desc(), kernel, kernel, pad, pad}, eng,
+                                                fwd_pd);
+      });
+      bwd_ = pooling_backward(bwd_pd);
+      diff_src_ = memory(bwd_pd.diff_src_desc(), eng);
+    }
+  }
+
+  /// PyTorch's adaptive bins along one axis: [floor(i in / out), ceil((i + 1) in / out)).
+  static void make_bins(int in, int out, std::vector<int>& begin, std::vector<int>& end) {
+    begin.resize(std::size_t(out));
+    end.resize(std::size_t(out));
+    for (int i = 0; i < out; ++i) {
+      begin[std::size_t(i)] = i * in / out;
+      end[std::size_t(i)] = ((i + 1) * in + out - 1) / out;
+    }
+  }
+
+  void setup_bins(context& ctx, const desc& src_md) {
+    const config& c = config_;
+    const desc plain = plain_like(src_md);
+    to_plain_.setup(ctx, src_md, plain);
+    dst_ = memory(plain_desc(c.batch, c.channels, c.out_h, c.out_w), ctx.engine());
+    if (need_diff_src_) diff_src_ = memory(plain, ctx.engine());
+    make_bins(c.in_h, c.out_h, row_begin_, row_end_);
+    make_bins(c.in_w, c.out_w, col_begin_, col_end_);
+  }
+
+  void bins_forward(const float* x, float* y) const {
+    const config& c = config_;
+    const int planes = c.batch * c.channels;
+#pragma omp parallel for schedule(static)
+    for (int p = 0; p < planes; ++p) {
+      const float* in = x + std::size_t(p) * c.in_h * c.in_w;
+      float* out = y + std::size_t(p) * c.out_h * c.out_w;
+      for (int i = 0; i < c.out_h; ++i)
+        for (int j = 0; j < c.out_w; ++j) {
+          float sum = 0;
+          for (int r = row_begin_[i]; r < row_end_[i]; ++r)
+            for (int s = col_begin_[j]; s < col_end_[j]; ++s) sum += in[r * c.in_w + s];
+          out[i * c.out_w + j] = sum / float((row_end_[i] - row_begin_[i]) * (col_end_[j] - col_begin_[j]));
+        }
+    }
+  }
+
+  /// Each input pixel receives dy / |bin| from every bin that covers it (bins may overlap).
+  void bins_backward(const float* dy, float* dx) const {
+    const config& c = config_;
+    const int planes = c.batch * c.channels;
+#pragma omp parallel for schedule(static)
+    for (int p = 0; p < planes; ++p) {
+      const float* grad = dy + std::size_t(p) * c.out_h * c.out_w;
+      float* in = dx + std::size_t(p) * c.in_h * c.in_w;
+      std::fill(in, in + c.in_h * c.in_w, 0.0f);
+      for (int i = 0; i < c.out_h; ++i)
+        for (int j = 0; j < c.out_w; ++j) {
+          const float g =
+              grad[i * c.out_w + j] / float((row_end_[i] - row_begin_[i]) * (col_end_[j] - col_begin_[j]));
+          for (int r = row_begin_[i]; r < row_end_[i]; ++r)
+            for (int s = col_begin_[j]; s < col_end_[j]; ++s) in[r * c.in_w + s] += g;
+        }
+    }
+  }
+
+  config config_{};
+  bool need_diff_src_ = false, uniform_ = true;
+  dnnl::pooling_forward fwd_;
+  dnnl::pooling_backward bwd_;
+  memory dst_, diff_src_;
+  converter to_plain_, diff_dst_;
+  const memory* bound_src_ = nullptr;
+  const memory* bound_diff_dst_ = nullptr;
+  bound_args fwd_args_, bwd_args_;
+  std::vector<int> row_begin_, row_end_, col_begin_, col_end_;
+};
+
+}  // namespace sinew::backend::onednn

@@ -1,0 +1,175 @@
+// sinew/backend/onednn/batch_norm.hpp: BatchNorm2d (+ fused activation) on oneDNN's batch normalisation.
+//
+// Two primitive pairs are created at set-up, one per mode: training (batch statistics, computed into this
+// op's mean and variance) and evaluation (use_global_stats: the running statistics in the Model's buffer
+// array). Both forwards use prop_kind::forward_training, so an evaluation-mode forward can be differentiated
+// too (a fused ReLU needs its workspace). Scale and shift are read from, and their gradients written to, the
+// flat buffers directly: [weight | bias] is already two plain [C] arrays. The data keeps the layout the
+// previous layer produced. A ReLU after it runs as oneDNN's fuse_norm_relu; Tanh and Sigmoid as sinew's SIMD
+// kernels in place (see fused_activation).
+//
+// oneDNN's variance is the biased one (divided by n = N H W); the running variance is PyTorch's unbiased
+// estimate, so the update scales it by n / (n - 1).
+#pragma once
+
+#include <string>
+
+#include "sinew/backend/onednn/common.hpp"
+
+namespace sinew::backend::onednn {
+
+class batch_norm_op {
+ public:
+  struct config {
+    int channels;
+    std::size_t per_channel;  ///< values averaged per channel: batch * height * width
+    float eps, momentum;
+    simd::activation act;
+  };
+
+  template <NodeType N>
+  void setup(context& ctx, const desc& src_md, int batch, ParamSlots p, bool need_diff_src) {
+    using L = typename N::layer;
+    using In = typename N::input;
+    setup(ctx, src_md,
+          config{In::kChannels, std::size_t(batch) * In::kHeight * In::kWidth, L::kEps, L::kMomentum,
+                 activation_of<typename N::activation>()},
+          p, need_diff_src);
+  }
+
+  void setup(context& ctx, const desc& src_md, const config& c, ParamSlots p, bool) {
+    using namespace dnnl;
+    using flags = normalization_flags;
+    const auto& eng = ctx.engine();
+    config_ = c;
+    const bool relu = c.act == simd::activation::relu;
+    const flags train = flags::use_scale | flags::use_shift | (relu ? flags::fuse_norm_relu : flags::none);
+    const flags eval = train | flags::use_global_stats;
+    // ReLU runs inside the primitive; only Tanh and Sigmoid need the separate kernel.
+    const simd::activation separate = relu ? simd::activation::none : c.act;
+
+    for (int m = 0; m < 2; ++m) {
+      const bool training = m == kTrain;
+      mode& s = modes_[m];
+      s.fwd_pd = checked("batch_norm2d forward", [&] {
+        return batch_normalization_forward::primitive_desc(
+            {prop_kind::forward_training, src_md, c.eps, training ? train : eval}, eng);
+      });
+      s.fwd = batch_normalization_forward(s.fwd_pd);
+      auto bwd_pd = checked("batch_norm2d backward", [&] {
+        return batch_normalization_backward::primitive_desc(
+            {prop_kind::backward, src_md, src_md, c.eps, training ? train : eval}, eng, s.fwd_pd);
+      });
+      s.bwd = batch_normalization_backward(bwd_pd);
+      if (relu) s.workspace = memory(s.fwd_pd.workspace_desc(), eng);
+    }
+    const auto& pd = modes_[kTrain].fwd_pd;
+    const desc channel_md({c.channels}, dt::f32, tag::x);
+    scale_ = memory(channel_md, eng, p.weights);
+    shift_ = memory(channel_md, eng, p.bias);
+    diff_scale_ = memory(channel_md, eng, p.diff_weights);
+    diff_shift_ = memory(channel_md, eng, p.diff_bias);
+    mean_ = memory(pd.mean_desc(), eng);
+    variance_ = memory(pd.variance_desc(), eng);
+    running_mean_ = memory(pd.mean_desc(), eng, p.buffers);
+    running_variance_ = memory(pd.variance_desc(), eng, p.buffers + c.channels);
+    dst_ = memory(pd.dst_desc(), eng);
+    diff_src_ = memory(src_md, eng);  // the primitive always computes it; the Model may not read it
+    act_.setup(ctx, separate, pd.dst_desc());
+  }
+
+  void set_mode(const ForwardMode& m) noexcept { training_ = m.training; }
+
+  desc dst_desc() const { return dst_.get_desc(); }
+  const memory& dst() const noexcept { return dst_; }
+  desc diff_src_desc() const { return diff_src_.get_desc(); }
+  const memory& diff_src() const noexcept { return diff_src_; }
+  void bind_diff_dst(context& ctx, const desc& d) { diff_dst_.setup(ctx, d, dst_.get_desc()); }
+
+  void forward(context& ctx, const memory& src) {
+    if (&src != bound_src_) bind_src(src);
+    last_ = training_ ? kTrain : kEval;
+    if (training_ && config_.per_channel < 2)
+      throw shape_error("batch_norm2d: training needs more than one value per channel, got a batch of " +
+                        std::to_string(config_.per_channel) + " on a 1x1 map (as PyTorch; use a larger batch, "
+                        "or evaluation mode)");
+    mode& s = modes_[last_];
+    run(ctx, s.fwd, s.fwd_args);
+    act_.forward(dst_);
+    if (training_) update_running_statistics();
+  }
+
+  /// `src` must be the tensor of the last forward(); differentiates the mode that forward ran in.
+  void backward(context& ctx, const memory& src, const memory& diff_dst) {
+    if (&src != bound_src_) bind_src(src);
+    if (&diff_dst != bound_diff_dst_) bind_diff_dst_tensor(diff_dst);
+    diff_dst_.run(ctx, diff_dst);
+    act_.backward(dst_, diff_dst_.target_for(diff_dst));
+    mode& s = modes_[last_];
+    run(ctx, s.bwd, s.bwd_args);
+  }
+
+ private:
+  static constexpr int kTrain = 0, kEval = 1;
+  struct mode {
+    dnnl::batch_normalization_forward::primitive_desc fwd_pd;
+    dnnl::batch_normalization_forward fwd;
+    dnnl::batch_normalization_backward bwd;
+    memory workspace;
+    bound_args fwd_args, bwd_args;
+  };
+
+  void bind_src(const memory& src) {
+    bound_src_ = &src;
+    for (int m = 0; m < 2; ++m) {
+      mode& s = modes_[m];
+      const memory& mean = m == kTrain ? mean_ : running_mean_;
+      const memory& variance = m == kTrain ? variance_ : running_variance_;
+      s.fwd_args = {{DNNL_ARG_SRC, src},          {DNNL_ARG_DST, dst_},           {DNNL_ARG_SCALE, scale_},
+                    {DNNL_ARG_SHIFT, shift_},     {DNNL_ARG_MEAN, mean},          {DNNL_ARG_VARIANCE, variance}};
+      s.bwd_args.set(DNNL_ARG_SRC, src);
+      s.bwd_args.set(DNNL_ARG_MEAN, mean);
+      s.bwd_args.set(DNNL_ARG_VARIANCE, variance);
+      s.bwd_args.set(DNNL_ARG_SCALE, scale_);
+      s.bwd_args.set(DNNL_ARG_SHIFT, shift_);
+      s.bwd_args.set(DNNL_ARG_DIFF_SRC, diff_src_);
+      s.bwd_args.set(DNNL_ARG_DIFF_SCALE, diff_scale_);
+      s.bwd_args.set(DNNL_ARG_DIFF_SHIFT, diff_shift_);
+      if (s.workspace) {
+        s.fwd_args.emplace(DNNL_ARG_WORKSPACE, s.workspace);
+        s.bwd_args.set(DNNL_ARG_WORKSPACE, s.workspace);
+      }
+    }
+  }
+  void bind_diff_dst_tensor(const memory& diff_dst) {
+    bound_diff_dst_ = &diff_dst;
+    const memory& dz = act_.target_for(diff_dst_.target_for(diff_dst));
+    for (mode& s : modes_) s.bwd_args.set(DNNL_ARG_DIFF_DST, dz);
+  }
+
+  /// running = (1 - momentum) running + momentum batch, with the unbiased batch variance (PyTorch).
+  void update_running_statistics() {
+    const auto* mean = static_cast<const float*>(mean_.get_data_handle());
+    const auto* variance = static_cast<const float*>(variance_.get_data_handle());
+    auto* running_mean = static_cast<float*>(running_mean_.get_data_handle());
+    auto* running_variance = static_cast<float*>(running_variance_.get_data_handle());
+    const float m = config_.momentum, n = float(config_.per_channel), unbias = n / (n - 1);
+    for (int c = 0; c < config_.channels; ++c) {
+      running_mean[c] = (1 - m) * running_mean[c] + m * mean[c];
+      running_variance[c] = (1 - m) * running_variance[c] + m * unbias * variance[c];
+    }
+  }
+
+  config config_{};
+  bool training_ = true;
+  int last_ = kTrain;
+  mode modes_[2];
+  memory scale_, shift_, diff_scale_, diff_shift_, mean_, variance_, running_mean_, running_variance_;
+  memory dst_, diff_src_;
+  const memory* bound_src_ = nullptr;
+  const memory* bound_diff_dst_ = nullptr;
+  converter diff_dst_;
+  fused_activation act_;
+};
+
+}  // namespace sinew::backend::onednn

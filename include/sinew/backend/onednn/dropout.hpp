@@ -1,0 +1,71 @@
+// sinew/backend/onednn/dropout.hpp: Dropout, on sinew's SIMD kernel (backend/simd/dropout.hpp), in whatever
+// layout its input arrives. In evaluation mode the output is a view of the input: nothing is copied.
+#pragma once
+
+#include "sinew/backend/onednn/common.hpp"
+#include "sinew/backend/simd/dropout.hpp"
+
+namespace sinew::backend::onednn {
+
+class dropout_op {
+ public:
+  template <NodeType N>
+  void setup(context& ctx, const desc& src_md, int, ParamSlots, bool need_diff_src) {
+    setup(ctx, src_md, N::layer::kP, need_diff_src);
+  }
+
+  void setup(context& ctx, const desc& src_md, float p, bool need_diff_src) {
+    p_ = p;
+    need_diff_src_ = need_diff_src;
+    floats_ = physical_floats(src_md);
+    own_dst_ = memory(src_md, ctx.engine());
+    dst_ = memory(src_md, ctx.engine(), DNNL_MEMORY_NONE);
+    if (need_diff_src) {
+      own_diff_src_ = memory(src_md, ctx.engine());
+      diff_src_ = memory(src_md, ctx.engine(), DNNL_MEMORY_NONE);
+    }
+  }
+
+  void set_mode(const ForwardMode& mode) noexcept { mode_ = mode; }
+
+  desc dst_desc() const { return dst_.get_desc(); }
+  const memory& dst() const noexcept { return dst_; }
+  desc diff_src_desc() const { return diff_src_ ? diff_src_.get_desc() : desc(); }
+  const memory& diff_src() const noexcept { return diff_src_; }
+  void bind_diff_dst(context& ctx, const desc& d) {
+    if (need_diff_src_) diff_dst_.setup(ctx, d, dst_.get_desc());
+  }
+
+  void forward(context&, const memory& src) {
+    last_ = mode_;
+    if (!last_.training) {
+      dst_.set_data_handle(src.get_data_handle());
+      return;
+    }
+    dst_.set_data_handle(own_dst_.get_data_handle());
+    simd::dropout_forward(static_cast<const float*>(src.get_data_handle()),
+                          static_cast<float*>(own_dst_.get_data_handle()), floats_, p_, last_.seed);
+  }
+
+  void backward(context& ctx, const memory&, const memory& diff_dst) {
+    if (!need_diff_src_) return;
+    const memory& dd = diff_dst_(ctx, diff_dst);
+    if (!last_.training) {
+      diff_src_.set_data_handle(dd.get_data_handle());
+      return;
+    }
+    diff_src_.set_data_handle(own_diff_src_.get_data_handle());
+    simd::dropout_backward(static_cast<const float*>(dd.get_data_handle()),
+                           static_cast<float*>(own_diff_src_.get_data_handle()), floats_, p_, last_.seed);
+  }
+
+ private:
+  float p_ = 0.5f;
+  bool need_diff_src_ = false;
+  std::size_t floats_ = 0;
+  ForwardMode mode_, last_;  ///< the mode of the next forward, and of the last one (which backward inverts)
+  memory own_dst_, dst_, own_diff_src_, diff_src_;
+  converter diff_dst_;
+};
+
+}  // namespace sinew::backend::onednn

@@ -1,0 +1,42 @@
+// sinew/layers/batch_norm.hpp: batch normalisation over the channels, as torch.nn.BatchNorm2d.
+//
+// Training mode normalises each channel with the batch's mean and (biased) variance over N, H and W, and
+// updates the running statistics: running = (1 - momentum) * running + momentum * batch, with the unbiased
+// variance (n / (n - 1)) for running_var, as PyTorch. Evaluation mode normalises with the running statistics.
+// On a flat input (C x 1 x 1) it is torch.nn.BatchNorm1d on (N, C).
+#pragma once
+
+#include <algorithm>
+
+#include "sinew/layers/layer_spec.hpp"
+
+namespace sinew {
+
+/// BatchNorm2d: weight (gamma) [C] = 1 and bias (beta) [C] = 0 are parameters; running_mean [C] = 0 and
+/// running_var [C] = 1 are buffers ([running_mean | running_var]). PyTorch's num_batches_tracked is not kept:
+/// it only matters with momentum=None (a cumulative average), which sinew does not offer.
+struct BatchNorm2d {
+  static constexpr std::string_view kName = "batch_norm2d";
+  static constexpr float kEps = 1e-5f;        ///< added to the variance, as PyTorch
+  static constexpr float kMomentum = 0.1f;    ///< weight of the batch in the running statistics, as PyTorch
+  static constexpr bool kFusesActivation = true;  ///< an activation right after it may be fused
+
+  template <FeatureShape In>
+  struct at {
+    using output = In;
+    static constexpr std::size_t kWeights = In::kChannels;
+    static constexpr std::size_t kBias = In::kChannels;
+    static constexpr std::size_t kBuffers = 2 * std::size_t(In::kChannels);
+
+    static void init(std::span<float> weights, std::span<float> bias, Rng&) {
+      std::fill(weights.begin(), weights.end(), 1.0f);
+      std::fill(bias.begin(), bias.end(), 0.0f);
+    }
+    static void init_buffers(std::span<float> buffers) {
+      std::fill(buffers.begin(), buffers.begin() + In::kChannels, 0.0f);
+      std::fill(buffers.begin() + In::kChannels, buffers.end(), 1.0f);
+    }
+  };
+};
+
+}  // namespace sinew

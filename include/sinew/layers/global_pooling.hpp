@@ -1,0 +1,38 @@
+// sinew/layers/global_pooling.hpp: adaptive average pooling, as torch.nn.AdaptiveAvgPool2d.
+//
+// Output cell (i, j) averages input rows [floor(i H / OH), ceil((i + 1) H / OH)) and the columns likewise,
+// PyTorch's bins: they may overlap, and when the output is larger than the input they replicate pixels
+// (AlexNet's AdaptiveAvgPool<6, 6> on a 1 x 1 map copies the pixel into all 36 cells).
+#pragma once
+
+#include "sinew/layers/layer_spec.hpp"
+
+namespace sinew {
+
+namespace detail {
+template <int OH, int OW>
+struct adaptive_pool_at {
+  template <FeatureShape In>
+  struct at {
+    using output = Shape<In::kChannels, OH, OW>;
+    static constexpr std::size_t kWeights = 0;
+    static constexpr std::size_t kBias = 0;
+  };
+};
+}  // namespace detail
+
+/// AdaptiveAvgPool<OH, OW = OH>: C x H x W -> C x OH x OW for any H and W.
+template <int OH, int OW = OH>
+struct AdaptiveAvgPool : detail::adaptive_pool_at<OH, OW> {
+  static_assert(OH > 0 && OW > 0, "AdaptiveAvgPool: the output size must be positive");
+  static constexpr std::string_view kName = "adaptive_avg_pool";
+  static constexpr int kOutHeight = OH, kOutWidth = OW;
+};
+
+/// GlobalAvgPool: C x H x W -> C x 1 x 1, the mean of each channel (AdaptiveAvgPool2d(1), ResNet's head).
+struct GlobalAvgPool : detail::adaptive_pool_at<1, 1> {
+  static constexpr std::string_view kName = "global_avg_pool";
+  static constexpr int kOutHeight = 1, kOutWidth = 1;
+};
+
+}  // namespace sinew
