@@ -1,7 +1,8 @@
 // bench/lenet5: training images/s of LeNet-5 on 3x32x32 input (CIFAR-10 shaped, tanh, average pooling)
 // next to PyTorch on the same network, batch and thread count, in the same run.
 //
-//   lenet5 [--batch 42,128] [--threads 2] [--warmup 10] [--steps 200] [--repeats 3] [--no-pytorch] [--json FILE]
+//   lenet5 [--batch 42,128] [--threads 2] [--warmup 10] [--steps 200] [--repeats 3] [--no-pytorch] [--profile]
+//          [--json FILE]
 //
 // A timed step is what PyTorch's is: forward, softmax cross-entropy, backward, SGD-with-momentum update, on one
 // fixed synthetic batch. The best of --repeats runs is reported on both sides.
@@ -20,10 +21,12 @@ using Optim   = sinew::optim::Sgd;                             // lr 0.01, momen
 struct Result {
   double images_per_second = 0;
   sinew::metrics::PhaseSeconds phases;  // per step, of the best repeat
+  sinew::metrics::Json operators;       // per-operator times of a separate profiled run (--profile)
 };
 
+template <class Profile = sinew::metrics::NoProfile>
 Result measure(Backend::context& ctx, int batch, int warmup, int steps, int repeats) {
-  sinew::Model<Net, Backend> model(ctx, {.seed = 1});
+  sinew::Model<Net, Backend, Profile> model(ctx, {.seed = 1});
   Optim sgd({.lr = 0.01f, .momentum = 0.9f}, model.parameters().size());
   sinew::Rng rng(2);
   std::vector<float> x(static_cast<std::size_t>(batch) * Net::input_shape::kSize);
@@ -34,7 +37,10 @@ Result measure(Backend::context& ctx, int batch, int warmup, int steps, int repe
   for (int r = 0; r < repeats; ++r) {
     sinew::metrics::PhaseSeconds phases;
     for (int s = 0; s < warmup + steps; ++s) {
-      if (s == warmup) phases = {};
+      if (s == warmup) {
+        phases = {};
+        if constexpr (Profile::kEnabled) model.profile().reset();
+      }
       sinew::metrics::Stopwatch w;
       model.forward(x, batch);
       model.loss(y);
@@ -51,13 +57,21 @@ Result measure(Backend::context& ctx, int batch, int warmup, int steps, int repe
     }
   }
   best.phases.forward /= steps, best.phases.backward /= steps, best.phases.update /= steps;
+  if constexpr (Profile::kEnabled) {
+    best.operators = model.profile().to_json();
+    std::printf("batch %d, per operator (ms per step):\n", batch);
+    for (const auto& e : model.profile().nodes())
+      std::printf("  %-14s forward %7.3f  backward %7.3f\n", e.name.c_str(),
+                  1e3 * e.forward_seconds / double(e.forward_calls ? e.forward_calls : 1),
+                  1e3 * e.backward_seconds / double(e.backward_calls ? e.backward_calls : 1));
+  }
   return best;
 }
 
 int main(int argc, char** argv) try {
   sinew::cli::Args args(argc, argv,
                         "usage: lenet5 [--batch 42,128] [--threads 2] [--warmup 10] [--steps 200] [--repeats 3]\n"
-                        "              [--no-pytorch] [--json FILE]");
+                        "              [--no-pytorch] [--profile] [--json FILE]");
   std::vector<int> batches;
   {
     std::stringstream ss(args.get("batch", "42,128"));
@@ -66,12 +80,16 @@ int main(int argc, char** argv) try {
   const int threads = args.integer("threads", 2), warmup = args.integer("warmup", 10);
   const int steps = args.integer("steps", 200), repeats = args.integer("repeats", 3);
   const bool pytorch = !args.flag("no-pytorch");
+  const bool profile = args.flag("profile");
   const std::string json = args.get("json", "");
   args.check_unused();
 
   Backend::context ctx({.threads = threads});
   std::vector<Result> results;
-  for (int b : batches) results.push_back(measure(ctx, b, warmup, steps, repeats));
+  for (int b : batches) {
+    results.push_back(measure(ctx, b, warmup, steps, repeats));
+    if (profile) results.back().operators = measure<sinew::metrics::OperatorProfile>(ctx, b, warmup, steps, 1).operators;
+  }
 
   sinew::bench::Anchor anchor;
   if (pytorch) {
@@ -109,6 +127,7 @@ int main(int argc, char** argv) try {
     ph.set("backward", r.phases.backward);
     ph.set("update", r.phases.update);
     j.set("phase_seconds_per_step", ph);
+    if (profile) j.set("operators", r.operators);
     j.set("pytorch", anchor.torch_version.empty() ? sinew::metrics::Json() : sinew::metrics::Json(anchor.torch_version + ", BLAS " + anchor.blas));
     out.push_back(std::move(j));
   }

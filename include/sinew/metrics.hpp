@@ -2,4 +2,5 @@
 #pragma once
 #include "sinew/metrics/json.hpp"
 #include "sinew/metrics/memory.hpp"
+#include "sinew/metrics/profile.hpp"
 #include "sinew/metrics/timer.hpp"

@@ -25,6 +25,8 @@
 #include "sinew/core/rng.hpp"
 #include "sinew/core/type_list.hpp"
 #include "sinew/layers/loss.hpp"
+#include "sinew/metrics/profile.hpp"
+#include "sinew/metrics/timer.hpp"
 #include "sinew/nets/network_spec.hpp"
 #include "sinew/tensor/buffer.hpp"
 
@@ -35,7 +37,8 @@ struct ModelOptions {
   bool input_gradient = false;  ///< also compute the gradient with respect to the input (tests, attacks)
 };
 
-template <Network Net, Backend B>
+/// Profile: metrics::NoProfile (default, free) or metrics::OperatorProfile (see metrics/profile.hpp).
+template <Network Net, Backend B, class Profile = metrics::NoProfile>
 class Model {
  public:
   using network = Net;
@@ -54,6 +57,7 @@ class Model {
   explicit Model(typename B::context& ctx, ModelOptions options = {})
       : ctx_(&ctx), options_(options), params_(kParamSpan), grads_(kParamSpan), buffers_(kBufferSpan) {
     initialize(options.seed);
+    if constexpr (Profile::kEnabled) profile_.resize(node_names());
   }
 
   /// Re-draws every parameter with PyTorch's default initialisation from `seed`; resets the buffers.
@@ -70,6 +74,16 @@ class Model {
   std::span<float> buffers() noexcept { return buffers_.span(); }
   std::span<const float> buffers() const noexcept { return buffers_.span(); }
   typename B::context& context() noexcept { return *ctx_; }
+
+  /// Per-operator times (with Profile = metrics::OperatorProfile).
+  Profile& profile() noexcept { return profile_; }
+
+  /// "conv2d+tanh", "avg_pool", ...: one name per lowered node, in execution order.
+  static std::vector<std::string> node_names() {
+    return []<class... N>(type_list<N...>) {
+      return std::vector<std::string>{node_name<N>()...};
+    }(nodes{});
+  }
 
   /// PyTorch's module.train(true/false): whether the next forward() uses batch statistics and dropout.
   void set_training(bool training) noexcept { training_ = training; }
@@ -207,20 +221,42 @@ class Model {
     auto& op = std::get<I>(p.ops);
     if constexpr (req::has_mode<std::remove_cvref_t<decltype(op)>>)
       op.set_mode(ForwardMode{training_, mix64(options_.seed ^ mix64(step_ * kOps + I))});
-    op.forward(*ctx_, src);
+    if constexpr (Profile::kEnabled) {
+      metrics::Stopwatch watch;
+      op.forward(*ctx_, src);
+      profile_.add(I, metrics::Direction::forward, watch.elapsed());
+    } else {
+      op.forward(*ctx_, src);
+    }
     if constexpr (I + 1 < kOps) forward_at<I + 1>(p, op.dst());
   }
 
   template <std::size_t I>
   void backward_at(plan& p, const tensor& diff_dst) {
     auto& op = std::get<I>(p.ops);
-    if constexpr (I == 0) {
-      op.backward(*ctx_, *p.input_tensor, diff_dst);
+    const tensor* src;
+    if constexpr (I == 0)
+      src = p.input_tensor;
+    else
+      src = &std::get<I - 1>(p.ops).dst();
+    if constexpr (Profile::kEnabled) {
+      metrics::Stopwatch watch;
+      op.backward(*ctx_, *src, diff_dst);
+      profile_.add(I, metrics::Direction::backward, watch.elapsed());
     } else {
-      op.backward(*ctx_, std::get<I - 1>(p.ops).dst(), diff_dst);
+      op.backward(*ctx_, *src, diff_dst);
+    }
+    if constexpr (I > 0) {
       // Stop where no earlier node has parameters, unless the input gradient is wanted.
       if (options_.input_gradient || params_before<I>()) backward_at<I - 1>(p, op.diff_src());
     }
+  }
+
+  template <class N>
+  static std::string node_name() {
+    std::string name(N::layer::kName);
+    if constexpr (!std::is_same_v<typename N::activation, NoActivation>) name += "+" + std::string(N::activation::kName);
+    return name;
   }
 
   template <class... N>
@@ -240,6 +276,7 @@ class Model {
   ModelOptions options_;
   AlignedBuffer<float> params_, grads_, buffers_;
   std::vector<std::unique_ptr<plan>> plans_;
+  Profile profile_;
   plan* plan_ = nullptr;
   bool training_ = true;
   std::uint64_t step_ = 0;

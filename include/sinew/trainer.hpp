@@ -27,6 +27,7 @@
 #include "sinew/dist/local.hpp"
 #include "sinew/dist/strategy_spec.hpp"
 #include "sinew/dist/sync_mode.hpp"
+#include "sinew/metrics/profile.hpp"
 #include "sinew/metrics/timer.hpp"
 #include "sinew/model.hpp"
 #include "sinew/nets/network_spec.hpp"
@@ -60,14 +61,16 @@ struct EvalStats {
   double loss = 0, accuracy = 0, seconds = 0;
 };
 
+/// Net, B, S, M, O, L: the policies (see the *_spec.hpp of each). Profile: metrics::NoProfile (free) or
+/// metrics::OperatorProfile for per-operator times (model().profile()).
 template <Network Net, Backend B, Strategy S = dist::Local, SyncMode M = Sync, Optimizer O = optim::Sgd,
-          data::Loader L = data::CachedLoader>
+          data::Loader L = data::CachedLoader, class Profile = metrics::NoProfile>
 class Trainer {
   // A strategy that cannot run mode M stops the build here with its own sentence.
   static_assert(sizeof(typename S::template mode<M>) > 0);
 
  public:
-  using model_type = Model<Net, B>;
+  using model_type = Model<Net, B, Profile>;
   using network = Net;
   using backend = B;
   using strategy = S;
