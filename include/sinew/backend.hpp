@@ -2,3 +2,4 @@
 #pragma once
 #include "sinew/backend/backend_spec.hpp"
 #include "sinew/backend/onednn.hpp"
+#include "sinew/backend/eigen.hpp"

@@ -1,0 +1,271 @@
+// sinew/backend/eigen/common.hpp: the Eigen backend's context, tensors, layouts and shared kernels.
+//
+// Layout. Like TensorFlow, every 4-D activation between ops is NHWC: Eigen's extract_image_patches on a
+// RowMajor tensor needs the channels innermost. The Model hands in plain NCHW and takes plain NCHW out, so a
+// converter shuffles at those two ends, Flatten shuffles back to PyTorch's (C, H, W) feature order, and the
+// gradients arriving at Flatten are converted once by the op before it. A descriptor with one channel or
+// one pixel has the same memory in both layouts and is always tagged NCHW, so no copy is made for it.
+//
+// Threading. Every op runs on the context's Eigen::ThreadPoolDevice: tensor expressions with
+// `.device(d) =`, hand-written loops with parallelFor. sinew's SIMD activation kernels are called on chunks
+// small enough that they never start OpenMP threads (see for_chunks), so one pool does all the work.
+//
+// EIGEN_USE_THREADS must be seen before Eigen's Tensor module is first included in a translation unit;
+// include this header (or sinew/backend/eigen.hpp) before any other user of unsupported/Eigen/CXX11/Tensor.
+#pragma once
+
+#ifndef EIGEN_USE_THREADS
+#define EIGEN_USE_THREADS
+#endif
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include <unsupported/Eigen/CXX11/Tensor>
+
+#include "sinew/backend/backend_spec.hpp"
+#include "sinew/backend/simd/activation.hpp"
+#include "sinew/core/error.hpp"
+#include "sinew/tensor/buffer.hpp"
+
+namespace sinew::backend::eigen {
+
+using index = ::Eigen::Index;
+using device = ::Eigen::ThreadPoolDevice;
+/// Row-major maps: a [rows, cols] matrix, and an N x d1 x d2 x d3 activation (NHWC or NCHW).
+using matrix = ::Eigen::TensorMap<::Eigen::Tensor<float, 2, ::Eigen::RowMajor, index>>;
+using const_matrix = ::Eigen::TensorMap<::Eigen::Tensor<const float, 2, ::Eigen::RowMajor, index>>;
+using image = ::Eigen::TensorMap<::Eigen::Tensor<float, 4, ::Eigen::RowMajor, index>>;
+using const_image = ::Eigen::TensorMap<::Eigen::Tensor<const float, 4, ::Eigen::RowMajor, index>>;
+using pair = ::Eigen::IndexPair<index>;
+/// Which dimensions a contraction sums over: {1, 0} is A B, {0, 0} is A^T B, {1, 1} is A B^T. The pairs are
+/// runtime values of one type, so all three products instantiate Eigen's contraction once.
+using contract_dims = std::array<pair, 1>;
+
+/// Thread pool and device of one model. Not copyable: plans keep a pointer to the device.
+class context {
+ public:
+  explicit context(BackendOptions options = {})
+      : threads_(options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()))),
+        pool_(threads_),
+        device_(&pool_, threads_) {}
+  context(const context&) = delete;
+  context& operator=(const context&) = delete;
+
+  const device& dev() const noexcept { return device_; }
+  int threads() const noexcept { return threads_; }
+
+ private:
+  int threads_;
+  ::Eigen::ThreadPool pool_;
+  device device_;
+};
+
+enum class layout { nchw, nhwc };
+
+/// Dimensions (N, C, H, W) and the order they lie in memory. A flat tensor is N x F x 1 x 1.
+struct tensor_desc {
+  int n = 0, c = 0, h = 0, w = 0;
+  eigen::layout layout = layout::nchw;
+
+  std::size_t size() const noexcept { return std::size_t(n) * c * h * w; }
+  /// Whether a shuffle is needed to reach the other layout (not for one channel or one pixel).
+  bool is_nhwc() const noexcept { return layout == layout::nhwc; }
+  friend bool operator==(const tensor_desc&, const tensor_desc&) = default;
+};
+
+/// The descriptor of (n, c, h, w) in layout l, tagged NCHW where both layouts are the same memory.
+inline tensor_desc make_desc(int n, int c, int h, int w, layout l) {
+  return {n, c, h, w, (c == 1 || h * w == 1) ? layout::nchw : l};
+}
+inline tensor_desc plain_desc(int n, int c, int h, int w) { return make_desc(n, c, h, w, layout::nchw); }
+inline tensor_desc plain_like(const tensor_desc& d) { return make_desc(d.n, d.c, d.h, d.w, layout::nchw); }
+inline tensor_desc nhwc_like(const tensor_desc& d) { return make_desc(d.n, d.c, d.h, d.w, layout::nhwc); }
+
+/// An activation exchanged between ops: floats owned elsewhere (an op's buffer, or the caller's) and their
+/// descriptor.
+struct tensor {
+  float* data = nullptr;
+  tensor_desc desc;
+};
+
+/// Storage for an op's output: an aligned buffer and the tensor that points into it.
+class owned_tensor {
+ public:
+  void allocate(const tensor_desc& d) {
+    buffer_ = AlignedBuffer<float>(d.size());
+    tensor_ = {buffer_.data(), d};
+  }
+  const tensor& get() const noexcept { return tensor_; }
+  float* data() const noexcept { return tensor_.data; }
+  const tensor_desc& desc() const noexcept { return tensor_.desc; }
+  explicit operator bool() const noexcept { return tensor_.data != nullptr; }
+
+ private:
+  AlignedBuffer<float> buffer_;
+  tensor tensor_;
+};
+
+/// A row-major [rows, cols] map of floats.
+inline matrix as_matrix(float* p, index rows, index cols) { return matrix(p, rows, cols); }
+inline const_matrix as_matrix(const float* p, index rows, index cols) { return const_matrix(p, rows, cols); }
+
+/// The four dimensions of d in its memory order.
+inline std::array<index, 4> memory_dims(const tensor_desc& d) {
+  if (d.is_nhwc()) return {d.n, d.h, d.w, d.c};
+  return {d.n, d.c, d.h, d.w};
+}
+
+/// Copies src into dst (same dimensions) in dst's layout, on the device.
+inline void convert(const device& dev, const tensor_desc& from, const float* src, const tensor_desc& to, float* dst) {
+  if (from.layout == to.layout) {
+    std::memcpy(dst, src, from.size() * sizeof(float));
+    return;
+  }
+  const_image in(src, memory_dims(from));
+  image out(dst, memory_dims(to));
+  // NCHW -> NHWC takes dims (0, 2, 3, 1) of the input; NHWC -> NCHW takes (0, 3, 1, 2).
+  const std::array<index, 4> order = to.is_nhwc() ? std::array<index, 4>{0, 2, 3, 1} : std::array<index, 4>{0, 3, 1, 2};
+  out.device(dev) = in.shuffle(order);
+}
+
+/// Calls f(begin, end) on disjoint ranges of [0, n) on the pool; `cost` is the work per item in cycles.
+template <class F>
+void parallel_for(const device& dev, index n, double cost, F&& f) {
+  dev.parallelFor(n, ::Eigen::TensorOpCost(0, 0, cost), [&f](index begin, index end) { f(begin, end); });
+}
+
+/// Element-wise work over n floats in chunks of at most 2^15: below that size simd::parallel_ranges runs
+/// on the calling thread, so the pool's workers never start an OpenMP team of their own.
+template <class F>
+void for_chunks(const device& dev, std::size_t n, F&& f) {
+  constexpr std::size_t kChunk = std::size_t(1) << 15;
+  const index chunks = index((n + kChunk - 1) / kChunk);
+  if (chunks <= 1) {
+    f(std::size_t(0), n);
+    return;
+  }
+  parallel_for(dev, chunks, double(kChunk) * 4, [&](index b, index e) {
+    f(std::size_t(b) * kChunk, std::min(n, std::size_t(e) * kChunk));
+  });
+}
+
+/// simd::activation_forward on the calling thread (pieces of 2^15 floats never start OpenMP threads).
+inline void serial_activation_forward(simd::activation a, const float* x, float* y, std::size_t n) {
+  constexpr std::size_t kPiece = std::size_t(1) << 15;
+  for (std::size_t b = 0; b < n; b += kPiece) simd::activation_forward(a, x + b, y + b, std::min(kPiece, n - b));
+}
+
+inline void activation_forward(const device& dev, simd::activation a, const float* x, float* y, std::size_t n) {
+  if (a == simd::activation::none) return;
+  for_chunks(dev, n, [&](std::size_t b, std::size_t e) { simd::activation_forward(a, x + b, y + b, e - b); });
+}
+inline void activation_backward(const device& dev, simd::activation a, const float* y, const float* dy, float* dx,
+                                std::size_t n) {
+  for_chunks(dev, n, [&](std::size_t b, std::size_t e) { simd::activation_backward(a, y + b, dy + b, dx + b, e - b); });
+}
+
+template <class Act>
+constexpr simd::activation activation_of() {
+  if constexpr (std::is_same_v<Act, ReLU>)
+    return simd::activation::relu;
+  else if constexpr (std::is_same_v<Act, Tanh>)
+    return simd::activation::tanh;
+  else if constexpr (std::is_same_v<Act, Sigmoid>)
+    return simd::activation::sigmoid;
+  else
+    return simd::activation::none;
+}
+
+/// Caller-owned plain NCHW floats seen as a tensor; rebinding costs nothing.
+class external {
+ public:
+  void setup(context&, const tensor_desc& plain) { tensor_.desc = plain; }
+  const tensor& bind(const float* data) {
+    tensor_.data = const_cast<float*>(data);
+    return tensor_;
+  }
+  const tensor_desc& desc() const noexcept { return tensor_.desc; }
+
+ private:
+  tensor tensor_;
+};
+
+/// Moves a tensor into a fixed layout, or passes it through when the layouts agree.
+class converter {
+ public:
+  void setup(context&, const tensor_desc& from, const tensor_desc& to) {
+    if (from.n != to.n || from.c != to.c || from.h != to.h || from.w != to.w)
+      throw backend_error("eigen: cannot convert a tensor of " + std::to_string(from.size()) +
+                          " floats to different dimensions (" + std::to_string(to.size()) + " floats)");
+    needed_ = !(from == to);
+    from_ = from;
+    if (needed_) target_.allocate(to);
+  }
+  const tensor& operator()(context& ctx, const tensor& src) {
+    if (!needed_) return src;
+    convert(ctx.dev(), from_, src.data, target_.desc(), target_.data());
+    return target_.get();
+  }
+  bool needed() const noexcept { return needed_; }
+
+ private:
+  bool needed_ = false;
+  tensor_desc from_;
+  owned_tensor target_;
+};
+
+/// Copies a tensor of either layout into plain NCHW floats.
+inline void to_plain(context& ctx, const tensor& t, float* out) {
+  convert(ctx.dev(), t.desc, t.data, plain_like(t.desc), out);
+}
+
+/// out[r, :] = act(out[r, :] + bias) for a [rows, cols] matrix, on the pool: the bias add and the fused
+/// activation make one pass over the layer's output while it is still in cache.
+inline void bias_activation(const device& dev, float* out, const float* bias, index rows, index cols,
+                            simd::activation act) {
+  if (!bias && act == simd::activation::none) return;
+  const index rows_per_chunk = std::max<index>(1, (index(1) << 15) / std::max<index>(cols, 1));
+  const index chunks = (rows + rows_per_chunk - 1) / rows_per_chunk;
+  parallel_for(dev, chunks, double(rows_per_chunk * cols) * 4, [&](index b, index e) {
+    const index r0 = b * rows_per_chunk, r1 = std::min(rows, e * rows_per_chunk);
+    float* p = out + r0 * cols;
+    if (bias) {
+      for (index r = r0; r < r1; ++r) {
+        float* row = out + r * cols;
+        simd::transform(0, std::size_t(cols), [&](auto v, std::size_t i) {
+          using V = decltype(v);
+          simd::store(row + i, simd::load<V>(row + i) + simd::load<V>(bias + i));
+        });
+      }
+    }
+    serial_activation_forward(act, p, p, std::size_t((r1 - r0) * cols));
+  });
+}
+
+/// The gradient of the pre-activation of a layer with a fused activation, computed from its output.
+class fused_activation {
+ public:
+  void setup(simd::activation a, std::size_t floats) {
+    kind_ = a;
+    if (active()) diff_ = AlignedBuffer<float>(floats);
+  }
+  bool active() const noexcept { return kind_ != simd::activation::none; }
+  simd::activation kind() const noexcept { return kind_; }
+  /// dL/dz for the output y and dL/dy; dy itself when there is no activation.
+  const float* backward(const device& dev, const float* y, const float* dy) {
+    if (!active()) return dy;
+    activation_backward(dev, kind_, y, dy, diff_.data(), diff_.size());
+    return diff_.data();
+  }
+
+ private:
+  simd::activation kind_ = simd::activation::none;
+  AlignedBuffer<float> diff_;
+};
+
+}  // namespace sinew::backend::eigen

@@ -1,0 +1,152 @@
+// sinew/backend/eigen/conv2d.hpp: Conv2d (+ fused activation) as TensorFlow's SpatialConvolution computes it.
+//
+// Forward: the NHWC input's patches (extract_image_patches, materialised once per step as the
+// [N*OH*OW, K*K*C] matrix P) contracted with the weights as a [K*K*C, O] matrix (HWIO: PyTorch's OIHW
+// weights are shuffled into it each step, a few KiB), then bias and activation in one pass.
+// Backward weights: P^T dZ (TensorFlow's SpatialConvolutionBackwardKernel is the same contraction), shuffled
+// back to OIHW; bias: dZ summed over rows. Backward data: dP = dZ W^T, then col2im. TensorFlow instead
+// convolves the stride-inflated, padded output gradient with the flipped kernel; col2im does the same sums
+// without the S^2 zeros of the inflated gradient, for any padding, and dP reuses P's buffer (P is spent once
+// the weight gradient is computed), so backward data costs no memory of its own.
+// All dimensions are runtime values: the op compiles once per translation unit whatever the network.
+#pragma once
+
+#include "sinew/backend/eigen/common.hpp"
+
+namespace sinew::backend::eigen {
+
+class conv2d_op {
+ public:
+  struct config {
+    int batch, in_c, in_h, in_w, out_c, out_h, out_w, kernel, stride, padding;
+    bool bias;
+    simd::activation act;
+  };
+
+  template <NodeType N>
+  void setup(context& ctx, const tensor_desc& src_desc, int batch, ParamSlots p, bool need_diff_src) {
+    using L = typename N::layer;
+    using In = typename N::input;
+    using Out = typename N::output;
+    setup(ctx, src_desc,
+          config{batch, In::kChannels, In::kHeight, In::kWidth, Out::kChannels, Out::kHeight, Out::kWidth,
+                 L::kKernel, L::kStride, L::kPadding, L::kHasBias, activation_of<typename N::activation>()},
+          p, need_diff_src);
+  }
+
+  void setup(context& ctx, const tensor_desc& src_desc, const config& c, ParamSlots p, bool need_diff_src) {
+    c_ = c;
+    p_ = p;
+    if (!c.bias) p_.bias = p_.diff_bias = nullptr;
+    need_diff_src_ = need_diff_src;
+    rows_ = index(c.batch) * c.out_h * c.out_w;
+    depth_ = index(c.kernel) * c.kernel * c.in_c;
+    const tensor_desc in = make_desc(c.batch, c.in_c, c.in_h, c.in_w, layout::nhwc);
+    src_.setup(ctx, src_desc, in);
+    dst_.allocate(make_desc(c.batch, c.out_c, c.out_h, c.out_w, layout::nhwc));
+    patches_ = AlignedBuffer<float>(std::size_t(rows_ * depth_));
+    weights_ = AlignedBuffer<float>(std::size_t(depth_) * c.out_c);
+    diff_weights_ = AlignedBuffer<float>(std::size_t(depth_) * c.out_c);
+    act_.setup(c.act, dst_.desc().size());
+    if (need_diff_src) diff_src_.allocate(in);
+  }
+
+  tensor_desc dst_desc() const { return dst_.desc(); }
+  const tensor& dst() const noexcept { return dst_.get(); }
+  tensor_desc diff_src_desc() const { return diff_src_ ? diff_src_.desc() : tensor_desc{}; }
+  const tensor& diff_src() const noexcept { return diff_src_.get(); }
+  void bind_diff_dst(context& ctx, const tensor_desc& d) { diff_dst_.setup(ctx, d, dst_.desc()); }
+
+  void forward(context& ctx, const tensor& src) {
+    const device& dev = ctx.dev();
+    extract_patches(dev, src_(ctx, src).data);
+    // OIHW -> HWIO: [K*K*C, O], rows in the (kh, kw, c) order of a patch.
+    const const_image w(p_.weights, c_.out_c, c_.in_c, c_.kernel, c_.kernel);
+    image(weights_.data(), c_.kernel, c_.kernel, c_.in_c, c_.out_c).device(dev) =
+        w.shuffle(std::array<index, 4>{2, 3, 1, 0});
+    as_matrix(dst_.data(), rows_, c_.out_c).device(dev) =
+        patches().contract(as_matrix(cweights(), depth_, c_.out_c), contract_dims{pair(1, 0)});
+    bias_activation(dev, dst_.data(), p_.bias, rows_, c_.out_c, c_.act);
+  }
+
+  /// `src` must be the tensor of the last forward().
+  void backward(context& ctx, const tensor& src, const tensor& diff_dst) {
+    const device& dev = ctx.dev();
+    const float* dz = act_.backward(dev, dst_.data(), diff_dst_(ctx, diff_dst).data);
+    const auto dz_m = as_matrix(dz, rows_, c_.out_c);
+    if (!patches_valid_) extract_patches(dev, src_(ctx, src).data);  // a second backward after one forward
+    as_matrix(diff_weights_.data(), depth_, c_.out_c).device(dev) = patches().contract(dz_m, contract_dims{pair(0, 0)});
+    // HWIO -> OIHW, into the flat gradient buffer.
+    image(p_.diff_weights, c_.out_c, c_.in_c, c_.kernel, c_.kernel).device(dev) =
+        const_image(diff_weights_.data(), c_.kernel, c_.kernel, c_.in_c, c_.out_c).shuffle(std::array<index, 4>{3, 2, 0, 1});
+    if (p_.diff_bias)
+      ::Eigen::TensorMap<::Eigen::Tensor<float, 1, ::Eigen::RowMajor, index>>(p_.diff_bias, c_.out_c).device(dev) =
+          dz_m.sum(std::array<index, 1>{0});
+    if (!need_diff_src_) return;
+    as_matrix(patches_.data(), rows_, depth_).device(dev) =
+        dz_m.contract(as_matrix(cweights(), depth_, c_.out_c), contract_dims{pair(1, 1)});
+    patches_valid_ = false;
+    col2im(dev);
+  }
+
+ private:
+  const float* cweights() const noexcept { return weights_.data(); }
+  const_matrix patches() const { return as_matrix(static_cast<const float*>(patches_.data()), rows_, depth_); }
+
+  /// P = the input's K x K patches, one row per output pixel. Eigen's RowMajor image patches read an
+  /// (N, H, W, C) tensor as (others, cols, rows, depth) and yield (N, OH*OW, kh, kw, C): row-major, that is
+  /// exactly P with patch rows in (kh, kw, c) order. The padding is symmetric, so rows and cols may swap.
+  void extract_patches(const device& dev, const float* nhwc) {
+    const const_image in(nhwc, c_.batch, c_.in_h, c_.in_w, c_.in_c);
+    const index k = c_.kernel, s = c_.stride, pad = c_.padding;
+    as_matrix(patches_.data(), rows_, depth_).device(dev) =
+        in.extract_image_patches(k, k, s, s, 1, 1, 1, 1, pad, pad, pad, pad, 0.0f)
+            .reshape(std::array<index, 2>{rows_, depth_});
+    patches_valid_ = true;
+  }
+
+  /// dX[n, ih, iw, :] = sum of dP[(n, oh, ow), (kh, kw, :)] over the windows that cover (ih, iw): a gather, so
+  /// input rows are independent and run in parallel without atomics. Channels are contiguous in both; the
+  /// sum over them is an xsimd loop (Eigen has no expression for this strided gather).
+  void col2im(const device& dev) {
+    const int H = c_.in_h, W = c_.in_w, C = c_.in_c, K = c_.kernel, S = c_.stride, P = c_.padding;
+    const int OH = c_.out_h, OW = c_.out_w;
+    const float* dp = patches_.data();
+    float* dx = diff_src_.data();
+    const index depth = depth_;
+    parallel_for(dev, index(c_.batch) * H, double(W) * K * K * C / S / S + W, [&](index begin, index end) {
+      for (index row = begin; row < end; ++row) {
+        const int n = int(row / H), ih = int(row % H);
+        for (int iw = 0; iw < W; ++iw) {
+          float* out = dx + ((index(n) * H + ih) * W + iw) * C;
+          std::fill(out, out + C, 0.0f);
+          for (int kh = 0; kh < K; ++kh) {
+            const int th = ih + P - kh;
+            if (th < 0 || th % S || th / S >= OH) continue;
+            for (int kw = 0; kw < K; ++kw) {
+              const int tw = iw + P - kw;
+              if (tw < 0 || tw % S || tw / S >= OW) continue;
+              const float* g = dp + ((index(n) * OH + th / S) * OW + tw / S) * depth + (index(kh) * K + kw) * C;
+              simd::transform(0, std::size_t(C), [&](auto v, std::size_t i) {
+                using V = decltype(v);
+                simd::store(out + i, simd::load<V>(out + i) + simd::load<V>(g + i));
+              });
+            }
+          }
+        }
+      }
+    });
+  }
+
+  config c_{};
+  ParamSlots p_;
+  bool need_diff_src_ = false;
+  bool patches_valid_ = false;
+  index rows_ = 0, depth_ = 0;
+  converter src_, diff_dst_;
+  owned_tensor dst_, diff_src_;
+  AlignedBuffer<float> patches_, weights_, diff_weights_;
+  fused_activation act_;
+};
+
+}  // namespace sinew::backend::eigen

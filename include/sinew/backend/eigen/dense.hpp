@@ -1,0 +1,76 @@
+// sinew/backend/eigen/dense.hpp: Dense (+ fused activation) as Eigen Tensor contractions.
+//
+// Forward Y = X W^T, backward dW = dZ^T X and dX = dZ W, all on PyTorch's [Out, In] weights in place (no
+// shuffle: a flat input has the same memory in either layout). The three products share one contraction
+// type with Conv2d's, so the translation unit compiles Eigen's contraction once.
+#pragma once
+
+#include "sinew/backend/eigen/common.hpp"
+
+namespace sinew::backend::eigen {
+
+class dense_op {
+ public:
+  template <NodeType N>
+  void setup(context& ctx, const tensor_desc& src_desc, int batch, ParamSlots p, bool need_diff_src) {
+    using L = typename N::layer;
+    setup(ctx, src_desc, batch, L::kOutputs, L::kHasBias, activation_of<typename N::activation>(), p, need_diff_src);
+  }
+
+  void setup(context&, const tensor_desc& src_desc, int batch, int outputs, bool has_bias, simd::activation act,
+             ParamSlots p, bool need_diff_src) {
+    if (src_desc.h * src_desc.w != 1)
+      throw backend_error("eigen: dense needs a flat input (N x F x 1 x 1), got " + std::to_string(src_desc.c) + " x " +
+                          std::to_string(src_desc.h) + " x " + std::to_string(src_desc.w) + "; insert Flatten");
+    p_ = p;
+    if (!has_bias) p_.bias = p_.diff_bias = nullptr;
+    batch_ = batch;
+    inputs_ = index(src_desc.c);
+    outputs_ = outputs;
+    need_diff_src_ = need_diff_src;
+    act_kind_ = act;
+    dst_.allocate(plain_desc(batch, outputs, 1, 1));
+    act_.setup(act, dst_.desc().size());
+    if (need_diff_src) diff_src_.allocate(plain_like(src_desc));
+  }
+
+  tensor_desc dst_desc() const { return dst_.desc(); }
+  const tensor& dst() const noexcept { return dst_.get(); }
+  tensor_desc diff_src_desc() const { return diff_src_ ? diff_src_.desc() : tensor_desc{}; }
+  const tensor& diff_src() const noexcept { return diff_src_.get(); }
+  void bind_diff_dst(context& ctx, const tensor_desc& d) { diff_dst_.setup(ctx, d, dst_.desc()); }
+
+  void forward(context& ctx, const tensor& src) {
+    const device& dev = ctx.dev();
+    as_matrix(dst_.data(), batch_, outputs_).device(dev) =
+        as_matrix(static_cast<const float*>(src.data), batch_, inputs_)
+            .contract(weights(), contract_dims{pair(1, 1)});
+    bias_activation(dev, dst_.data(), p_.bias, batch_, outputs_, act_kind_);
+  }
+
+  void backward(context& ctx, const tensor& src, const tensor& diff_dst) {
+    const device& dev = ctx.dev();
+    const float* dz = act_.backward(dev, dst_.data(), diff_dst_(ctx, diff_dst).data);
+    const auto dz_m = as_matrix(dz, batch_, outputs_);
+    as_matrix(p_.diff_weights, outputs_, inputs_).device(dev) =
+        dz_m.contract(as_matrix(static_cast<const float*>(src.data), batch_, inputs_), contract_dims{pair(0, 0)});
+    if (p_.diff_bias)
+      ::Eigen::TensorMap<::Eigen::Tensor<float, 1, ::Eigen::RowMajor, index>>(p_.diff_bias, outputs_).device(dev) =
+          dz_m.sum(std::array<index, 1>{0});
+    if (need_diff_src_)
+      as_matrix(diff_src_.data(), batch_, inputs_).device(dev) = dz_m.contract(weights(), contract_dims{pair(1, 0)});
+  }
+
+ private:
+  const_matrix weights() const { return as_matrix(static_cast<const float*>(p_.weights), outputs_, inputs_); }
+
+  ParamSlots p_;
+  index batch_ = 0, inputs_ = 0, outputs_ = 0;
+  bool need_diff_src_ = false;
+  simd::activation act_kind_ = simd::activation::none;
+  converter diff_dst_;
+  owned_tensor dst_, diff_src_;
+  fused_activation act_;
+};
+
+}  // namespace sinew::backend::eigen
