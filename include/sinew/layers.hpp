@@ -11,3 +11,4 @@
 #include "sinew/layers/layer_spec.hpp"
 #include "sinew/layers/loss.hpp"
 #include "sinew/layers/pooling.hpp"
+#include "sinew/layers/residual.hpp"

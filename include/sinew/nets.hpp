@@ -1,5 +1,8 @@
 // sinew/nets.hpp: network composition and the model zoo.
 #pragma once
+#include "sinew/nets/alexnet.hpp"
 #include "sinew/nets/lenet5.hpp"
 #include "sinew/nets/network_spec.hpp"
+#include "sinew/nets/resnet.hpp"
 #include "sinew/nets/sequential.hpp"
+#include "sinew/nets/vgg.hpp"

@@ -4,6 +4,7 @@
 #include "../support/gradient_check.hpp"
 #include "sinew/backend/onednn.hpp"
 #include "sinew/nets/lenet5.hpp"
+#include "sinew/nets/resnet.hpp"
 
 namespace {
 using namespace sinew;
@@ -105,6 +106,30 @@ TEST(gradient_onednn, alexnet_head_adaptive6_dropout_dense) {
 
 TEST(gradient_onednn, lenet5_1x32x32) {
   EXPECT_GT((check_gradients<nets::LeNet5<Input<1, 32, 32>>, OneDnn>({.batch = 3, .samples = 60})), 0);
+}
+
+}  // namespace
+
+namespace {
+using namespace sinew;
+using sinew::test::check_gradients;
+
+TEST(gradient_onednn, residual_identity_shortcut) {
+  using Net = Sequential<Input<4, 6, 6>,
+                         Residual<Chain<Conv2d<4, 3, 1, 1, false>, BatchNorm2d, ReLU, Conv2d<4, 3, 1, 1, false>, BatchNorm2d>>,
+                         ReLU, Flatten, Dense<3>>;
+  EXPECT_GT((check_gradients<Net, backend::OneDnn>({.batch = 3, .seed = 6})), 0);
+}
+TEST(gradient_onednn, residual_projection_shortcut_stride2) {
+  using Net = Sequential<Input<3, 6, 6>,
+                         Residual<Chain<Conv2d<8, 3, 2, 1, false>, BatchNorm2d, ReLU, Conv2d<8, 3, 1, 1, false>, BatchNorm2d>,
+                                  ProjectIfNeeded<8, 2>>,
+                         ReLU, Flatten, Dense<3>>;
+  EXPECT_GT((check_gradients<Net, backend::OneDnn>({.batch = 3, .seed = 6})), 0);
+}
+TEST(gradient_onednn, bottleneck_block) {
+  using Net = Sequential<Input<8, 4, 4>, nets::Bottleneck<2, 1>, GlobalAvgPool, Flatten, Dense<3>>;
+  EXPECT_GT((check_gradients<Net, backend::OneDnn>({.batch = 3, .seed = 6})), 0);
 }
 
 }  // namespace

@@ -33,7 +33,11 @@
 //     set_mode(ForwardMode)   optional, for ops whose forward depends on the mode (BatchNorm, Dropout):
 //                             called before each forward(); ops without it are mode-independent. In
 //                             training mode an op may update its layer's buffers (running statistics).
+//   B::adder                  (for Residual) dst = a + b for two tensors whose layouts may differ:
+//                               setup(ctx, desc_a, desc_b); run(ctx, a, b); dst(), dst_desc() in a's layout.
 //   A node kind that a backend lacks fails to compile with a sentence naming the backend and the layer.
+//   Composite layers (Residual) are generic: backend/generic/residual.hpp runs their branches with the
+//   backend's own ops, and a backend maps them with impl<Residual<...>>::type_for<Node>.
 #pragma once
 
 #include <concepts>

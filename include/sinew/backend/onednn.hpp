@@ -3,6 +3,7 @@
 #pragma once
 
 #include "sinew/backend/backend_spec.hpp"
+#include "sinew/backend/generic/residual.hpp"
 #include "sinew/backend/onednn/activation.hpp"
 #include "sinew/backend/onednn/adaptive_pooling.hpp"
 #include "sinew/backend/onednn/batch_norm.hpp"
@@ -16,8 +17,11 @@
 
 namespace sinew::backend {
 
+struct OneDnn;
+
 namespace onednn {
-/// impl<Layer>::type is the op class that computes Layer.
+/// impl<Layer>::type is the op class that computes Layer; a composite layer (Residual) gives
+/// impl<Layer>::type_for<Node> instead, since its op holds the ops of its branches.
 template <class Layer>
 struct impl {
   static_assert(dependent_false<Layer>,
@@ -72,6 +76,22 @@ template <>
 struct impl<GlobalAvgPool> {
   using type = adaptive_pool_op;
 };
+template <class M, class S>
+struct impl<Residual<M, S>> {
+  static constexpr bool kComposite = true;
+  template <class N>
+  using type_for = generic::residual_op<OneDnn, N>;
+};
+
+template <class N>
+struct op_of {
+  using type = typename impl<typename N::layer>::type;
+};
+template <class N>
+  requires requires { impl<typename N::layer>::kComposite; }
+struct op_of<N> {
+  using type = typename impl<typename N::layer>::template type_for<N>;
+};
 }  // namespace onednn
 
 /// oneDNN primitives in the layouts they choose, activations fused into the layer before them.
@@ -90,8 +110,10 @@ struct OneDnn {
   static void to_plain(context& ctx, const tensor& t, float* out) { onednn::to_plain(ctx, t, out); }
   static float* data(const tensor& t) { return static_cast<float*>(t.get_data_handle()); }
 
+  using adder = onednn::adder;
+
   template <NodeType N>
-  using op = typename onednn::impl<typename N::layer>::type;
+  using op = typename onednn::op_of<N>::type;
 };
 
 static_assert(Backend<OneDnn>);

@@ -67,7 +67,29 @@ constexpr std::size_t buffers_of() {
   else
     return 0;
 }
+/// Floats a layer occupies in the flat parameter buffer: a composite layer (Residual) declares its own
+/// ::kParamSpan, since its sub-layers each start aligned; a plain layer takes its count, rounded up.
+template <class Applied, std::size_t Params>
+constexpr std::size_t param_span_of() {
+  if constexpr (requires { Applied::kParamSpan; })
+    return Applied::kParamSpan;
+  else
+    return align_floats(Params);
+}
+template <class Applied, std::size_t Buffers>
+constexpr std::size_t buffer_span_of() {
+  if constexpr (requires { Applied::kBufferSpan; })
+    return Applied::kBufferSpan;
+  else
+    return align_floats(Buffers);
+}
 }  // namespace detail
+
+/// A run of layers spliced into the enclosing list: Sequential<Input<...>, Chain<A, B>, C> is
+/// Sequential<Input<...>, A, B, C>. Repeated blocks are alias templates of Chains (as dlib writes its
+/// ResNets); a Residual takes Chains as its branches.
+template <class... Layers>
+struct Chain {};
 
 /// One step of a lowered network: layer L applied to In, optionally followed by a fused activation Act.
 /// kParamOffset is where its [weights | bias] start in the flat parameter buffer, kBufferOffset where its
@@ -85,11 +107,11 @@ struct Node {
   static constexpr std::size_t kParams = kWeights + kBias;
   static constexpr std::size_t kParamOffset = ParamOffset;
   /// Space the node takes in the flat buffer: its parameters, padded so the next layer starts aligned.
-  static constexpr std::size_t kParamSpan = align_floats(kParams);
+  static constexpr std::size_t kParamSpan = detail::param_span_of<applied, kParams>();
   static constexpr std::size_t kIndex = Index;  ///< position of L in the network's layer list
   static constexpr std::size_t kBuffers = detail::buffers_of<applied>();
   static constexpr std::size_t kBufferOffset = BufferOffset;
-  static constexpr std::size_t kBufferSpan = align_floats(kBuffers);
+  static constexpr std::size_t kBufferSpan = detail::buffer_span_of<applied, kBuffers>();
 };
 
 template <class T>

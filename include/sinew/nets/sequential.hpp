@@ -58,6 +58,12 @@ struct lower<In, Offset, BufferOffset, Index, true, L, A, Rest...> {
   static constexpr std::size_t kBufferEnd = tail::kBufferEnd;
 };
 
+/// A Chain in the list is spliced in place.
+template <class In, std::size_t Offset, std::size_t BufferOffset, std::size_t Index, bool Fuse, class... Inner,
+          class... Rest>
+struct lower<In, Offset, BufferOffset, Index, Fuse, Chain<Inner...>, Rest...>
+    : lower<In, Offset, BufferOffset, Index, Fuse, Inner..., Rest...> {};
+
 template <class List>
 struct param_count;
 template <class... Nodes>

@@ -16,6 +16,7 @@
 #include "sinew/backend/backend_spec.hpp"
 #include "sinew/backend/simd/activation.hpp"
 #include "sinew/core/error.hpp"
+#include "sinew/core/parallel.hpp"
 
 namespace sinew::backend::onednn {
 
@@ -259,6 +260,31 @@ class fused_activation {
   simd::activation kind_ = simd::activation::none;
   std::size_t floats_ = 0;
   memory diff_;
+};
+
+/// dst = a + b, in a's layout (b is reordered first when its layout differs): residual additions and the
+/// sum of two gradients. Padding entries of blocked layouts are zero in both and stay zero.
+class adder {
+ public:
+  void setup(context& ctx, const desc& a, const desc& b) {
+    b_.setup(ctx, b, a);
+    dst_ = memory(a, ctx.engine());
+    floats_ = physical_floats(a);
+  }
+  desc dst_desc() const { return dst_.get_desc(); }
+  const memory& dst() const noexcept { return dst_; }
+  void run(context& ctx, const memory& a, const memory& b) {
+    b_.run(ctx, b);
+    const float* pa = static_cast<const float*>(a.get_data_handle());
+    const float* pb = static_cast<const float*>(b_.target_for(b).get_data_handle());
+    float* out = static_cast<float*>(dst_.get_data_handle());
+    parallel_ranges(floats_, [&](std::size_t begin, std::size_t end) { simd::add(pa + begin, pb + begin, out + begin, end - begin); });
+  }
+
+ private:
+  converter b_;
+  memory dst_;
+  std::size_t floats_ = 0;
 };
 
 }  // namespace sinew::backend::onednn

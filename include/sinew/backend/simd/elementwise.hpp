@@ -39,4 +39,12 @@ inline void transform(std::size_t begin, std::size_t end, F&& body) {
   for (; i < end; ++i) body(0.0f, i);
 }
 
+/// out = a + b over n floats (out may alias a or b).
+inline void add(const float* a, const float* b, float* out, std::size_t n) {
+  transform(0, n, [&](auto v, std::size_t i) {
+    using V = decltype(v);
+    store(out + i, load<V>(a + i) + load<V>(b + i));
+  });
+}
+
 }  // namespace sinew::simd

@@ -1,0 +1,63 @@
+// sinew/backend/generic/residual.hpp: Residual<Main, Shortcut> on any backend that provides B::adder
+// (dst = a + b for two tensors whose layouts may differ; the result takes a's layout).
+//
+// Forward runs both branches on the block's input and adds their outputs. Backward sends the output
+// gradient into both branches (the derivative of a sum) and adds the two input gradients.
+#pragma once
+
+#include "sinew/backend/generic/chain.hpp"
+#include "sinew/layers/residual.hpp"
+
+namespace sinew::backend::generic {
+
+template <class B, NodeType N>
+class residual_op {
+  using applied = typename N::applied;
+  using tensor = typename B::tensor;
+  using tensor_desc = typename B::tensor_desc;
+
+ public:
+  template <NodeType M>
+  void setup(typename B::context& ctx, const tensor_desc& src_desc, int batch, ParamSlots slots, bool need_diff_src) {
+    need_diff_src_ = need_diff_src;
+    main_.setup(ctx, src_desc, batch, slots, need_diff_src);
+    shortcut_.setup(ctx, src_desc, batch, slots, need_diff_src);
+    sum_.setup(ctx, main_.dst_desc(), shortcut_.dst_desc());
+  }
+
+  tensor_desc dst_desc() const { return sum_.dst_desc(); }
+  const tensor& dst() const { return sum_.dst(); }
+  tensor_desc diff_src_desc() const { return diff_sum_.dst_desc(); }
+  const tensor& diff_src() const { return diff_sum_.dst(); }
+
+  void bind_diff_dst(typename B::context& ctx, const tensor_desc& d) {
+    main_.bind_diff_dst(ctx, d);
+    shortcut_.bind_diff_dst(ctx, d);
+    if (need_diff_src_) diff_sum_.setup(ctx, main_.diff_src_desc(), shortcut_.diff_src_desc());
+  }
+
+  void set_mode(ForwardMode mode) {
+    main_.set_mode(mode);
+    shortcut_.set_mode(ForwardMode{mode.training, mix64(mode.seed ^ 0x5bd1e995u)});
+  }
+
+  void forward(typename B::context& ctx, const tensor& src) {
+    main_.forward(ctx, src);
+    shortcut_.forward(ctx, src);
+    sum_.run(ctx, main_.dst(), shortcut_.dst());
+  }
+
+  void backward(typename B::context& ctx, const tensor& src, const tensor& diff_dst) {
+    main_.backward(ctx, src, diff_dst);
+    shortcut_.backward(ctx, src, diff_dst);
+    if (need_diff_src_) diff_sum_.run(ctx, main_.diff_src(), shortcut_.diff_src());
+  }
+
+ private:
+  chain<B, typename applied::template main_nodes<B::kFuseActivations>> main_;
+  chain<B, typename applied::template shortcut_nodes<B::kFuseActivations>> shortcut_;
+  typename B::adder sum_, diff_sum_;
+  bool need_diff_src_ = false;
+};
+
+}  // namespace sinew::backend::generic

@@ -1,0 +1,115 @@
+// sinew/layers/residual.hpp: residual blocks, output = main(x) + shortcut(x) (He et al. 2016).
+//
+//   using basic = Residual<Chain<Conv2d<64, 3, 1, 1, false>, BatchNorm2d, ReLU,
+//                                Conv2d<64, 3, 1, 1, false>, BatchNorm2d>,
+//                          ProjectIfNeeded<64, 1>>;            // then a ReLU after the block
+//
+// Both branches are Chains of layers, lowered like a network of their own; their parameters and buffers
+// lie in the block's slice of the flat buffers, main branch first. ProjectIfNeeded<C, Stride> is the
+// torchvision shortcut: the identity when the block keeps the shape, else a strided 1x1 Conv2d + BatchNorm2d.
+#pragma once
+
+#include <span>
+#include <type_traits>
+
+#include "sinew/core/diagnostics.hpp"
+#include "sinew/layers/batch_norm.hpp"
+#include "sinew/layers/conv2d.hpp"
+#include "sinew/layers/layer_spec.hpp"
+#include "sinew/nets/sequential.hpp"
+
+namespace sinew {
+
+/// The shortcut of torchvision's ResNets: identity if the input already has C channels and Stride is 1,
+/// else Conv2d<C, 1, Stride, 0, no bias> followed by BatchNorm2d.
+template <int C, int Stride = 1>
+struct ProjectIfNeeded {};
+
+namespace detail {
+template <class Shortcut, class In>
+struct resolve_shortcut {
+  using type = Shortcut;
+};
+template <int C, int Stride, class In>
+struct resolve_shortcut<ProjectIfNeeded<C, Stride>, In> {
+  using type = std::conditional_t<In::kChannels == C && Stride == 1, Chain<>,
+                                  Chain<Conv2d<C, 1, Stride, 0, false>, BatchNorm2d>>;
+};
+
+template <class Branch, class In, std::size_t Offset, std::size_t BufferOffset, bool Fuse>
+struct lower_branch {
+  static_assert(dependent_false<Branch>, "Residual: each branch must be a Chain<Layers...> (Chain<> is the identity)");
+};
+template <class... L, class In, std::size_t Offset, std::size_t BufferOffset, bool Fuse>
+struct lower_branch<Chain<L...>, In, Offset, BufferOffset, Fuse> : lower<In, Offset, BufferOffset, 0, Fuse, L...> {};
+
+/// Initialises the parameters of lowered nodes whose offsets are relative to `params`, as the Model does.
+template <class... N>
+void init_lowered_params(type_list<N...>, float* params, Rng& rng) {
+  (
+      [&] {
+        if constexpr (N::kParams > 0) {
+          float* w = params + N::kParamOffset;
+          N::applied::init({w, N::kWeights}, {w + N::kWeights, N::kBias}, rng);
+        }
+      }(),
+      ...);
+}
+/// Initialises the buffers (running statistics) of lowered nodes whose offsets are relative to `buffers`.
+template <class... N>
+void init_lowered_buffers(type_list<N...>, float* buffers) {
+  (
+      [&] {
+        if constexpr (N::kBuffers > 0) N::applied::init_buffers({buffers + N::kBufferOffset, N::kBuffers});
+      }(),
+      ...);
+}
+}  // namespace detail
+
+/// Residual<Main, Shortcut = Chain<>>: main(x) + shortcut(x). Follow it with ReLU as ResNets do.
+template <class Main, class Shortcut = Chain<>>
+struct Residual {
+  static constexpr std::string_view kName = "residual";
+
+  template <FeatureShape In>
+  struct at {
+    using shortcut = typename detail::resolve_shortcut<Shortcut, In>::type;
+    template <bool Fuse>
+    using main_lowered = detail::lower_branch<Main, In, 0, 0, Fuse>;
+    template <bool Fuse>
+    using shortcut_lowered =
+        detail::lower_branch<shortcut, In, main_lowered<Fuse>::kEnd, main_lowered<Fuse>::kBufferEnd, Fuse>;
+    /// The branches' nodes, offsets relative to the block's start in the flat buffers.
+    template <bool Fuse>
+    using main_nodes = typename main_lowered<Fuse>::type;
+    template <bool Fuse>
+    using shortcut_nodes = typename shortcut_lowered<Fuse>::type;
+
+    static_assert(std::is_same_v<typename main_lowered<false>::output, typename shortcut_lowered<false>::output>,
+                  "Residual: the main branch and the shortcut produce different shapes; give the shortcut a "
+                  "projection that matches (ProjectIfNeeded<C, Stride>, or Chain<Conv2d<C, 1, Stride, 0, false>, "
+                  "BatchNorm2d>)");
+    using output = typename main_lowered<false>::output;
+
+    static constexpr std::size_t kWeights = detail::param_count<main_nodes<false>>::value +
+                                            detail::param_count<shortcut_nodes<false>>::value;
+    static constexpr std::size_t kBias = 0;
+    static constexpr std::size_t kParamSpan = shortcut_lowered<false>::kEnd;
+    static constexpr std::size_t kBuffers = detail::param_count<main_nodes<false>>::buffers +
+                                            detail::param_count<shortcut_nodes<false>>::buffers;
+    static constexpr std::size_t kBufferSpan = shortcut_lowered<false>::kBufferEnd;
+
+    /// `weights` starts the block's slice (kParamSpan floats, sub-layers aligned inside it).
+    static void init(std::span<float> weights, std::span<float>, Rng& rng) {
+      detail::init_lowered_params(main_nodes<false>{}, weights.data(), rng);
+      detail::init_lowered_params(shortcut_nodes<false>{}, weights.data(), rng);
+    }
+    /// `buffers` starts the block's slice of the buffer array (kBufferSpan floats).
+    static void init_buffers(std::span<float> buffers) {
+      detail::init_lowered_buffers(main_nodes<false>{}, buffers.data());
+      detail::init_lowered_buffers(shortcut_nodes<false>{}, buffers.data());
+    }
+  };
+};
+
+}  // namespace sinew

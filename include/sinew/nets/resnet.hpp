@@ -1,0 +1,64 @@
+// sinew/nets/resnet.hpp: ResNet-18/34/50 as torchvision builds them (v1.5: a bottleneck strides in its 3x3
+// convolution), with the ImageNet stem (7x7 stride 2 + 3x3 max-pool) or the CIFAR stem (3x3 stride 1, no
+// pool). The input shape and the class count are template parameters.
+//
+// Parameter counts equal torchvision's (tests/nets/test_zoo.cpp): resnet18(num_classes=10) 11,181,642;
+// resnet50(num_classes=10) 23,528,522; the CIFAR-stem ResNet-18 11,173,962.
+#pragma once
+
+#include "sinew/layers.hpp"
+#include "sinew/nets/sequential.hpp"
+
+namespace sinew::nets {
+
+/// torchvision's BasicBlock: two 3x3 convolutions; the shortcut projects when the shape changes.
+template <int C, int Stride = 1>
+using BasicBlock = Chain<Residual<Chain<Conv2d<C, 3, Stride, 1, false>, BatchNorm2d, ReLU,
+                                        Conv2d<C, 3, 1, 1, false>, BatchNorm2d>,
+                                  ProjectIfNeeded<C, Stride>>,
+                         ReLU>;
+
+/// torchvision's Bottleneck (expansion 4): 1x1 reduce, 3x3 (strided), 1x1 expand.
+template <int Width, int Stride = 1>
+using Bottleneck = Chain<Residual<Chain<Conv2d<Width, 1, 1, 0, false>, BatchNorm2d, ReLU,
+                                        Conv2d<Width, 3, Stride, 1, false>, BatchNorm2d, ReLU,
+                                        Conv2d<4 * Width, 1, 1, 0, false>, BatchNorm2d>,
+                                  ProjectIfNeeded<4 * Width, Stride>>,
+                         ReLU>;
+
+/// The first layers: ImageNetStem (7x7/2 convolution, 3x3/2 max-pool) or CifarStem (3x3/1, no pool).
+struct ImageNetStem {
+  using layers = Chain<Conv2d<64, 7, 2, 3, false>, BatchNorm2d, ReLU, MaxPool<3, 2, 1>>;
+};
+struct CifarStem {
+  using layers = Chain<Conv2d<64, 3, 1, 1, false>, BatchNorm2d, ReLU>;
+};
+
+namespace detail {
+/// Block<C, Stride> repeated: the first block of a stage strides, the others keep the shape.
+template <template <int, int> class Block, int C, int Stride, int Count>
+struct stage {
+  template <class... B>
+  static auto expand(type_list<B...>) -> Chain<B...>;
+  template <std::size_t... I>
+  static auto make(std::index_sequence<I...>) -> Chain<Block<C, I == 0 ? Stride : 1>...>;
+  using type = decltype(make(std::make_index_sequence<Count>{}));
+};
+template <template <int, int> class Block, int C, int Stride, int Count>
+using stage_t = typename stage<Block, C, Stride, Count>::type;
+
+template <class In, class Stem, int Classes, template <int, int> class Block, int N1, int N2, int N3, int N4>
+using resnet = Sequential<In, typename Stem::layers,
+                          stage_t<Block, 64, 1, N1>, stage_t<Block, 128, 2, N2>,
+                          stage_t<Block, 256, 2, N3>, stage_t<Block, 512, 2, N4>,
+                          GlobalAvgPool, Flatten, Dense<Classes>>;
+}  // namespace detail
+
+template <class In = Input<3, 224, 224>, int Classes = 1000, class Stem = ImageNetStem>
+using ResNet18 = detail::resnet<In, Stem, Classes, BasicBlock, 2, 2, 2, 2>;
+template <class In = Input<3, 224, 224>, int Classes = 1000, class Stem = ImageNetStem>
+using ResNet34 = detail::resnet<In, Stem, Classes, BasicBlock, 3, 4, 6, 3>;
+template <class In = Input<3, 224, 224>, int Classes = 1000, class Stem = ImageNetStem>
+using ResNet50 = detail::resnet<In, Stem, Classes, Bottleneck, 3, 4, 6, 3>;
+
+}  // namespace sinew::nets
