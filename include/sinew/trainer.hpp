@@ -124,12 +124,7 @@ class Trainer {
       model_.forward({images_.data(), n * input_shape::kSize}, batch);
       const LossValue value = model_.loss({labels_.data(), n});
       phases.forward = watch.lap();
-      if (options_.check_finite && !std::isfinite(value.loss))
-        throw training_error("trainer: the loss is " + std::string(std::isnan(value.loss) ? "NaN" : "infinite") +
-                             " at epoch " + std::to_string(epoch_) + ", step " + std::to_string(stats.steps) +
-                             " (learning rate " + std::to_string(optimizer_.learning_rate()) +
-                             "); the parameters are those before this step. Lower the learning rate, or check "
-                             "the data for NaN or unnormalised values");
+      if (options_.check_finite) check_finite(value.loss, stats.steps);
       model_.backward();
       phases.backward = watch.lap();
       optimizer_.set_learning_rate(schedule_ ? schedule_(base_lr_, step_) : base_lr_);
@@ -187,6 +182,22 @@ class Trainer {
   }
 
  private:
+  /// Stops on a NaN or infinite loss, before the step changes any parameter. With several processes all
+  /// ranks learn of it together (a strategy's all_agree), so none is left waiting in a collective.
+  void check_finite(double loss, std::size_t step) {
+    const bool finite = std::isfinite(loss);
+    bool everywhere = finite;
+    if constexpr (requires { strategy_.all_agree(finite); }) everywhere = strategy_.all_agree(finite);
+    if (everywhere) return;
+    const std::string where = " at epoch " + std::to_string(epoch_) + ", step " + std::to_string(step) +
+                              " (learning rate " + std::to_string(optimizer_.learning_rate()) +
+                              "); the parameters are those before this step. Lower the learning rate, or check "
+                              "the data for NaN or unnormalised values";
+    if (!finite)
+      throw training_error("trainer: the loss is " + std::string(std::isnan(loss) ? "NaN" : "infinite") + where);
+    throw training_error("trainer: another rank's loss is NaN or infinite" + where);
+  }
+
   void check_shape(const L& loader) const {
     if (loader.channels() != input_shape::kChannels || loader.height() != input_shape::kHeight ||
         loader.width() != input_shape::kWidth)

@@ -130,4 +130,26 @@ TEST(data_parallel, trainer_reports_exposed_communication) {
   EXPECT_GT(stats.phases.update, 0.0);
 }
 
+TEST(data_parallel, nan_loss_on_one_rank_stops_every_rank_without_hanging) {
+  comm::Mpi world;
+  if (world.size() < 2) GTEST_SKIP() << "needs two ranks";
+  const data::Dataset d = corners(std::size_t(2 * kLocalBatch * world.size()), 5);
+  auto local = loader_for(d, kLocalBatch, world.rank(), world.size());
+  using Strategy = dist::RingAllReduce<comm::Mpi>;
+  Trainer<SmallNet, backend::OneDnn, Strategy> trainer({.threads = 1}, kSgd, Strategy({}, world));
+  if (world.rank() == 1) {
+    // A NaN in the last layer's bias makes this rank's logits, and so its loss, NaN.
+    using last = std::tuple_element_t<SmallNet::nodes<true>::kSize - 1, as_tuple_t<SmallNet::nodes<true>>>;
+    trainer.model().parameters()[last::kParamOffset + last::kParams - 1] = std::nanf("");
+  }
+  try {
+    trainer.train_epoch(local);
+    FAIL() << "rank " << world.rank() << " went on training";
+  } catch (const training_error& e) {
+    const std::string expected = world.rank() == 1 ? "the loss is NaN at epoch 0, step 0"
+                                                   : "another rank's loss is NaN or infinite at epoch 0, step 0";
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace

@@ -184,6 +184,14 @@ class RingAllReduce {
   int worker_index() const { return comm_.rank(); }
   Comm& communicator() noexcept { return comm_; }
 
+  /// Whether `ok` holds on every rank; collective. The trainer asks this before acting on a local NaN loss,
+  /// so that all ranks stop together instead of the healthy ones waiting forever in the next all-reduce.
+  bool all_agree(bool ok) {
+    float bad = ok ? 0.0f : 1.0f;
+    comm_.allreduce_sum(std::span<float>(&bad, 1));
+    return bad == 0.0f;
+  }
+
   /// Collective: checks that every rank runs the same configuration (else comm_error naming the first rank
   /// that differs), then gives every rank rank 0's parameters.
   template <SyncMode M, Optimizer O>

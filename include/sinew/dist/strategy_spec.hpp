@@ -14,6 +14,8 @@
 //   s.template update<M>(params, grads, optimizer, phases)
 //                                   after backward: combines gradients as M says and updates params, adding
 //                                   the exposed and hidden communication and the update time to phases.
+// Optional: s.all_agree(bool) -> bool, collective, true when the flag holds on every rank; the trainer
+// asks it before acting on a NaN loss so that all ranks stop together (none waits in a collective).
 // S may also offer hooks that let communication overlap backward; the trainer uses them when present.
 #pragma once
 
