@@ -9,6 +9,8 @@
 // tolerance. The network has no batch normalisation (its statistics would be per local batch).
 #include <gtest/gtest.h>
 
+#include "../support/corners.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -29,24 +31,7 @@ constexpr int kEpochs = 2;  // 20 steps; the second epoch checks that every rank
 
 /// Two classes of 1 x 12 x 12 images: a bright square in the top-left or the bottom-right corner, plus noise
 /// (as tests/trainer/test_trainer.cpp).
-data::Dataset corners(std::size_t n, std::uint64_t seed) {
-  data::Dataset d;
-  d.channels = 1, d.height = 12, d.width = 12, d.num_classes = 2;
-  d.pixels.resize(n * 144);
-  d.labels.resize(n);
-  Rng rng(seed);
-  for (std::size_t i = 0; i < n; ++i) {
-    const int label = int(rng.below(2));
-    d.labels[i] = label;
-    for (int y = 0; y < 12; ++y)
-      for (int x = 0; x < 12; ++x) {
-        const bool in_square = label == 0 ? (y < 5 && x < 5) : (y >= 7 && x >= 7);
-        d.pixels[i * 144 + y * 12 + x] =
-            std::uint8_t(std::min<float>(255, (in_square ? 160 : 40) + 40 * rng.uniform01()));
-      }
-  }
-  return d;
-}
+using sinew::test::corners;
 
 using SmallNet = Sequential<Input<1, 12, 12>, Conv2d<4, 3>, ReLU, MaxPool<2>, Flatten, Dense<16>, Tanh, Dense<2>>;
 const optim::Sgd::options kSgd{.lr = 0.05f, .momentum = 0.9f};

@@ -2,6 +2,8 @@
 // report its phases, and stop with a clear error on NaN loss or a loader of the wrong shape.
 #include <gtest/gtest.h>
 
+#include "../support/corners.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -14,24 +16,7 @@
 namespace {
 using namespace sinew;
 
-/// Two classes of 1 x 12 x 12 images: a bright square in the top-left or the bottom-right corner, plus noise.
-data::Dataset corners(std::size_t n, std::uint64_t seed) {
-  data::Dataset d;
-  d.channels = 1, d.height = 12, d.width = 12, d.num_classes = 2;
-  d.pixels.resize(n * 144);
-  d.labels.resize(n);
-  Rng rng(seed);
-  for (std::size_t i = 0; i < n; ++i) {
-    const int label = int(rng.below(2));
-    d.labels[i] = label;
-    for (int y = 0; y < 12; ++y)
-      for (int x = 0; x < 12; ++x) {
-        const bool in_square = label == 0 ? (y < 5 && x < 5) : (y >= 7 && x >= 7);
-        d.pixels[i * 144 + y * 12 + x] = std::uint8_t(std::min<float>(255, (in_square ? 160 : 40) + 40 * rng.uniform01()));
-      }
-  }
-  return d;
-}
+using sinew::test::corners;
 
 using SmallNet = Sequential<Input<1, 12, 12>, Conv2d<4, 3>, ReLU, MaxPool<2>, Flatten, Dense<16>, Tanh, Dense<2>>;
 

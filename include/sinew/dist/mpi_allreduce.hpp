@@ -27,7 +27,7 @@ namespace sinew::dist {
 
 /// Comm: the communicator whose allreduce_sum combines the gradients (comm::Mpi).
 template <Communicator Comm>
-class MpiAllReduce {
+class MpiAllReduce : public detail::allreduce_base<Comm> {
  public:
   static constexpr std::string_view kName = "mpi_allreduce";
 
@@ -48,46 +48,27 @@ class MpiAllReduce {
   struct mode<M> {};
 
   MpiAllReduce() = default;
-  explicit MpiAllReduce(options o, Comm comm = Comm()) : options_(std::move(o)), comm_(std::move(comm)) {}
-
-  int rank() const { return comm_.rank(); }
-  int world_size() const { return comm_.size(); }
-  bool is_worker() const noexcept { return true; }
-  int workers() const { return comm_.size(); }
-  int worker_index() const { return comm_.rank(); }
-  Comm& communicator() noexcept { return comm_; }
-
-  /// Whether `ok` holds on every rank; collective. The trainer asks this before acting on a local NaN loss,
-  /// so that all ranks stop together instead of the healthy ones waiting forever in the next all-reduce.
-  bool all_agree(bool ok) {
-    float bad = ok ? 0.0f : 1.0f;
-    comm_.allreduce_sum(std::span<float>(&bad, 1));
-    return bad == 0.0f;
-  }
+  explicit MpiAllReduce(options o, Comm comm = Comm())
+      : detail::allreduce_base<Comm>(std::move(comm)), options_(std::move(o)) {}
 
   /// Collective: checks that every rank runs the same configuration (else comm_error naming the first rank
   /// that differs), then gives every rank rank 0's parameters.
   template <SyncMode M, Optimizer O>
   void start(std::span<float> params, O&) {
     static_assert(sizeof(mode<M>) > 0);
-    detail::agree_and_broadcast<Comm, O>(comm_, params, "dist::MpiAllReduce", options_.configuration);
+    detail::agree_and_broadcast<Comm, O>(this->comm_, params, "dist::MpiAllReduce", options_.configuration);
   }
 
   /// Collective: params -= optimizer(mean of every rank's grads). grads holds the mean afterwards.
   template <SyncMode M, Optimizer O>
   void update(std::span<float> params, std::span<float> grads, O& optimizer, metrics::PhaseSeconds& phases) {
     static_assert(sizeof(mode<M>) > 0);
-    metrics::Stopwatch watch;
-    comm_.allreduce_sum(grads);
-    phases.comm += watch.lap();
-    if (comm_.size() > 1) detail::scale(grads, 1.0f / float(comm_.size()));
-    optimizer.step(params, grads);
-    phases.update += watch.lap();
+    this->average_and_step(params, grads, optimizer, phases,
+                           [this](std::span<float> g) { this->comm_.allreduce_sum(g); });
   }
 
  private:
   options options_;
-  Comm comm_;
 };
 
 static_assert(Strategy<MpiAllReduce<comm::example::single_process>>);

@@ -45,7 +45,7 @@ struct lower_branch<Chain<L...>, In, Offset, BufferOffset, Fuse> : lower<In, Off
 
 /// Initialises the parameters of lowered nodes whose offsets are relative to `params`, as the Model does.
 template <class... N>
-void init_lowered_params(type_list<N...>, float* params, Rng& rng) {
+void init_lowered_params(type_list<N...>, [[maybe_unused]] float* params, [[maybe_unused]] Rng& rng) {
   (
       [&] {
         if constexpr (N::kParams > 0) {
@@ -57,7 +57,7 @@ void init_lowered_params(type_list<N...>, float* params, Rng& rng) {
 }
 /// Initialises the buffers (running statistics) of lowered nodes whose offsets are relative to `buffers`.
 template <class... N>
-void init_lowered_buffers(type_list<N...>, float* buffers) {
+void init_lowered_buffers(type_list<N...>, [[maybe_unused]] float* buffers) {
   (
       [&] {
         if constexpr (N::kBuffers > 0) N::applied::init_buffers({buffers + N::kBufferOffset, N::kBuffers});

@@ -28,6 +28,7 @@
 #include <unsupported/Eigen/CXX11/Tensor>
 
 #include "sinew/backend/backend_spec.hpp"
+#include "sinew/backend/generic/node_config.hpp"
 #include "sinew/backend/simd/activation.hpp"
 #include "sinew/core/error.hpp"
 #include "sinew/tensor/buffer.hpp"
@@ -169,17 +170,7 @@ inline void activation_backward(const device& dev, simd::activation a, const flo
   for_chunks(dev, n, [&](std::size_t b, std::size_t e) { simd::activation_backward(a, y + b, dy + b, dx + b, e - b); });
 }
 
-template <class Act>
-constexpr simd::activation activation_of() {
-  if constexpr (std::is_same_v<Act, ReLU>)
-    return simd::activation::relu;
-  else if constexpr (std::is_same_v<Act, Tanh>)
-    return simd::activation::tanh;
-  else if constexpr (std::is_same_v<Act, Sigmoid>)
-    return simd::activation::sigmoid;
-  else
-    return simd::activation::none;
-}
+using backend::activation_of;
 
 /// Caller-owned plain NCHW floats seen as a tensor; rebinding costs nothing.
 class external {

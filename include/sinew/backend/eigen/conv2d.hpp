@@ -17,21 +17,11 @@ namespace sinew::backend::eigen {
 
 class conv2d_op {
  public:
-  struct config {
-    int batch, in_c, in_h, in_w, out_c, out_h, out_w, kernel, stride, padding;
-    bool bias;
-    simd::activation act;
-  };
+  using config = Conv2dConfig;
 
   template <NodeType N>
   void setup(context& ctx, const tensor_desc& src_desc, int batch, ParamSlots p, bool need_diff_src) {
-    using L = typename N::layer;
-    using In = typename N::input;
-    using Out = typename N::output;
-    setup(ctx, src_desc,
-          config{batch, In::kChannels, In::kHeight, In::kWidth, Out::kChannels, Out::kHeight, Out::kWidth,
-                 L::kKernel, L::kStride, L::kPadding, L::kHasBias, activation_of<typename N::activation>()},
-          p, need_diff_src);
+    setup(ctx, src_desc, conv2d_config<N>(batch), p, need_diff_src);
   }
 
   void setup(context& ctx, const tensor_desc& src_desc, const config& c, ParamSlots p, bool need_diff_src) {

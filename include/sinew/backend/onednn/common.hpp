@@ -14,6 +14,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "sinew/backend/backend_spec.hpp"
+#include "sinew/backend/generic/node_config.hpp"
 #include "sinew/backend/simd/activation.hpp"
 #include "sinew/core/error.hpp"
 #include "sinew/core/parallel.hpp"
@@ -200,17 +201,7 @@ inline void to_plain(context& ctx, const memory& t, float* out) {
   ctx.stream().wait();
 }
 
-template <class Act>
-constexpr simd::activation activation_of() {
-  if constexpr (std::is_same_v<Act, ReLU>)
-    return simd::activation::relu;
-  else if constexpr (std::is_same_v<Act, Tanh>)
-    return simd::activation::tanh;
-  else if constexpr (std::is_same_v<Act, Sigmoid>)
-    return simd::activation::sigmoid;
-  else
-    return simd::activation::none;
-}
+using backend::activation_of;
 
 /// Floats in a tensor's physical buffer (blocked layouts pad channels; the padding is zero).
 inline std::size_t physical_floats(const desc& d) { return d.get_size() / sizeof(float); }

@@ -10,6 +10,7 @@
 
 #include "sinew/backend/simd/elementwise.hpp"
 #include "sinew/comm/agreement.hpp"
+#include "sinew/metrics/timer.hpp"
 #include "sinew/comm/communicator_spec.hpp"
 #include "sinew/optim/optimizer_spec.hpp"
 
@@ -37,5 +38,44 @@ inline void scale(std::span<float> x, float factor) {
     simd::store(p + i, simd::load<V>(p + i) * V(factor));
   });
 }
+
+/// What MpiAllReduce and RingAllReduce share: every rank is a worker; all_agree; and the synchronous step
+/// (all-reduce the gradients, timed as communication; divide by the rank count; optimizer step, timed as update).
+template <Communicator Comm>
+class allreduce_base {
+ public:
+  int rank() const { return comm_.rank(); }
+  int world_size() const { return comm_.size(); }
+  bool is_worker() const noexcept { return true; }
+  int workers() const { return comm_.size(); }
+  int worker_index() const { return comm_.rank(); }
+  Comm& communicator() noexcept { return comm_; }
+
+  /// Whether `ok` holds on every rank; collective. The trainer asks this before acting on a local NaN loss,
+  /// so that all ranks stop together instead of the healthy ones waiting forever in the next all-reduce.
+  bool all_agree(bool ok) {
+    float bad = ok ? 0.0f : 1.0f;
+    comm_.allreduce_sum(std::span<float>(&bad, 1));
+    return bad == 0.0f;
+  }
+
+ protected:
+  allreduce_base() = default;
+  explicit allreduce_base(Comm comm) : comm_(std::move(comm)) {}
+
+  /// params -= optimizer(mean of every rank's grads); `sum` all-reduces a span in place. grads holds the mean.
+  template <class Sum, class O>
+  void average_and_step(std::span<float> params, std::span<float> grads, O& optimizer, metrics::PhaseSeconds& phases,
+                        Sum&& sum) {
+    metrics::Stopwatch watch;
+    sum(grads);
+    phases.comm += watch.lap();
+    if (comm_.size() > 1) scale(grads, 1.0f / float(comm_.size()));
+    optimizer.step(params, grads);
+    phases.update += watch.lap();
+  }
+
+  Comm comm_;
+};
 
 }  // namespace sinew::dist::detail

@@ -1,0 +1,43 @@
+// sinew/backend/generic/node_config.hpp: what every backend reads off a lowered node before creating its
+// kernels, as runtime values. Ops take these (not the node type), so each op compiles once per backend
+// rather than once per layer shape.
+#pragma once
+
+#include <type_traits>
+
+#include "sinew/backend/simd/activation.hpp"
+#include "sinew/layers/activation.hpp"
+#include "sinew/layers/layer_spec.hpp"
+
+namespace sinew::backend {
+
+/// The element-wise activation kernel of an activation layer type (none for NoActivation).
+template <class Act>
+constexpr simd::activation activation_of() {
+  if constexpr (std::is_same_v<Act, ReLU>)
+    return simd::activation::relu;
+  else if constexpr (std::is_same_v<Act, Tanh>)
+    return simd::activation::tanh;
+  else if constexpr (std::is_same_v<Act, Sigmoid>)
+    return simd::activation::sigmoid;
+  else
+    return simd::activation::none;
+}
+
+/// A Conv2d node (with its fused activation) at a batch size.
+struct Conv2dConfig {
+  int batch, in_c, in_h, in_w, out_c, out_h, out_w, kernel, stride, padding;
+  bool bias;
+  simd::activation act;
+};
+
+template <NodeType N>
+constexpr Conv2dConfig conv2d_config(int batch) {
+  using L = typename N::layer;
+  using In = typename N::input;
+  using Out = typename N::output;
+  return {batch,        In::kChannels, In::kHeight,  In::kWidth,  Out::kChannels, Out::kHeight, Out::kWidth,
+          L::kKernel,   L::kStride,    L::kPadding, L::kHasBias, activation_of<typename N::activation>()};
+}
+
+}  // namespace sinew::backend
