@@ -140,6 +140,44 @@ void parallel_for(const device& dev, index n, double cost, F&& f) {
   dev.parallelFor(n, ::Eigen::TensorOpCost(0, 0, cost), [&f](index begin, index end) { f(begin, end); });
 }
 
+/// The shape of a sliding window (convolution or pooling) over NHWC data.
+struct window_geometry {
+  int batch, h, w, c, out_h, out_w, kernel, stride, padding;
+};
+
+/// The backward pass of a sliding window, as a gather: dx[n, ih, iw, :] = scale * the sum, over every window
+/// position (oh, ow) and offset (kh, kw) that covers (ih, iw), of the C floats at source(n, oh, ow, kh, kw).
+/// Input rows are independent, so they run in parallel without atomics; the channel sum is an xsimd loop
+/// (Eigen has no expression for this strided gather). Convolution's col2im and average pooling use it.
+template <class Source>
+void window_gather(const device& dev, const window_geometry& g, float* dx, float scale, Source&& source) {
+  const int H = g.h, W = g.w, C = g.c, K = g.kernel, S = g.stride, P = g.padding, OH = g.out_h, OW = g.out_w;
+  parallel_for(dev, index(g.batch) * H, double(W) * K * K * C / S / S + W, [&](index begin, index end) {
+    for (index row = begin; row < end; ++row) {
+      const int n = int(row / H), ih = int(row % H);
+      for (int iw = 0; iw < W; ++iw) {
+        float* out = dx + ((index(n) * H + ih) * W + iw) * C;
+        std::fill(out, out + C, 0.0f);
+        for (int kh = 0; kh < K; ++kh) {
+          const int th = ih + P - kh;
+          if (th < 0 || th % S || th / S >= OH) continue;
+          for (int kw = 0; kw < K; ++kw) {
+            const int tw = iw + P - kw;
+            if (tw < 0 || tw % S || tw / S >= OW) continue;
+            const float* in = source(n, th / S, tw / S, kh, kw);
+            simd::transform(0, std::size_t(C), [&](auto v, std::size_t i) {
+              using V = decltype(v);
+              simd::store(out + i, simd::load<V>(out + i) + simd::load<V>(in + i));
+            });
+          }
+        }
+        if (scale != 1.0f)
+          for (int ch = 0; ch < C; ++ch) out[ch] *= scale;
+      }
+    }
+  });
+}
+
 /// Element-wise work over n floats in chunks of at most 2^15: below that size simd::parallel_ranges runs
 /// on the calling thread, so the pool's workers never start an OpenMP team of their own.
 template <class F>

@@ -95,37 +95,15 @@ class conv2d_op {
     patches_valid_ = true;
   }
 
-  /// dX[n, ih, iw, :] = sum of dP[(n, oh, ow), (kh, kw, :)] over the windows that cover (ih, iw): a gather, so
-  /// input rows are independent and run in parallel without atomics. Channels are contiguous in both; the
-  /// sum over them is an xsimd loop (Eigen has no expression for this strided gather).
+  /// dX[n, ih, iw, :] = sum of dP[(n, oh, ow), (kh, kw, :)] over the windows that cover (ih, iw).
   void col2im(const device& dev) {
-    const int H = c_.in_h, W = c_.in_w, C = c_.in_c, K = c_.kernel, S = c_.stride, P = c_.padding;
-    const int OH = c_.out_h, OW = c_.out_w;
+    const int OH = c_.out_h, OW = c_.out_w, K = c_.kernel, C = c_.in_c;
     const float* dp = patches_.data();
-    float* dx = diff_src_.data();
     const index depth = depth_;
-    parallel_for(dev, index(c_.batch) * H, double(W) * K * K * C / S / S + W, [&](index begin, index end) {
-      for (index row = begin; row < end; ++row) {
-        const int n = int(row / H), ih = int(row % H);
-        for (int iw = 0; iw < W; ++iw) {
-          float* out = dx + ((index(n) * H + ih) * W + iw) * C;
-          std::fill(out, out + C, 0.0f);
-          for (int kh = 0; kh < K; ++kh) {
-            const int th = ih + P - kh;
-            if (th < 0 || th % S || th / S >= OH) continue;
-            for (int kw = 0; kw < K; ++kw) {
-              const int tw = iw + P - kw;
-              if (tw < 0 || tw % S || tw / S >= OW) continue;
-              const float* g = dp + ((index(n) * OH + th / S) * OW + tw / S) * depth + (index(kh) * K + kw) * C;
-              simd::transform(0, std::size_t(C), [&](auto v, std::size_t i) {
-                using V = decltype(v);
-                simd::store(out + i, simd::load<V>(out + i) + simd::load<V>(g + i));
-              });
-            }
-          }
-        }
-      }
-    });
+    window_gather(dev, {c_.batch, c_.in_h, c_.in_w, C, OH, OW, K, c_.stride, c_.padding}, diff_src_.data(), 1.0f,
+                  [&](int n, int oh, int ow, int kh, int kw) {
+                    return dp + ((index(n) * OH + oh) * OW + ow) * depth + (index(kh) * K + kw) * C;
+                  });
   }
 
   config c_{};

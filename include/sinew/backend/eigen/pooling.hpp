@@ -144,36 +144,12 @@ class pooling_op {
     });
   }
 
-  /// dX[n, ih, iw, :] = sum of dY[n, oh, ow, :] / K^2 over the windows that cover (ih, iw): a gather, so
-  /// input rows run in parallel.
+  /// dX[n, ih, iw, :] = sum of dY[n, oh, ow, :] / K^2 over the windows that cover (ih, iw).
   void avg_backward(const device& dev, const float* dy) {
-    const int H = c_.h, W = c_.w, C = c_.c, K = c_.kernel, S = c_.stride, P = c_.padding;
-    const int OH = c_.out_h, OW = c_.out_w;
-    const float scale = 1.0f / float(K * K);
-    float* dx = diff_src_.data();
-    parallel_for(dev, index(c_.batch) * H, double(W) * K * K * C / S / S + W, [&](index begin, index end) {
-      for (index row = begin; row < end; ++row) {
-        const int n = int(row / H), ih = int(row % H);
-        for (int iw = 0; iw < W; ++iw) {
-          float* out = dx + ((index(n) * H + ih) * W + iw) * C;
-          std::fill(out, out + C, 0.0f);
-          for (int kh = 0; kh < K; ++kh) {
-            const int th = ih + P - kh;
-            if (th < 0 || th % S || th / S >= OH) continue;
-            for (int kw = 0; kw < K; ++kw) {
-              const int tw = iw + P - kw;
-              if (tw < 0 || tw % S || tw / S >= OW) continue;
-              const float* g = dy + ((index(n) * OH + th / S) * OW + tw / S) * C;
-              simd::transform(0, std::size_t(C), [&](auto v, std::size_t i) {
-                using V = decltype(v);
-                simd::store(out + i, simd::load<V>(out + i) + simd::load<V>(g + i));
-              });
-            }
-          }
-          for (int ch = 0; ch < C; ++ch) out[ch] *= scale;
-        }
-      }
-    });
+    const int OH = c_.out_h, OW = c_.out_w, C = c_.c, K = c_.kernel;
+    window_gather(dev, {c_.batch, c_.h, c_.w, C, OH, OW, K, c_.stride, c_.padding}, diff_src_.data(),
+                  1.0f / float(K * K),
+                  [&](int n, int oh, int ow, int, int) { return dy + ((index(n) * OH + oh) * OW + ow) * C; });
   }
 
   config c_{};
