@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <string>
 #include <type_traits>
@@ -388,6 +389,120 @@ TEST(Loaders, streaming_matches_cached_when_epochs_restart_at_random_points) {
 }
 
 // Each invalid option: the phrase its error must contain.
+// Augmentation. Images whose every pixel differs (byte k of sample i is (7i + k) % 256 with fewer than 256 bytes)
+// let a test find the offset and flip each output image was cut with.
+struct Cut {
+  int dy = 0, dx = 0;
+  bool flip = false;
+};
+
+// The (dy, dx, flip) whose shifted, maybe mirrored, zero-filled copy of `in` equals `out` exactly; none: nullopt.
+std::optional<Cut> find_cut(const std::vector<float>& in, const float* out, int c, int h, int w, int pad,
+                            float fill) {
+  for (int dy = -pad; dy <= pad; ++dy)
+    for (int dx = -pad; dx <= pad; ++dx)
+      for (const bool flip : {false, true}) {
+        bool same = true;
+        for (int ch = 0; ch < c && same; ++ch)
+          for (int y = 0; y < h && same; ++y)
+            for (int x = 0; x < w && same; ++x) {
+              const int sy = y + dy, sx = x + dx;
+              const float expect = sy < 0 || sy >= h || sx < 0 || sx >= w ? fill : in[(ch * h + sy) * w + sx];
+              same = out[(ch * h + y) * w + (flip ? w - 1 - x : x)] == expect;
+            }
+        if (same) return Cut{dy, dx, flip};
+      }
+  return std::nullopt;
+}
+
+TYPED_TEST(AnyLoader, random_crop_and_flip_cut_every_image_from_its_padded_original) {
+  const int c = 2, h = 5, w = 6, pad = 2;
+  const Dataset data = indexed_dataset(60, c, h, w);
+  LoaderOptions plain;
+  plain.batch_size = 8;
+  plain.seed = 5;
+  plain.mean = {0.5f, 0.25f};
+  LoaderOptions augmented = plain;
+  augmented.random_crop_padding = pad;
+  augmented.random_horizontal_flip = true;
+  CachedLoader originals(data, plain);
+  TypeParam loader(data, augmented);
+  const auto reference = run_epoch(originals, 0);
+  const std::size_t image = std::size_t(c * h * w);
+  std::set<std::pair<int, int>> offsets;
+  int flips = 0, samples = 0;
+  for (int epoch : {0, 1}) {
+    const auto batches = run_epoch(loader, epoch);
+    for (const Batch& b : batches)
+      for (std::size_t i = 0; i < b.labels.size(); ++i) {
+        // The original of this sample, found by its label in the plain loader's epoch 0.
+        std::vector<float> original;
+        for (const Batch& r : reference)
+          for (std::size_t j = 0; j < r.labels.size(); ++j)
+            if (r.labels[j] == b.labels[i])
+              original.assign(r.images.begin() + std::ptrdiff_t(j * image),
+                              r.images.begin() + std::ptrdiff_t((j + 1) * image));
+        ASSERT_EQ(original.size(), image);
+        // Each channel is padded with its own normalized zero; both channels must be cut alike.
+        const float* out = b.images.data() + i * image;
+        const auto cut0 = find_cut({original.begin(), original.begin() + std::ptrdiff_t(h * w)}, out, 1, h, w, pad,
+                                   normalized(0, 0.5f, 1.0f));
+        const auto cut1 = find_cut({original.begin() + std::ptrdiff_t(h * w), original.end()},
+                                   out + std::size_t(h * w), 1, h, w, pad, normalized(0, 0.25f, 1.0f));
+        ASSERT_TRUE(cut0.has_value()) << "epoch " << epoch << ", label " << b.labels[i];
+        ASSERT_TRUE(cut1.has_value()) << "epoch " << epoch << ", label " << b.labels[i];
+        EXPECT_EQ(cut0->dy, cut1->dy);
+        EXPECT_EQ(cut0->dx, cut1->dx);
+        EXPECT_EQ(cut0->flip, cut1->flip);
+        offsets.insert({cut0->dy, cut0->dx});
+        flips += cut0->flip;
+        ++samples;
+      }
+  }
+  EXPECT_EQ(samples, 120);
+  EXPECT_GE(offsets.size(), 15u) << "120 draws should reach most of the 25 offsets";
+  EXPECT_GT(flips, 30) << "about half of 120 images should be mirrored";
+  EXPECT_LT(flips, 90);
+}
+
+TYPED_TEST(AnyLoader, augmentation_repeats_for_the_same_seed_and_epoch_and_changes_between_epochs) {
+  const Dataset data = indexed_dataset(40, 1, 4, 4);
+  LoaderOptions options;
+  options.batch_size = 40;
+  options.shuffle = false;
+  options.random_crop_padding = 1;
+  options.random_horizontal_flip = true;
+  TypeParam a(data, options), b(data, options);
+  const auto a0 = run_epoch(a, 0), a1 = run_epoch(a, 1), b0 = run_epoch(b, 0);
+  EXPECT_EQ(a0[0].images, b0[0].images);
+  EXPECT_NE(a0[0].images, a1[0].images);
+  options.seed = 9;
+  TypeParam c(data, options);
+  EXPECT_NE(run_epoch(c, 0)[0].images, a0[0].images);
+}
+
+TEST(Loaders, cached_and_streaming_augment_bit_identically) {
+  const Dataset data = indexed_dataset(53, 3, 6, 5);
+  LoaderOptions options;
+  options.batch_size = 6;
+  options.seed = 77;
+  options.pad_to_height = 8;
+  options.mean = {0.49f, 0.48f, 0.45f};
+  options.random_crop_padding = 3;
+  options.random_horizontal_flip = true;
+  CachedLoader cached(data, options);
+  StreamingLoader streaming(data, options);
+  for (int epoch : {0, 3, 1}) {
+    const auto a = run_epoch(cached, epoch), b = run_epoch(streaming, epoch);
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(a[i].labels, b[i].labels);
+      EXPECT_EQ(std::memcmp(a[i].images.data(), b[i].images.data(), a[i].images.size() * sizeof(float)), 0)
+          << "epoch " << epoch << ", batch " << i;
+    }
+  }
+}
+
 TEST(LoaderOptions, invalid_options_throw_data_error_naming_the_option) {
   const Dataset data = indexed_dataset(10, 3, 4, 4);
   const auto message = [&](auto change) {
@@ -411,6 +526,7 @@ TEST(LoaderOptions, invalid_options_throw_data_error_naming_the_option) {
   EXPECT_TRUE(contains(message([](LoaderOptions& o) { o.world_size = 11; }), "10 samples cannot be shared by 11"));
   EXPECT_TRUE(contains(message([](LoaderOptions& o) { o.batch_size = 6, o.drop_last = true, o.world_size = 2; }),
                        "no full batch of 6"));
+  EXPECT_TRUE(contains(message([](LoaderOptions& o) { o.random_crop_padding = -1; }), "random_crop_padding is -1"));
 }
 
 TEST(LoaderOptions, inconsistent_datasets_are_rejected) {

@@ -38,6 +38,7 @@ class CachedLoader {
 
   void start_epoch(int epoch) {
     order_ = plan_.epoch_indices(epoch);
+    epoch_ = epoch;
     next_sample_ = 0;
   }
 
@@ -48,7 +49,10 @@ class CachedLoader {
     const std::size_t image_size = plan_.image_size();
     for (std::size_t i = 0; i < count; ++i) {
       const std::size_t sample = order_[next_sample_ + i];
-      std::copy_n(images_.data() + sample * image_size, image_size, images.data() + i * image_size);
+      if (plan_.augments())
+        plan_.augment(images_.data() + sample * image_size, images.data() + i * image_size, epoch_, sample);
+      else
+        std::copy_n(images_.data() + sample * image_size, image_size, images.data() + i * image_size);
       labels[i] = labels_[sample];
     }
     next_sample_ += count;
@@ -61,6 +65,7 @@ class CachedLoader {
   std::vector<float> images_;       // every sample, converted, indexed like the dataset
   std::vector<std::size_t> order_;  // the dataset indices of this rank's samples this epoch
   std::size_t next_sample_ = 0;     // position in order_
+  int epoch_ = 0;                   // of order_, for the augmentation's draws
 };
 
 static_assert(Loader<CachedLoader>);

@@ -20,6 +20,14 @@ struct LoaderOptions {
   // This process's share: rank r of world_size takes positions r, r + world_size, ... of the epoch's
   // permutation of the whole dataset, so the shares are disjoint and change every epoch.
   int rank = 0, world_size = 1;
+  // Training augmentation, as torchvision's RandomCrop(size, padding) then RandomHorizontalFlip(): the image
+  // (after pad_to_*) is zero-padded by random_crop_padding pixels on every side (raw value 0, normalized like
+  // any other pixel) and a window of its own size is cut at a random offset; then, with random_horizontal_flip,
+  // it is mirrored left-right with probability 1/2. The draws depend only on (seed, epoch, dataset index), so
+  // both loaders, every rank and every thread count give the same images. Off by default; leave it off for
+  // evaluation.
+  int random_crop_padding = 0;
+  bool random_horizontal_flip = false;
 };
 
 }  // namespace sinew::data

@@ -34,6 +34,7 @@ class StreamingLoader {
       buffer.images.resize(static_cast<std::size_t>(plan_.batch_size()) * plan_.image_size());
       buffer.labels.resize(static_cast<std::size_t>(plan_.batch_size()));
     }
+    if (plan_.augments()) scratch_.resize(plan_.image_size());
     worker_ = std::thread([this] { prepare_batches(); });
   }
 
@@ -63,6 +64,7 @@ class StreamingLoader {
       std::unique_lock lock(mutex_);
       changed_.wait(lock, [&] { return !filling_; });  // the worker reads order_ while it fills
       order_ = std::move(order);
+      epoch_ = epoch;
       prepared_ = taken_ = 0;
       for (batch_buffer& buffer : buffers_) buffer.ready = false;
       failure_ = nullptr;
@@ -135,7 +137,13 @@ class StreamingLoader {
     buffer.count = std::min(batch_size, order_.size() - first);
     for (std::size_t i = 0; i < buffer.count; ++i) {
       const std::size_t sample = order_[first + i];
-      plan_.convert(data_.pixels.data() + sample * data_.image_size(), buffer.images.data() + i * plan_.image_size());
+      float* out = buffer.images.data() + i * plan_.image_size();
+      if (plan_.augments()) {
+        plan_.convert(data_.pixels.data() + sample * data_.image_size(), scratch_.data());
+        plan_.augment(scratch_.data(), out, epoch_, sample);
+      } else {
+        plan_.convert(data_.pixels.data() + sample * data_.image_size(), out);
+      }
       buffer.labels[i] = data_.labels[sample];
     }
   }
@@ -145,6 +153,8 @@ class StreamingLoader {
 
   // Guarded by mutex_, except as noted.
   std::vector<std::size_t> order_;         // this epoch's samples; changed only while !filling_
+  int epoch_ = 0;                          // of order_, for the augmentation's draws; changed with it
+  mutable std::vector<float> scratch_;     // one converted image before augmentation; the worker's alone
   std::array<batch_buffer, 2> buffers_;    // batch b lives in buffers_[b % 2]; a ready one belongs to next()
   std::size_t prepared_ = 0, taken_ = 0;   // batches of this epoch filled / returned by next()
   bool filling_ = false;                   // the worker is filling a buffer outside the lock

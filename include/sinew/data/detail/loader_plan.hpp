@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "sinew/core/error.hpp"
+#include "sinew/core/rng.hpp"
 #include "sinew/data/dataset.hpp"
 #include "sinew/data/loader_options.hpp"
 #include "sinew/data/shuffle.hpp"
@@ -82,6 +83,41 @@ class loader_plan {
     }
   }
 
+  /// Whether augment() changes images (LoaderOptions::random_crop_padding / random_horizontal_flip).
+  bool augments() const { return options_.random_crop_padding > 0 || options_.random_horizontal_flip; }
+
+  /// Writes the augmented version of `in` (a converted image, image_size() floats) to `out` (not aliasing it):
+  /// shifted by a random offset in [-padding, padding] in each direction with the zero pixel's value filling in,
+  /// then mirrored left-right half of the time. The draws come from (seed, epoch, dataset index) alone.
+  void augment(const float* in, float* out, int epoch, std::size_t sample) const {
+    const std::uint64_t bits =
+        mix64(mix64(mix64(options_.seed ^ 0x6175676d656e74ull) ^ static_cast<std::uint64_t>(epoch)) ^ sample);
+    // 16 bits per draw: the modulo bias is below 2^-12 for any padding up to 8 pixels.
+    const int pad = options_.random_crop_padding, span = 2 * pad + 1;
+    const int dy = static_cast<int>((bits & 0xffffu) % static_cast<std::uint64_t>(span)) - pad;
+    const int dx = static_cast<int>(((bits >> 16) & 0xffffu) % static_cast<std::uint64_t>(span)) - pad;
+    const bool flip = options_.random_horizontal_flip && ((bits >> 32) & 1u) != 0;
+    const std::size_t plane = static_cast<std::size_t>(height_) * static_cast<std::size_t>(width_);
+    for (int c = 0; c < channels_; ++c) {
+      const float fill = lookup_[256 * static_cast<std::size_t>(c)];
+      const float* src = in + static_cast<std::size_t>(c) * plane;
+      float* dst = out + static_cast<std::size_t>(c) * plane;
+      for (int y = 0; y < height_; ++y) {
+        float* row = dst + static_cast<std::size_t>(y) * static_cast<std::size_t>(width_);
+        const int sy = y + dy;
+        if (sy < 0 || sy >= height_) {
+          std::fill(row, row + width_, fill);
+          continue;
+        }
+        const float* src_row = src + static_cast<std::size_t>(sy) * static_cast<std::size_t>(width_);
+        for (int x = 0; x < width_; ++x) {
+          const int sx = x + dx;
+          row[flip ? width_ - 1 - x : x] = sx < 0 || sx >= width_ ? fill : src_row[sx];
+        }
+      }
+    }
+  }
+
   /// Throws unless next()'s buffers hold a full batch.
   void check_buffers(std::span<const float> images, std::span<const std::int32_t> labels) const {
     const std::size_t batch = static_cast<std::size_t>(options_.batch_size);
@@ -125,6 +161,9 @@ class loader_plan {
                        std::to_string(o.world_size) + " ranks (every rank needs at least one)");
     check_pad("pad_to_height", o.pad_to_height, "height", data.height);
     check_pad("pad_to_width", o.pad_to_width, "width", data.width);
+    if (o.random_crop_padding < 0 || o.random_crop_padding > 1024)
+      throw data_error("loader: random_crop_padding is " + std::to_string(o.random_crop_padding) +
+                       "; it must be between 0 (no random crop) and 1024 pixels");
     check_per_channel("mean", o.mean, data.channels);
     check_per_channel("std", o.std, data.channels);
     for (std::size_t c = 0; c < o.std.size(); ++c)
