@@ -1,0 +1,115 @@
+#!/usr/bin/python3
+"""PyTorch side of bench/zoo: one torchvision network, one batch size, training or inference images/s.
+
+Networks (torchvision 0.14, num_classes=10):
+  alexnet         on 3x64x64 (seed 002 feeds AlexNet 64x64 CIFAR images)
+  resnet18        on 3x32x32, ImageNet stem (7x7 stride 2 + max-pool)
+  resnet18_cifar  on 3x32x32, CIFAR stem (conv1 3x3 stride 1, no max-pool)
+  resnet50        on 3x32x32, ImageNet stem
+  vgg16_bn        on 3x32x32
+Training step = zero_grad + forward + CrossEntropyLoss + backward + SGD(lr=0.01, momentum=0.9).step, in train()
+mode (dropout and batch statistics on). Inference = eval() forward under torch.no_grad(). Both NCHW and
+channels_last are measured; images_per_second is the better of the two.
+
+Prints "result KEY VALUE" lines (read by bench/zoo); --json FILE also writes them as one JSON object.
+Usage: /usr/bin/python3 bench/pytorch/zoo.py --net resnet18 --batch 42 [--threads 2] [--warmup 10] [--steps 10]
+       [--inference]
+Exit code 3 if torch cannot be imported.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+NETS = {
+    # name: (input height/width, expected parameter count with 10 classes)
+    "alexnet": (64, 57044810),
+    "resnet18": (32, 11181642),
+    "resnet18_cifar": (32, 11173962),
+    "resnet50": (32, 23528522),
+    "vgg16_bn": (32, 134309962),
+}
+SEED = 1234
+
+
+def build(torch, name):
+    import torchvision.models as models
+    nn = torch.nn
+    if name == "resnet18_cifar":
+        m = models.resnet18(num_classes=10)
+        m.conv1 = nn.Conv2d(3, 64, kernel_size=3, stride=1, padding=1, bias=False)
+        m.maxpool = nn.Identity()
+        return m
+    return getattr(models, name)(num_classes=10)
+
+
+def measure(torch, args, memory_format):
+    torch.manual_seed(SEED)
+    model = build(torch, args.net)
+    size, expected = NETS[args.net]
+    nparams = sum(p.numel() for p in model.parameters())
+    assert nparams == expected, "%s has %d parameters, expected %d" % (args.net, nparams, expected)
+    model = model.to(memory_format=memory_format)
+    g = torch.Generator().manual_seed(SEED)
+    x = torch.randn(args.batch, 3, size, size, generator=g).contiguous(memory_format=memory_format)
+    y = torch.randint(0, 10, (args.batch,), generator=g)
+    if args.inference:
+        model.eval()
+
+        def step():
+            with torch.no_grad():
+                model(x)
+    else:
+        model.train()
+        loss_fn = torch.nn.CrossEntropyLoss()
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+        def step():
+            opt.zero_grad()
+            loss_fn(model(x), y).backward()
+            opt.step()
+
+    times = common.time_steps(step, args.warmup, args.steps, 1)
+    return args.batch * args.steps / min(times), nparams
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--net", required=True, choices=sorted(NETS))
+    p.add_argument("--batch", type=int, required=True)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--inference", action="store_true")
+    p.add_argument("--json", metavar="FILE")
+    args = p.parse_args()
+    if args.batch < 1 or args.threads < 1 or args.steps < 1 or args.warmup < 0:
+        raise SystemExit("--batch/--threads/--steps must be >= 1 and --warmup >= 0")
+    torch = common.import_torch()
+    common.setup_threads(torch, args.threads)
+    ips = {}
+    for name, fmt in (("nchw", torch.contiguous_format), ("channels_last", torch.channels_last)):
+        ips[name], nparams = measure(torch, args, fmt)
+    result = {
+        "images_per_second": max(ips.values()),
+        "images_per_second_nchw": ips["nchw"],
+        "images_per_second_channels_last": ips["channels_last"],
+        "parameters": nparams,
+        "threads": torch.get_num_threads(),
+        "peak_rss_bytes": common.peak_rss_bytes(),
+    }
+    for k, v in result.items():
+        print("result %s %.9g" % (k, v), flush=True)
+    print("info torch %s, BLAS %s" % (torch.__version__, common.blas_info(torch)), flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(result, net=args.net, batch=args.batch, inference=args.inference), f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

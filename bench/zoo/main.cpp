@@ -1,0 +1,197 @@
+// bench/zoo: training images/s of the zoo's networks next to PyTorch (torchvision's same networks, same batch and
+// thread count, best of NCHW and channels_last) in the same run, the peak resident memory of each side, and
+// single-thread inference at batch 1 and 42.
+//
+//   zoo [--net alexnet,resnet18,resnet18_cifar,resnet50,vgg16_bn] [--batch 42,128] [--backend onednn]
+//       [--threads 2] [--warmup 10] [--steps 10] [--no-inference] [--no-pytorch] [--profile] [--json FILE]
+//
+// Every configuration runs in a process of its own (this program started again with --child, and one
+// /usr/bin/python3 bench/pytorch/zoo.py per configuration), so each peak RSS belongs to one network and batch.
+// A timed training step is forward, softmax cross-entropy, backward and an SGD-with-momentum update on one
+// fixed synthetic batch (see measure.hpp); dropout and batch norm are in training mode on both sides.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support/anchor.hpp"
+#include "support/cli.hpp"
+#include "zoo/measure.hpp"
+
+namespace sinew::bench::zoo {
+int measure_onednn(const Config& c);
+}
+
+namespace {
+
+namespace zoo = sinew::bench::zoo;
+using sinew::metrics::Json;
+
+std::vector<std::string> split(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream ss(list);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+struct Measurement {
+  std::map<std::string, double> values;  // images_per_second, peak_rss_bytes, ...
+  std::vector<std::string> operators;    // "node 3 conv2d+relu: forward ... ms" with --profile
+  std::string failure;
+};
+
+// Runs `command` and reads its "result KEY VALUE" and "operator ..." lines.
+Measurement run_child(const std::string& command) {
+  Measurement m;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return m.failure = "could not start " + command, m;
+  std::string all;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, pipe)) {
+    std::string line(buf);
+    all += line;
+    if (!line.empty() && line.back() == '\n') line.pop_back();
+    std::istringstream in(line);
+    std::string tag, key;
+    in >> tag;
+    if (tag == "result") {
+      double v = 0;
+      in >> key >> v;
+      m.values[key] = v;
+    } else if (tag == "operator") {
+      m.operators.push_back(line.substr(9));
+    }
+  }
+  const int status = pclose(pipe);
+  if (status != 0) m.failure = "exit status " + std::to_string(status >> 8) + ": " + all;
+  return m;
+}
+
+std::string child_command(const zoo::Config& c, const std::string& backend) {
+  return "/proc/" + std::to_string(getpid()) + "/exe --child --net " + c.net + " --backend " + backend +
+         " --batch " + std::to_string(c.batch) + " --threads " + std::to_string(c.threads) + " --warmup " +
+         std::to_string(c.warmup) + " --steps " + std::to_string(c.steps) + (c.inference ? " --inference" : "") +
+         (c.profile ? " --profile" : "");
+}
+
+int child(sinew::cli::Args& args) {
+  zoo::Config c;
+  c.net = args.get("net", "");
+  const std::string backend = args.get("backend", "onednn");
+  c.batch = args.integer("batch", 42);
+  c.threads = args.integer("threads", 2);
+  c.warmup = args.integer("warmup", 10);
+  c.steps = args.integer("steps", 10);
+  c.inference = args.flag("inference");
+  c.profile = args.flag("profile");
+  args.check_unused();
+  if (backend == "onednn") return zoo::measure_onednn(c);
+  std::fprintf(stderr, "zoo: unknown backend %s (onednn)\n", backend.c_str());
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  sinew::cli::Args args(
+      argc, argv,
+      "usage: zoo [--net alexnet,resnet18,resnet18_cifar,resnet50,vgg16_bn] [--batch 42,128] [--backend onednn]\n"
+      "           [--threads 2] [--warmup 10] [--steps 10] [--no-inference] [--no-pytorch] [--profile]\n"
+      "           [--json FILE]");
+  if (args.flag("child")) return child(args);
+  const auto nets = split(args.get("net", "alexnet,resnet18,resnet18_cifar,resnet50,vgg16_bn"));
+  const auto backends = split(args.get("backend", "onednn"));
+  std::vector<int> batches;
+  for (const auto& b : split(args.get("batch", "42,128"))) batches.push_back(std::stoi(b));
+  zoo::Config base;
+  base.threads = args.integer("threads", 2);
+  base.warmup = args.integer("warmup", 10);
+  base.steps = args.integer("steps", 10);
+  base.profile = args.flag("profile");
+  const bool inference = !args.flag("no-inference"), pytorch = !args.flag("no-pytorch");
+  const std::string json = args.get("json", "");
+  args.check_unused();
+  for (const auto& n : nets)
+    if (std::find(zoo::net_names().begin(), zoo::net_names().end(), n) == zoo::net_names().end())
+      args.fail("--net " + n + " is not one of alexnet, resnet18, resnet18_cifar, resnet50, vgg16_bn");
+
+  // Training at each batch with the given threads; inference with one thread at batch 1 and 42.
+  std::vector<zoo::Config> configs;
+  for (const auto& n : nets) {
+    for (int b : batches) {
+      zoo::Config c = base;
+      c.net = n, c.batch = b;
+      configs.push_back(c);
+    }
+    if (inference)
+      for (int b : {1, 42}) {
+        zoo::Config c = base;
+        c.net = n, c.batch = b, c.threads = 1, c.inference = true, c.profile = false;
+        c.steps = b == 1 ? std::max(base.steps, 50) : base.steps;
+        configs.push_back(c);
+      }
+  }
+
+  std::printf("%-15s %-9s %6s %3s %-7s %10s %10s %6s %9s %9s\n", "net", "mode", "batch", "thr", "backend",
+              "sinew/s", "torch/s", "ratio", "RSS MiB", "torch MiB");
+  auto out = Json::make_array();
+  for (const zoo::Config& c : configs) {
+    Measurement torch;
+    if (pytorch) {
+      torch = run_child("/usr/bin/python3 " SINEW_SOURCE_DIR "/bench/pytorch/zoo.py --net " + c.net + " --batch " +
+                        std::to_string(c.batch) + " --threads " + std::to_string(c.threads) + " --warmup " +
+                        std::to_string(c.warmup) + " --steps " + std::to_string(c.steps) +
+                        (c.inference ? " --inference" : ""));
+      if (!torch.failure.empty()) std::fprintf(stderr, "zoo: PyTorch side of %s: %s\n", c.net.c_str(), torch.failure.c_str());
+    }
+    for (const auto& backend : backends) {
+      const Measurement m = run_child(child_command(c, backend));
+      if (!m.failure.empty()) {
+        std::fprintf(stderr, "zoo: %s on %s failed: %s\n", c.net.c_str(), backend.c_str(), m.failure.c_str());
+        continue;
+      }
+      const auto get = [](const Measurement& x, const char* k) {
+        const auto it = x.values.find(k);
+        return it == x.values.end() ? 0.0 : it->second;
+      };
+      const double ips = get(m, "images_per_second"), tips = get(torch, "images_per_second");
+      const double ratio = tips > 0 ? ips / tips : 0;
+      std::printf("%-15s %-9s %6d %3d %-7s %10.1f %10.1f %6.2f %9.0f %9.0f\n", c.net.c_str(),
+                  c.inference ? "inference" : "train", c.batch, c.threads, backend.c_str(), ips, tips, ratio,
+                  get(m, "peak_rss_bytes") / 1048576.0, get(torch, "peak_rss_bytes") / 1048576.0);
+      for (const auto& op : m.operators) std::printf("    %s\n", op.c_str());
+      std::fflush(stdout);
+      auto j = Json::make_object();
+      j.set("net", c.net);
+      j.set("mode", c.inference ? "inference" : "train");
+      j.set("batch", c.batch);
+      j.set("threads", c.threads);
+      j.set("backend", backend);
+      j.set("parameters", get(m, "parameters"));
+      j.set("images_per_second", ips);
+      j.set("pytorch_images_per_second", tips > 0 ? Json(tips) : Json());
+      j.set("ratio", ratio > 0 ? Json(ratio) : Json());
+      j.set("peak_rss_bytes", get(m, "peak_rss_bytes"));
+      j.set("pytorch_peak_rss_bytes", tips > 0 ? Json(get(torch, "peak_rss_bytes")) : Json());
+      j.set("pytorch_images_per_second_nchw", tips > 0 ? Json(get(torch, "images_per_second_nchw")) : Json());
+      j.set("pytorch_images_per_second_channels_last",
+            tips > 0 ? Json(get(torch, "images_per_second_channels_last")) : Json());
+      if (!m.operators.empty()) {
+        auto ops = Json::make_array();
+        for (const auto& op : m.operators) ops.push_back(op);
+        j.set("top_operators", ops);
+      }
+      out.push_back(std::move(j));
+    }
+  }
+  if (!json.empty()) out.save(json);
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "zoo: %s\n", e.what());
+  return 1;
+}

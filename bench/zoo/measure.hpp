@@ -1,0 +1,117 @@
+// bench/zoo/measure.hpp: one measurement of one zoo network on one backend, run in a child process of
+// bench/zoo so that each configuration's peak resident memory is its own.
+//
+// The result goes to stdout as "result KEY VALUE" lines, which bench/zoo's driver reads back.
+#pragma once
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sinew/sinew.hpp"
+
+namespace sinew::bench::zoo {
+
+namespace nets = sinew::nets;
+using Cifar = sinew::Input<3, 32, 32>;
+using Small = sinew::Input<3, 64, 64>;  // seed 002 feeds AlexNet 3x64x64 CIFAR images
+
+// The networks of the zoo table, as the goals name them.
+using AlexNet       = nets::AlexNet<Small, 10>;                        // 57.0M parameters
+using ResNet18      = nets::ResNet18<Cifar, 10, nets::ImageNetStem>;   // 11.2M
+using ResNet18Cifar = nets::ResNet18<Cifar, 10, nets::CifarStem>;      // 11.2M, 0.56 GFLOP per image
+using ResNet50      = nets::ResNet50<Cifar, 10, nets::ImageNetStem>;   // 23.5M
+using VGG16BN       = nets::VGG16BN<Cifar, 10>;                        // 134.3M
+
+inline const std::vector<std::string>& net_names() {
+  static const std::vector<std::string> names = {"alexnet", "resnet18", "resnet18_cifar", "resnet50", "vgg16_bn"};
+  return names;
+}
+
+/// Calls f.template operator()<Net>() for the network called `name`; false for an unknown name.
+template <class F>
+bool with_net(const std::string& name, F&& f) {
+  if (name == "alexnet") return f.template operator()<AlexNet>(), true;
+  if (name == "resnet18") return f.template operator()<ResNet18>(), true;
+  if (name == "resnet18_cifar") return f.template operator()<ResNet18Cifar>(), true;
+  if (name == "resnet50") return f.template operator()<ResNet50>(), true;
+  if (name == "vgg16_bn") return f.template operator()<VGG16BN>(), true;
+  return false;
+}
+
+struct Config {
+  std::string net;
+  int batch = 42, threads = 2, warmup = 10, steps = 10;
+  bool inference = false;  // forward only, evaluation mode; otherwise a full training step
+  bool profile = false;    // also print the top operators of a separately profiled run
+};
+
+inline void result(const char* key, double value) { std::printf("result %s %.9g\n", key, value); }
+
+/// Times `steps` steps after `warmup`, as PyTorch's side does: forward, loss, backward, SGD with momentum (or,
+/// for inference, forward in evaluation mode only), on one fixed synthetic batch.
+template <class Net, class B, class Profile>
+double time_steps(typename B::context& ctx, const Config& c, Model<Net, B, Profile>& model) {
+  optim::Sgd sgd({.lr = 0.01f, .momentum = 0.9f}, model.parameters().size());
+  Rng rng(2);
+  std::vector<float> x(std::size_t(c.batch) * Net::input_shape::kSize);
+  std::vector<std::int32_t> y(std::size_t(c.batch));
+  for (float& v : x) v = rng.normal();
+  for (auto& v : y) v = std::int32_t(rng.below(10));
+  model.set_training(!c.inference);
+  (void)ctx;
+  metrics::Stopwatch watch;
+  for (int s = 0; s < c.warmup + c.steps; ++s) {
+    if (s == c.warmup) {
+      watch = {};
+      if constexpr (Profile::kEnabled) model.profile().reset();
+    }
+    model.forward(x, c.batch);
+    if (c.inference) continue;
+    model.loss(y);
+    model.backward();
+    sgd.step(model.parameters(), model.gradients());
+  }
+  return watch.elapsed();
+}
+
+template <class B>
+int measure(const Config& c) {
+  typename B::context ctx({.threads = c.threads});
+  const bool known = with_net(c.net, [&]<class Net>() {
+    double seconds = 0;
+    {
+      Model<Net, B> model(ctx, {.seed = 1});
+      seconds = time_steps(ctx, c, model);
+      result("parameters", double(Net::kParams));
+    }
+    result("images_per_second", double(c.batch) * c.steps / seconds);
+    result("peak_rss_bytes", double(metrics::peak_rss_bytes()));
+    if (!c.profile) return;
+    Model<Net, B, metrics::OperatorProfile> model(ctx, {.seed = 1});
+    Config short_run = c;
+    short_run.warmup = std::min(c.warmup, 3), short_run.steps = std::min(c.steps, 5);
+    time_steps(ctx, short_run, model);
+    auto nodes = model.profile().nodes();
+    std::vector<std::pair<double, std::string>> top;
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const auto& e = nodes[i];
+      const double ms = 1e3 * (e.forward_seconds + e.backward_seconds) / short_run.steps;
+      char line[160];
+      std::snprintf(line, sizeof line, "node %zu %s: forward %.2f ms, backward %.2f ms", i, e.name.c_str(),
+                    1e3 * e.forward_seconds / short_run.steps, 1e3 * e.backward_seconds / short_run.steps);
+      top.push_back({ms, line});
+    }
+    std::sort(top.rbegin(), top.rend());
+    for (std::size_t i = 0; i < top.size() && i < 6; ++i) std::printf("operator %s\n", top[i].second.c_str());
+  });
+  if (!known) {
+    std::fprintf(stderr, "zoo: unknown network %s\n", c.net.c_str());
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace sinew::bench::zoo
