@@ -1,15 +1,25 @@
-// bench/comm: all-reduce latency and bus bandwidth, sinew's ring next to MPI_Allreduce, in the same run.
+// bench/comm: all-reduce latency and bus bandwidth, sinew's ring next to MPI_Allreduce and PyTorch's Gloo
+// all-reduce, in the same run.
 //
-//   mpirun -np 2 --bind-to core build/bench/comm [--min 4096] [--max 67108864] [--iterations 50] [--json FILE]
+//   mpirun -np 2 --bind-to core build/bench/comm [--min 4096] [--max 67108864] [--iterations 50] [--no-gloo]
+//                                                [--json FILE]
 //
+// Gloo runs first: rank 0 starts bench/pytorch/gloo_allreduce.py with as many processes, bound as this rank is
+// (one CPU each when mpirun bound the ranks to cores), while the other ranks wait without spinning.
 // Sizes are in bytes of float data. Bus bandwidth is 2 (p - 1) / p x bytes / time, the traffic a
 // bandwidth-optimal all-reduce moves per rank (NCCL's convention), so it compares across rank counts.
 // Each figure is the median of --iterations timed calls after 5 warm-up calls, all ranks synchronised by a
 // barrier before each call. State the binding and rank count with the figures: they change them threefold.
 #include <mpi.h>
+#include <sched.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "sinew/comm/mpi.hpp"
@@ -35,23 +45,75 @@ double median_seconds(sinew::comm::Mpi& world, int iterations, F&& call) {
   return t[t.size() / 2];
 }
 
+// "core" when mpirun bound this rank to one CPU, else "none".
+std::string binding() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return "none";
+  return CPU_COUNT(&set) == 1 ? "core" : "none";
+}
+
+// Gloo's median seconds per size, from bench/pytorch/gloo_allreduce.py (empty when torch is missing).
+std::map<std::size_t, double> run_gloo(int ranks, const std::string& bind, std::size_t min_bytes,
+                                       std::size_t max_bytes, int iterations) {
+  std::map<std::size_t, double> seconds;
+  const std::string command = "/usr/bin/python3 " SINEW_SOURCE_DIR "/bench/pytorch/gloo_allreduce.py --ranks " +
+                              std::to_string(ranks) + " --bind " + bind + " --min " + std::to_string(min_bytes) +
+                              " --max " + std::to_string(max_bytes) + " --iterations " + std::to_string(iterations) +
+                              " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return seconds;
+  std::string all;
+  char buf[1024];
+  while (std::fgets(buf, sizeof buf, pipe)) {
+    all += buf;
+    std::istringstream in(buf);
+    std::string tag;
+    std::size_t bytes = 0;
+    double s = 0;
+    if (in >> tag >> bytes >> s && tag == "result") seconds[bytes] = s;
+  }
+  if (pclose(pipe) != 0) std::fprintf(stderr, "comm: no Gloo figures (%s):\n%s", command.c_str(), all.c_str());
+  return seconds;
+}
+
+// Every rank but 0 waits here without spinning while rank 0 runs `work`; then all go on together.
+template <class F>
+void while_root_works(sinew::comm::Mpi& world, F&& work) {
+  if (world.rank() == 0) work();
+  MPI_Request request;
+  MPI_Ibarrier(world.native(), &request);
+  for (int done = 0; !done;) {
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
   sinew::comm::Mpi world;
   sinew::cli::Args args(argc, argv,
-                        "usage: mpirun -np N comm [--min 4096] [--max 67108864] [--iterations 50] [--json FILE]");
+                        "usage: mpirun -np N comm [--min 4096] [--max 67108864] [--iterations 50] [--no-gloo]\n"
+                        "                         [--json FILE]");
   const std::size_t min_bytes = std::size_t(args.number("min", 4096));
   const std::size_t max_bytes = std::size_t(args.number("max", 64.0 * 1024 * 1024));
   const int iterations = args.integer("iterations", 50);
+  const bool gloo = !args.flag("no-gloo");
   const std::string json = args.get("json", "");
   args.check_unused();
 
   const int p = world.size();
   const bool root = world.rank() == 0;
+  const std::string bind = binding();
+  std::map<std::size_t, double> gloo_seconds;
+  if (gloo && p > 1)
+    while_root_works(world, [&] { gloo_seconds = run_gloo(p, bind, min_bytes, max_bytes, iterations); });
   if (root)
-    std::printf("all-reduce of floats, %d ranks (binding as given to mpirun), median of %d\n%10s %12s %12s %10s %10s %7s\n",
-                p, iterations, "bytes", "ring us", "MPI us", "ring GB/s", "MPI GB/s", "ratio");
+    std::printf("all-reduce of floats, %d ranks, bound to %s, 1 thread each, median of %d\n"
+                "%10s %10s %10s %10s %9s %9s %9s %7s %7s\n",
+                p, bind == "core" ? "one core each" : "nothing", iterations, "bytes", "ring us", "MPI us", "Gloo us",
+                "ring GB/s", "MPI GB/s", "Gloo GB/s", "vs MPI", "vs Gloo");
   auto out = sinew::metrics::Json::make_array();
   sinew::dist::RingWorkspace<sinew::comm::Mpi> work;
   for (std::size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
@@ -62,10 +124,16 @@ int main(int argc, char** argv) try {
     });
     const double bus = 2.0 * (p - 1) / p * double(bytes);
     if (root) {
-      std::printf("%10zu %12.1f %12.1f %10.2f %10.2f %7.2f\n", bytes, 1e6 * ring, 1e6 * mpi, bus / ring / 1e9,
-                  bus / mpi / 1e9, mpi / ring);
+      const double g = gloo_seconds.count(bytes) ? gloo_seconds[bytes] : 0.0;
+      std::printf("%10zu %10.1f %10.1f %10.1f %9.2f %9.2f %9.2f %7.2f %7.2f\n", bytes, 1e6 * ring, 1e6 * mpi,
+                  1e6 * g, bus / ring / 1e9, bus / mpi / 1e9, g > 0 ? bus / g / 1e9 : 0.0, mpi / ring,
+                  g > 0 ? g / ring : 0.0);
       auto j = sinew::metrics::Json::make_object();
       j.set("ranks", p);
+      j.set("binding", bind);
+      j.set("gloo_seconds", g > 0 ? sinew::metrics::Json(g) : sinew::metrics::Json());
+      j.set("gloo_bus_gbps", g > 0 ? sinew::metrics::Json(bus / g / 1e9) : sinew::metrics::Json());
+      j.set("ratio_ring_to_gloo", g > 0 ? sinew::metrics::Json(g / ring) : sinew::metrics::Json());
       j.set("bytes", bytes);
       j.set("ring_seconds", ring);
       j.set("mpi_allreduce_seconds", mpi);
