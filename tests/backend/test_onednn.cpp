@@ -44,6 +44,39 @@ TEST(onednn_forward, conv2d_k3_s2_p1_matches_reference) {
   expect_close(f.run(), ref::conv2d(f.x, w, w + 5 * 3 * 9, 3, 3, 9, 9, 5, 3, 2, 1));
 }
 
+// Kernel taps that only meet padding are dropped (onednn/conv2d.hpp); the output must not change.
+using backend::onednn::used_taps;
+static_assert(used_taps(1, 1, 3, 1, 1).first == 1 && used_taps(1, 1, 3, 1, 1).count == 1);  // centre tap only
+static_assert(used_taps(2, 1, 3, 2, 1).first == 1 && used_taps(2, 1, 3, 2, 1).count == 2);  // 2x2 -> 1x1, stride 2
+static_assert(used_taps(2, 2, 3, 1, 1).count == 3);  // every tap meets the image at some position
+static_assert(used_taps(9, 5, 3, 2, 1).count == 3 && used_taps(9, 5, 3, 2, 1).pad_r == 1);
+static_assert(used_taps(1, 1, 7, 1, 3).first == 3 && used_taps(1, 1, 7, 1, 3).pad_l == 0);
+
+TEST(onednn_forward, conv2d_on_a_1x1_image_uses_the_centre_tap_like_the_full_kernel) {
+  Fixture<Sequential<Input<6, 1, 1>, Conv2d<5, 3, 1, 1>>> f;
+  const float* w = f.params();
+  expect_close(f.run(), ref::conv2d(f.x, w, w + 5 * 6 * 9, 3, 6, 1, 1, 5, 3, 1, 1));
+}
+
+TEST(onednn_forward, conv2d_trimmed_in_one_dimension_matches_reference) {
+  Fixture<Sequential<Input<3, 1, 6>, Conv2d<4, 3, 2, 1>>> f;  // rows trimmed to the centre, columns kept
+  const float* w = f.params();
+  expect_close(f.run(), ref::conv2d(f.x, w, w + 4 * 3 * 9, 3, 3, 1, 6, 4, 3, 2, 1));
+}
+
+// On an image no larger than the kernel the convolution runs as an inner product (onednn/small_conv2d.hpp).
+TEST(onednn_forward, conv2d_on_a_2x2_image_as_inner_product_matches_reference) {
+  Fixture<Sequential<Input<3, 2, 2>, Conv2d<4, 3, 1, 1>>> f;
+  const float* w = f.params();
+  expect_close(f.run(), ref::conv2d(f.x, w, w + 4 * 3 * 9, 3, 3, 2, 2, 4, 3, 1, 1));
+}
+
+TEST(onednn_forward, conv2d_3x3_image_stride_2_as_inner_product_matches_reference) {
+  Fixture<Sequential<Input<5, 3, 3>, Conv2d<6, 3, 2, 1>>> f;
+  const float* w = f.params();
+  expect_close(f.run(), ref::conv2d(f.x, w, w + 6 * 5 * 9, 3, 5, 3, 3, 6, 3, 2, 1));
+}
+
 TEST(onednn_forward, conv2d_fused_relu_matches_reference) {
   Fixture<Sequential<Input<2, 8, 8>, Conv2d<6, 5>, ReLU>> f;
   const float* w = f.params();

@@ -17,6 +17,28 @@ using Net = Sequential<L...>;
 TEST(gradient_onednn, conv2d_k3_s1_p1) { EXPECT_GT((check_gradients<Net<Input<3, 7, 7>, Conv2d<4, 3, 1, 1>>, OneDnn>()), 0); }
 TEST(gradient_onednn, conv2d_k5_s1_p0) { EXPECT_GT((check_gradients<Net<Input<2, 9, 9>, Conv2d<3, 5>>, OneDnn>()), 0); }
 TEST(gradient_onednn, conv2d_k3_s2_p1) { EXPECT_GT((check_gradients<Net<Input<3, 8, 8>, Conv2d<5, 3, 2, 1>>, OneDnn>()), 0); }
+// Taps that only meet padding are dropped on oneDNN: their gradient must still be exactly zero, the others right.
+TEST(gradient_onednn, conv2d_k3_p1_on_a_1x1_image) {
+  EXPECT_GT((check_gradients<Net<Input<6, 1, 1>, Conv2d<5, 3, 1, 1>>, OneDnn>()), 0);
+}
+TEST(gradient_onednn, conv2d_k3_s2_p1_from_2x2_to_1x1_without_bias) {
+  EXPECT_GT((check_gradients<Net<Input<4, 2, 2>, Conv2d<5, 3, 2, 1, false>, ReLU>, OneDnn>({.seed = 4})), 0);
+}
+TEST(gradient_onednn, conv2d_trimmed_rows_kept_columns) {
+  EXPECT_GT((check_gradients<Net<Input<3, 1, 6>, Conv2d<4, 3, 2, 1>>, OneDnn>()), 0);
+}
+// On an image no larger than the kernel the convolution runs as an inner product (onednn/small_conv2d.hpp).
+TEST(gradient_onednn, conv2d_k3_p1_on_a_2x2_image_as_inner_product) {
+  using Node = sinew::detail::last<Sequential<Input<3, 2, 2>, Conv2d<4, 3, 1, 1>>::nodes<true>>::type;
+  static_assert(std::is_same_v<OneDnn::op<Node>, backend::onednn::small_conv2d_op>);
+  EXPECT_GT((check_gradients<Net<Input<3, 2, 2>, Conv2d<4, 3, 1, 1>>, OneDnn>()), 0);
+}
+TEST(gradient_onednn, conv2d_k3_p1_on_a_3x2_image_fused_relu_without_bias) {
+  EXPECT_GT((check_gradients<Net<Input<3, 3, 2>, Conv2d<5, 3, 1, 1, false>, ReLU>, OneDnn>({.seed = 6})), 0);
+}
+TEST(gradient_onednn, conv2d_k3_s2_p1_3x3_to_2x2_then_batch_norm) {
+  EXPECT_GT((check_gradients<Net<Input<2, 3, 3>, Conv2d<4, 3, 2, 1>, BatchNorm2d>, OneDnn>({.batch = 3})), 0);
+}
 TEST(gradient_onednn, conv2d_without_bias) {
   EXPECT_GT((check_gradients<Net<Input<2, 6, 6>, Conv2d<4, 3, 1, 1, false>>, OneDnn>()), 0);
 }

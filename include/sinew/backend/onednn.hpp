@@ -13,6 +13,7 @@
 #include "sinew/backend/onednn/dropout.hpp"
 #include "sinew/backend/onednn/flatten.hpp"
 #include "sinew/backend/onednn/pooling.hpp"
+#include "sinew/backend/onednn/small_conv2d.hpp"
 #include "sinew/core/diagnostics.hpp"
 
 namespace sinew::backend {
@@ -91,6 +92,18 @@ template <class N>
   requires requires { impl<typename N::layer>::kComposite; }
 struct op_of<N> {
   using type = typename impl<typename N::layer>::template type_for<N>;
+};
+/// A convolution over an image no larger than its kernel runs as one inner product (small_conv2d.hpp).
+template <class L>
+inline constexpr bool is_conv2d = false;
+template <int O, int K, int S, int P, bool B>
+inline constexpr bool is_conv2d<Conv2d<O, K, S, P, B>> = true;
+template <class N>
+  requires(is_conv2d<typename N::layer> &&
+           conv_is_small_image(N::input::kHeight, N::input::kWidth, N::output::kHeight, N::output::kWidth,
+                               N::layer::kKernel))
+struct op_of<N> {
+  using type = small_conv2d_op;
 };
 }  // namespace onednn
 

@@ -3,11 +3,36 @@
 // As oneDNN's cnn_training_f32 example: every descriptor is format_tag::any so each primitive picks its
 // layout; reorders exist only where two layouts differ (input, PyTorch-layout weights, gradients) and are
 // created at set-up (weighted_layer.hpp); the forward primitive descriptor is the hint of both backward ones.
+//
+// Kernel taps that only ever meet padding are dropped: a 3x3 kernel with padding 1 over a 1x1 image (ResNet's
+// last stage on 32x32 inputs) reads only its centre, so the primitives run a 1x1 kernel over that sub-block of
+// the weights, for a ninth of the work. oneDNN computes every tap otherwise (and picks a gemm-based backward
+// weights kernel for such shapes that ran at 3 GFLOP/s here).
 #pragma once
+
+#include <algorithm>
 
 #include "sinew/backend/onednn/weighted_layer.hpp"
 
 namespace sinew::backend::onednn {
+
+/// The taps [first, first + count) of a kernel of `kernel` taps, along one dimension, that some output position
+/// reads from the image rather than from padding, with the padding that keeps the output size for them alone.
+struct tap_window {
+  int first = 0, count = 0, pad_l = 0, pad_r = 0;
+  bool trimmed(int kernel) const noexcept { return count < kernel; }
+};
+
+constexpr tap_window used_taps(int in, int out, int kernel, int stride, int padding) noexcept {
+  // Tap k meets the image at output position o when 0 <= o * stride - padding + k < in: the last output position
+  // gives the lowest such tap, the first one the highest.
+  const int first = std::max(0, padding - (out - 1) * stride);
+  const int last = std::min(kernel - 1, in - 1 + padding);
+  tap_window w{first, last - first + 1, padding - first, 0};
+  w.pad_r = (out - 1) * stride + w.count - in - w.pad_l;
+  if (w.count <= 0 || w.count >= kernel || w.pad_r < 0) return {0, kernel, padding, padding};  // keep every tap
+  return w;
+}
 
 class conv2d_op : public weighted_layer<dnnl::convolution_forward, dnnl::convolution_backward_data,
                                         dnnl::convolution_backward_weights> {
@@ -23,25 +48,38 @@ class conv2d_op : public weighted_layer<dnnl::convolution_forward, dnnl::convolu
     using namespace dnnl;
     const auto& eng = ctx.engine();
     const dims src_dims{c.batch, c.in_c, c.in_h, c.in_w}, dst_dims{c.batch, c.out_c, c.out_h, c.out_w};
-    const dims w_dims{c.out_c, c.in_c, c.kernel, c.kernel}, strides{c.stride, c.stride}, pad{c.padding, c.padding};
+    const tap_window ty = used_taps(c.in_h, c.out_h, c.kernel, c.stride, c.padding);
+    const tap_window tx = used_taps(c.in_w, c.out_w, c.kernel, c.stride, c.padding);
+    const bool trim = ty.trimmed(c.kernel) || tx.trimmed(c.kernel);
+    const dims full_w_dims{c.out_c, c.in_c, c.kernel, c.kernel}, strides{c.stride, c.stride};
+    const dims w_dims = trim ? dims{c.out_c, c.in_c, ty.count, tx.count} : full_w_dims;
+    const dims pad = trim ? dims{ty.pad_l, tx.pad_l} : dims{c.padding, c.padding};
+    const dims pad_r = trim ? dims{ty.pad_r, tx.pad_r} : pad;
     const desc src_any(src_dims, dt::f32, tag::any), dst_any(dst_dims, dt::f32, tag::any);
     const desc w_any(w_dims, dt::f32, tag::any);
+    // The weights as they lie in the flat buffer: all of them, or the block of taps that are used. The unused
+    // taps' gradients are zero; they are set once here and nothing else writes them.
+    desc user_w(full_w_dims, dt::f32, tag::oihw);
+    if (trim) {
+      user_w = user_w.submemory_desc(w_dims, {0, 0, ty.first, tx.first});
+      std::fill_n(p.diff_weights, std::size_t(c.out_c) * std::size_t(c.in_c) * std::size_t(c.kernel * c.kernel), 0.0f);
+    }
     const desc bias = c.bias ? desc({c.out_c}, dt::f32, tag::x) : desc();
     const auto alg = algorithm::convolution_direct;
 
     const auto fwd = checked("conv2d forward", [&] {
-      return forward_pd({prop_kind::forward_training, alg, src_any, w_any, bias, dst_any, strides, pad, pad},
+      return forward_pd({prop_kind::forward_training, alg, src_any, w_any, bias, dst_any, strides, pad, pad_r},
                         fused_activation::attr(c.act), eng);
     });
     const auto bww = checked("conv2d backward weights", [&] {
-      return backward_weights_pd({alg, src_any, w_any, bias, dst_any, strides, pad, pad}, eng, fwd);
+      return backward_weights_pd({alg, src_any, w_any, bias, dst_any, strides, pad, pad_r}, eng, fwd);
     });
     std::optional<backward_data_pd> bwd;
     if (need_diff_src)
       bwd = checked("conv2d backward data", [&] {
-        return backward_data_pd({alg, src_any, w_any, dst_any, strides, pad, pad}, eng, fwd);
+        return backward_data_pd({alg, src_any, w_any, dst_any, strides, pad, pad_r}, eng, fwd);
       });
-    finish_setup(ctx, src_md, fwd, bww, bwd, desc(w_dims, dt::f32, tag::oihw), bias, c.act, p);
+    finish_setup(ctx, src_md, fwd, bww, bwd, user_w, bias, c.act, p);
   }
 };
 
