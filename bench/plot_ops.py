@@ -38,8 +38,9 @@ def main():
         for backend, points in sorted(by_backend.items()):
             points.sort()
             color, marker = STYLE.get(backend, (None, "x"))
+            # Layer shapes are not a sweep (several have the same flop count): points, no lines.
             ax.loglog([p[0] for p in points], [p[1] for p in points], marker=marker, color=color,
-                      linewidth=1 if units[op] != "flop" else 0.5, label=backend)
+                      linestyle="-" if units[op] != "flop" else "none", linewidth=1, alpha=0.8, label=backend)
         ax.set_title(op)
         ax.set_xlabel(AXIS.get(units[op], units[op]))
         ax.set_ylabel("seconds per call (median)")
