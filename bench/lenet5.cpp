@@ -48,7 +48,9 @@ Result measure(Backend::context& ctx, int batch, int warmup, int steps, int repe
       model.backward();
       phases.backward += w.lap();
       sgd.step(model.parameters(), model.gradients());
-      phases.update += w.lap();
+      const double update = w.lap();
+      phases.update += update;
+      if constexpr (Profile::kEnabled) model.profile().add(sinew::metrics::OpKind::weights_update, update);
     }
     const double ips = double(batch) * steps / phases.total();
     if (ips > best.images_per_second) {
@@ -59,11 +61,14 @@ Result measure(Backend::context& ctx, int batch, int warmup, int steps, int repe
   best.phases.forward /= steps, best.phases.backward /= steps, best.phases.update /= steps;
   if constexpr (Profile::kEnabled) {
     best.operators = model.profile().to_json();
-    std::printf("batch %d, per operator (ms per step):\n", batch);
-    for (const auto& e : model.profile().nodes())
-      std::printf("  %-14s forward %7.3f  backward %7.3f\n", e.name.c_str(),
-                  1e3 * e.forward_seconds / double(e.forward_calls ? e.forward_calls : 1),
-                  1e3 * e.backward_seconds / double(e.backward_calls ? e.backward_calls : 1));
+    const auto& profile = model.profile();
+    const double per = 1e3 / double(profile.steps() ? profile.steps() : 1);
+    std::printf("batch %d, per node (ms per step):\n", batch);
+    for (const auto& e : profile.nodes())
+      std::printf("  %-14s forward %7.3f  backward %7.3f\n", e.name.c_str(), e.forward_seconds * per,
+                  e.backward_seconds * per);
+    std::printf("batch %d, per operator kind (ms per step):\n", batch);
+    for (const auto& [kind, seconds] : profile.by_kind()) std::printf("  %-34s %7.3f\n", kind.c_str(), seconds * per);
   }
   return best;
 }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "sinew/backend/backend_spec.hpp"
+#include "sinew/backend/generic/probe.hpp"
 #include "sinew/core/error.hpp"
 #include "sinew/core/rng.hpp"
 #include "sinew/core/type_list.hpp"
@@ -75,7 +76,7 @@ class Model {
   std::span<const float> buffers() const noexcept { return buffers_.span(); }
   typename B::context& context() noexcept { return *ctx_; }
 
-  /// Per-operator times (with Profile = metrics::OperatorProfile).
+  /// Per-operator times (with Profile = metrics::OperatorProfile): training-mode passes and losses only.
   Profile& profile() noexcept { return profile_; }
 
   /// "conv2d+tanh", "avg_pool", ...: one name per lowered node, in execution order.
@@ -101,6 +102,8 @@ class Model {
                         std::to_string(std::size_t(batch) * input_shape::kSize) + ")");
     plan_ = &plan_for(batch);
     plan_->input_tensor = &plan_->input.bind(images.data());
+    if constexpr (Profile::kEnabled)
+      if (training_) profile_.count_step();
     forward_at<0>(*plan_, *plan_->input_tensor);
     if (training_) ++step_;
     const tensor& last = std::get<kOps - 1>(plan_->ops).dst();
@@ -114,8 +117,19 @@ class Model {
     if (labels.size() != std::size_t(p.batch))
       throw shape_error("model: loss got " + std::to_string(labels.size()) + " labels for a batch of " +
                         std::to_string(p.batch));
-    return SoftmaxCrossEntropy::compute({p.output_ptr, p.diff_output.size()}, labels, int(output_shape::kSize),
-                                        p.diff_output.span());
+    const auto compute = [&] {
+      return SoftmaxCrossEntropy::compute({p.output_ptr, p.diff_output.size()}, labels, int(output_shape::kSize),
+                                          p.diff_output.span());
+    };
+    if constexpr (Profile::kEnabled) {
+      if (training_) {
+        metrics::Stopwatch watch;
+        const LossValue value = compute();
+        profile_.add(metrics::OpKind::loss, watch.elapsed());
+        return value;
+      }
+    }
+    return compute();
   }
 
   /// Back-propagates the gradient kept by loss(); overwrites gradients().
@@ -222,9 +236,17 @@ class Model {
     if constexpr (req::has_mode<std::remove_cvref_t<decltype(op)>>)
       op.set_mode(ForwardMode{training_, mix64(options_.seed ^ mix64(step_ * kOps + I))});
     if constexpr (Profile::kEnabled) {
-      metrics::Stopwatch watch;
-      op.forward(*ctx_, src);
-      profile_.add(I, metrics::Direction::forward, watch.elapsed());
+      if (training_) {
+        using N = std::tuple_element_t<I, as_tuple_t<nodes>>;
+        metrics::Stopwatch watch;
+        auto probe = profile_.start(I);
+        constexpr auto kind = sinew::backend::node_kind<N>(metrics::Direction::forward);
+        sinew::backend::forward_probed(op, *ctx_, src, probe, kind);
+        probe.end(kind);
+        profile_.add(I, metrics::Direction::forward, watch.elapsed());
+      } else {
+        op.forward(*ctx_, src);
+      }
     } else {
       op.forward(*ctx_, src);
     }
@@ -240,9 +262,17 @@ class Model {
     else
       src = &std::get<I - 1>(p.ops).dst();
     if constexpr (Profile::kEnabled) {
-      metrics::Stopwatch watch;
-      op.backward(*ctx_, *src, diff_dst);
-      profile_.add(I, metrics::Direction::backward, watch.elapsed());
+      if (training_) {
+        using N = std::tuple_element_t<I, as_tuple_t<nodes>>;
+        metrics::Stopwatch watch;
+        auto probe = profile_.start(I);
+        constexpr auto kind = sinew::backend::node_kind<N>(metrics::Direction::backward);
+        sinew::backend::backward_probed(op, *ctx_, *src, diff_dst, probe, kind);
+        probe.end(kind);
+        profile_.add(I, metrics::Direction::backward, watch.elapsed());
+      } else {
+        op.backward(*ctx_, *src, diff_dst);
+      }
     } else {
       op.backward(*ctx_, *src, diff_dst);
     }
@@ -276,7 +306,7 @@ class Model {
   ModelOptions options_;
   AlignedBuffer<float> params_, grads_, buffers_;
   std::vector<std::unique_ptr<plan>> plans_;
-  Profile profile_;
+  [[no_unique_address]] Profile profile_;  // NoProfile takes no storage
   plan* plan_ = nullptr;
   bool training_ = true;
   std::uint64_t step_ = 0;

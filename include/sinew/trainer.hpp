@@ -62,7 +62,8 @@ struct EvalStats {
 };
 
 /// Net, B, S, M, O, L: the policies (see the *_spec.hpp of each). Profile: metrics::NoProfile (free) or
-/// metrics::OperatorProfile for per-operator times (model().profile()).
+/// metrics::OperatorProfile for per-operator times (model().profile()), with the optimizer step as the
+/// kind weights_update (the strategy's update phase).
 template <Network Net, Backend B, Strategy S = dist::Local, SyncMode M = Sync, Optimizer O = optim::Sgd,
           data::Loader L = data::CachedLoader, class Profile = metrics::NoProfile>
 class Trainer {
@@ -129,6 +130,7 @@ class Trainer {
       phases.backward = watch.lap();
       optimizer_.set_learning_rate(schedule_ ? schedule_(base_lr_, step_) : base_lr_);
       strategy_.template update<M>(model_.parameters(), model_.gradients(), optimizer_, phases);
+      if constexpr (Profile::kEnabled) model_.profile().add(metrics::OpKind::weights_update, phases.update);
 
       const double step_s = phases.total();
       loss_sum += value.loss * double(n);

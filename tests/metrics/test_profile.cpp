@@ -1,31 +1,66 @@
-// Per-operator profiling: one entry per lowered node, named after the layer and its fused activation,
-// with time and calls per direction; the trainer passes the policy through.
+// Per-operator profiling: one entry per lowered node, its time split into operator kinds named as seed 000's
+// figures (convolution, convolution_backward_data/_weights, tanh_backward, ...), on both backends; the
+// Trainer adds weights_update; NoProfile takes no storage.
 #include <gtest/gtest.h>
+
+#include "../support/corners.hpp"
 
 #include <fstream>
 #include <sstream>
+#include <type_traits>
 #include <vector>
 
+#include "sinew/backend/eigen.hpp"
 #include "sinew/backend/onednn.hpp"
+#include "sinew/data.hpp"
 #include "sinew/metrics/profile.hpp"
 #include "sinew/model.hpp"
 #include "sinew/nets/lenet5.hpp"
+#include "sinew/trainer.hpp"
 
 namespace {
 using namespace sinew;
+using metrics::Direction;
+using metrics::OpKind;
 using Net = nets::LeNet5<Input<3, 32, 32>>;
 
-TEST(operator_profile, lenet5_has_one_named_entry_per_node_with_calls_and_time) {
-  backend::OneDnn::context ctx({.threads = 1});
-  Model<Net, backend::OneDnn, metrics::OperatorProfile> model(ctx);
-  std::vector<float> x(4 * 3 * 32 * 32, 0.1f);
-  std::vector<std::int32_t> y{1, 2, 3, 4};
-  for (int i = 0; i < 3; ++i) {
-    model.forward(x, 4);
+template <class M>
+void train_steps(M& model, int steps, int batch = 4) {
+  std::vector<float> x(std::size_t(batch) * M::input_shape::kSize);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(i % 17) * 0.05f - 0.4f;
+  std::vector<std::int32_t> y(static_cast<std::size_t>(batch));
+  for (int i = 0; i < batch; ++i) y[std::size_t(i)] = i % 3;
+  for (int i = 0; i < steps; ++i) {
+    model.forward(x, batch);
     model.loss(y);
     model.backward();
   }
-  const auto& nodes = model.profile().nodes();
+}
+
+std::size_t calls(const metrics::OperatorProfile::Entry& e, OpKind k) { return e.kinds[std::size_t(k)].calls; }
+
+/// Every node's split sums to its whole time, less at most the probe's clock reads.
+void expect_split_matches_whole(const metrics::OperatorProfile& p) {
+  for (const auto& e : p.nodes()) {
+    for (const Direction d : {Direction::forward, Direction::backward}) {
+      const double whole = d == Direction::forward ? e.forward_seconds : e.backward_seconds;
+      const std::size_t n = d == Direction::forward ? e.forward_calls : e.backward_calls;
+      const double split = e.split_seconds(d);
+      EXPECT_LE(split, whole * (1 + 1e-9) + 1e-12) << e.name;
+      // Two clock reads per part are the whole difference; allow 5% and 5 us per call on a busy machine.
+      EXPECT_GE(split, 0.95 * whole - 5e-6 * double(n)) << e.name << (d == Direction::forward ? " forward" : " backward");
+    }
+  }
+}
+
+template <class B>
+void check_lenet5_kinds() {
+  typename B::context ctx({.threads = 2});
+  Model<Net, B, metrics::OperatorProfile> model(ctx);
+  train_steps(model, 3);
+  const auto& p = model.profile();
+  EXPECT_EQ(p.steps(), 3u);
+  const auto& nodes = p.nodes();
   ASSERT_EQ(nodes.size(), 8u);
   EXPECT_EQ(nodes[0].name, "conv2d+tanh");
   EXPECT_EQ(nodes[1].name, "avg_pool");
@@ -35,26 +70,145 @@ TEST(operator_profile, lenet5_has_one_named_entry_per_node_with_calls_and_time) 
     EXPECT_EQ(n.forward_calls, 3u) << n.name;
     EXPECT_GT(n.forward_seconds, 0) << n.name;
   }
-  // The first convolution needs no input gradient but still runs backward (its weight gradient).
-  EXPECT_EQ(nodes[0].backward_calls, 3u);
-  EXPECT_GT(nodes[0].backward_seconds, 0);
-  const auto kinds = model.profile().by_kind();
-  EXPECT_DOUBLE_EQ(kinds.at("conv2d+tanh/forward"), nodes[0].forward_seconds + nodes[2].forward_seconds);
+  // The first convolution computes its weight gradient but no input gradient; the second computes both.
+  EXPECT_EQ(calls(nodes[0], OpKind::convolution), 3u);
+  EXPECT_EQ(calls(nodes[0], OpKind::tanh), 3u);
+  EXPECT_EQ(calls(nodes[0], OpKind::tanh_backward), 3u);
+  EXPECT_EQ(calls(nodes[0], OpKind::convolution_backward_weights), 3u);
+  EXPECT_EQ(calls(nodes[0], OpKind::convolution_backward_data), 0u);
+  EXPECT_EQ(calls(nodes[2], OpKind::convolution_backward_data), 3u);
+  EXPECT_GT(nodes[2].kinds[std::size_t(OpKind::convolution_backward_data)].seconds, 0);
+  EXPECT_GT(nodes[2].kinds[std::size_t(OpKind::convolution_backward_weights)].seconds, 0);
+  EXPECT_EQ(calls(nodes[1], OpKind::pooling), 3u);
+  EXPECT_EQ(calls(nodes[1], OpKind::pooling_backward), 3u);
+  EXPECT_EQ(calls(nodes[5], OpKind::fully_connected_backward_data), 3u);
+  EXPECT_EQ(calls(nodes[5], OpKind::fully_connected_backward_weights), 3u);
+  // The last Dense has no activation: nothing of it is reported as one.
+  EXPECT_EQ(calls(nodes[7], OpKind::tanh), 0u);
+  EXPECT_EQ(calls(nodes[7], OpKind::tanh_backward), 0u);
+  EXPECT_EQ(calls(nodes[7], OpKind::fully_connected), 3u);
 
-  const std::string path = ::testing::TempDir() + "/profile.csv";
-  model.profile().write_csv(path);
-  std::ifstream f(path);
-  std::stringstream text;
-  text << f.rdbuf();
-  EXPECT_NE(text.str().find("0,conv2d+tanh,forward,"), std::string::npos) << text.str();
-  EXPECT_NE(model.profile().to_json().dump(0).find("{\"node\":0,\"operator\":\"conv2d+tanh\""), std::string::npos);
-  model.profile().reset();
-  EXPECT_EQ(model.profile().nodes()[0].forward_calls, 0u);
+  const auto kinds = p.by_kind();
+  for (const char* k : {"convolution", "convolution_backward_data", "convolution_backward_weights", "tanh",
+                        "tanh_backward", "pooling", "pooling_backward", "flatten", "fully_connected",
+                        "fully_connected_backward_data", "fully_connected_backward_weights", "loss"})
+    EXPECT_TRUE(kinds.count(k)) << B::kName << " lacks " << k;
+  EXPECT_FALSE(kinds.count("relu")) << "LeNet-5 has no ReLU";
+  EXPECT_FALSE(kinds.count("weights_update")) << "the Model alone runs no optimizer";
+  EXPECT_EQ(p.total(OpKind::loss).calls, 3u);
+  EXPECT_DOUBLE_EQ(kinds.at("convolution"), nodes[0].kinds[0].seconds + nodes[2].kinds[0].seconds);
+  expect_split_matches_whole(p);
 }
 
-TEST(operator_profile, off_by_default_and_then_empty) {
-  static_assert(!metrics::NoProfile::kEnabled);
+TEST(operator_profile, lenet5_onednn_splits_each_node_into_named_kinds) { check_lenet5_kinds<backend::OneDnn>(); }
+TEST(operator_profile, lenet5_eigen_splits_each_node_into_named_kinds) { check_lenet5_kinds<backend::Eigen>(); }
+
+TEST(operator_profile, residual_block_reports_its_branch_ops_and_the_sum) {
+  using ResNet = Sequential<Input<3, 8, 8>, Conv2d<4, 3, 1, 1, false>, BatchNorm2d, ReLU,
+                            Residual<Chain<Conv2d<8, 3, 2, 1, false>, BatchNorm2d, ReLU, Conv2d<8, 3, 1, 1, false>,
+                                           BatchNorm2d>,
+                                     ProjectIfNeeded<8, 2>>,
+                            ReLU, GlobalAvgPool, Flatten, Dense<3>>;
+  backend::OneDnn::context ctx({.threads = 2});
+  Model<ResNet, backend::OneDnn, metrics::OperatorProfile> model(ctx);
+  train_steps(model, 2);
+  const auto& nodes = model.profile().nodes();
+  ASSERT_EQ(nodes.size(), 7u);
+  EXPECT_EQ(nodes[2].name, "residual");
+  // Three convolutions (two in the main branch, the 1x1 projection) and three batch norms per step.
+  EXPECT_EQ(calls(nodes[2], OpKind::convolution), 6u);
+  EXPECT_EQ(calls(nodes[2], OpKind::batch_norm), 6u);
+  EXPECT_EQ(calls(nodes[2], OpKind::batch_norm_backward), 6u);
+  EXPECT_EQ(calls(nodes[2], OpKind::convolution_backward_data), 6u);
+  EXPECT_EQ(calls(nodes[2], OpKind::add), 2u);
+  EXPECT_EQ(calls(nodes[2], OpKind::add_backward), 2u);
+  EXPECT_EQ(calls(nodes[1], OpKind::batch_norm), 2u);  // a fused ReLU runs inside oneDNN's batch norm
+  EXPECT_EQ(calls(nodes[3], OpKind::relu), 2u);
+  EXPECT_EQ(calls(nodes[3], OpKind::relu_backward), 2u);
+  EXPECT_EQ(calls(nodes[4], OpKind::pooling_backward), 2u);
+  expect_split_matches_whole(model.profile());
+}
+
+TEST(operator_profile, evaluation_passes_are_not_recorded) {
+  backend::OneDnn::context ctx({.threads = 1});
+  Model<Net, backend::OneDnn, metrics::OperatorProfile> model(ctx);
+  train_steps(model, 2);
+  model.set_training(false);
+  std::vector<float> x(2 * Net::input_shape::kSize, 0.1f);
+  std::vector<std::int32_t> y{0, 1};
+  model.forward(x, 2);
+  model.loss(y);
+  EXPECT_EQ(model.profile().steps(), 2u);
+  EXPECT_EQ(model.profile().nodes()[0].forward_calls, 2u);
+  EXPECT_EQ(model.profile().total(OpKind::loss).calls, 2u);
+}
+
+TEST(operator_profile, trainer_adds_the_optimizer_step_as_weights_update) {
+  using Small = Sequential<Input<1, 12, 12>, Conv2d<4, 3>, ReLU, MaxPool<2>, Flatten, Dense<2>>;
+  using Train = Trainer<Small, backend::OneDnn, dist::Local, Sync, optim::Sgd, data::CachedLoader,
+                        metrics::OperatorProfile>;
+  data::LoaderOptions o;
+  o.batch_size = 16;
+  data::CachedLoader loader(sinew::test::corners(64, 1), o);
+  Train trainer({.threads = 1}, {.lr = 0.05f});
+  const auto stats = trainer.train_epoch(loader);
+  const auto& p = trainer.model().profile();
+  EXPECT_EQ(p.steps(), stats.steps);
+  EXPECT_EQ(p.total(OpKind::weights_update).calls, stats.steps);
+  EXPECT_NEAR(p.total(OpKind::weights_update).seconds, stats.phases.update, 1e-12);
+  // A ReLU after a convolution is a oneDNN post-op: its forward is inside "convolution", its backward apart.
+  EXPECT_EQ(p.total(OpKind::relu).calls, 0u);
+  EXPECT_EQ(p.total(OpKind::relu_backward).calls, stats.steps);
+}
+
+TEST(operator_profile, writes_kinds_and_nodes_as_json_and_csv) {
+  backend::Eigen::context ctx({.threads = 1});
+  Model<Net, backend::Eigen, metrics::OperatorProfile> model(ctx);
+  train_steps(model, 2);
+  const auto& p = model.profile();
+  const std::string json = p.to_json().dump(0);
+  EXPECT_NE(json.find("\"steps\":2"), std::string::npos) << json;
+  EXPECT_NE(json.find("{\"kind\":\"convolution_backward_data\",\"seconds_per_step\":"), std::string::npos) << json;
+  EXPECT_NE(json.find("{\"node\":0,\"operator\":\"conv2d+tanh\""), std::string::npos) << json;
+
+  const auto read = [](const std::string& path) {
+    std::ifstream f(path);
+    std::stringstream text;
+    text << f.rdbuf();
+    return text.str();
+  };
+  const std::string nodes_csv = ::testing::TempDir() + "/profile_nodes.csv";
+  const std::string kinds_csv = ::testing::TempDir() + "/profile_kinds.csv";
+  p.write_csv(nodes_csv);
+  p.write_kinds_csv(kinds_csv);
+  const std::string nodes = read(nodes_csv), kinds = read(kinds_csv);
+  EXPECT_EQ(nodes.rfind("node,operator,kind,seconds_per_step,calls_per_step\n", 0), 0u) << nodes;
+  EXPECT_NE(nodes.find("\n2,conv2d+tanh,convolution_backward_data,"), std::string::npos) << nodes;
+  EXPECT_NE(nodes.find("\n,step,loss,"), std::string::npos) << nodes;
+  EXPECT_EQ(kinds.rfind("kind,seconds_per_step,calls_per_step,share\n", 0), 0u) << kinds;
+  EXPECT_NE(kinds.find("\ntanh_backward,"), std::string::npos) << kinds;
+  // calls_per_step of the second-layer convolution's backward data: one node, once per step.
+  EXPECT_NE(kinds.find("\nconvolution_backward_data,"), std::string::npos) << kinds;
+
+  model.profile().reset();
+  EXPECT_EQ(model.profile().nodes()[0].forward_calls, 0u);
+  EXPECT_EQ(model.profile().total(OpKind::convolution).calls, 0u);
+  EXPECT_EQ(model.profile().steps(), 0u);
+}
+
+/// A profile policy of 64 bytes that measures nothing: the Model must grow by exactly its size.
+struct SixtyFourBytes : metrics::NoProfile {
+  char bytes[64];
+};
+
+TEST(operator_profile, off_by_default_and_then_takes_no_storage) {
+  static_assert(!metrics::NoProfile::kEnabled && !metrics::NoProbe::kEnabled);
   static_assert(std::is_empty_v<metrics::NoProfile>);
+  static_assert(std::is_empty_v<metrics::NoProbe>);
+  static_assert(std::is_same_v<Model<Net, backend::OneDnn>, Model<Net, backend::OneDnn, metrics::NoProfile>>);
+  // With [[no_unique_address]], NoProfile occupies no bytes; a one-byte member would have cost 8 (padding).
+  EXPECT_EQ(sizeof(Model<Net, backend::OneDnn, SixtyFourBytes>) - sizeof(Model<Net, backend::OneDnn>), 64u);
+  EXPECT_EQ(sizeof(Model<Net, backend::Eigen, SixtyFourBytes>) - sizeof(Model<Net, backend::Eigen>), 64u);
 }
 
 }  // namespace

@@ -1,19 +1,40 @@
 // sinew/metrics/profile.hpp: per-operator timing as a compile-time policy of the Model and the Trainer.
 //
-//   NoProfile          the default: every hook is an empty inline function, so a build without profiling
-//                      contains no timer at all;
-//   OperatorProfile    wall time and calls per node and direction (forward / backward), named after the
-//                      layer and its fused activation ("conv2d+tanh"), aggregated by operator kind too,
-//                      and written as JSON or CSV.
-// Times are measured around each op's forward() and backward(); oneDNN runs synchronously on the CPU, so
-// wall time is the operator's time.
+//   NoProfile          the default: an empty type (the Model holds it [[no_unique_address]]) whose hooks are
+//                      empty inline functions, so a build without profiling contains no timer at all;
+//   OperatorProfile    wall time per operator kind, split the way seed 000's Figs. 5 and 7 split a step:
+//                      convolution, convolution_backward_data, convolution_backward_weights, batch_norm(_backward),
+//                      pooling(_backward), fully_connected, fully_connected_backward_data/_weights, each
+//                      activation and its backward (relu, tanh_backward, ...), dropout, flatten, add (residual
+//                      sums), loss and weights_update; per node and per kind, per training step, as JSON or CSV.
+//
+// How an op's time is split (the probe). The Model times every op as a whole (a node's forward/backward
+// seconds) and, separately, hands it a probe. An op that does several things calls probe.begin(kind) where
+// each part starts; the time up to the next begin() goes to that kind (a backend op offers this as an
+// overload `forward(ctx, src, probe)` / `backward(ctx, src, diff_dst, probe)`; its plain forward/backward
+// call that overload with a NoProbe, whose begin() is an empty constexpr function, so without profiling the
+// split costs nothing). Every other op is timed whole in its node's kind (default_kind: "convolution" for a
+// Conv2d's forward, "pooling_backward" for a pooling's backward). The parts of a node sum to its whole time
+// less the probe's own clock reads. Layout reorders inside an op count toward the part they serve.
+//
+// What each backend splits (see the op's probe overload):
+//   Conv2d / Dense    forward: the convolution (inner product), then the fused activation when it runs as
+//                     its own pass (OneDnn: Tanh and Sigmoid; a ReLU is a oneDNN post-op inside the
+//                     primitive and stays in "convolution"; Eigen: every activation, and the pass also adds
+//                     the bias); backward: the activation's backward, then backward weights (with bias),
+//                     then backward data (absent where the Model needs no input gradient).
+//   BatchNorm2d       (OneDnn) a Tanh/Sigmoid after it; a ReLU is fused into the primitive (fuse_norm_relu).
+//   Residual          each op of both branches in its own kind, then "add" / "add_backward" for the sums.
+// Only training-mode passes are recorded (evaluation passes are not part of a training step's profile).
 #pragma once
 
 #include <algorithm>
-#include <cstdio>
+#include <array>
+#include <cstdint>
 #include <fstream>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sinew/core/error.hpp"
@@ -24,29 +45,155 @@ namespace sinew::metrics {
 
 enum class Direction { forward, backward };
 
+/// The kinds a step's time is split into. Names (op_kind_name) follow seed 000's figures.
+enum class OpKind : std::uint8_t {
+  convolution,
+  convolution_backward_data,
+  convolution_backward_weights,
+  fully_connected,
+  fully_connected_backward_data,
+  fully_connected_backward_weights,
+  batch_norm,
+  batch_norm_backward,
+  pooling,
+  pooling_backward,
+  relu,
+  relu_backward,
+  tanh,
+  tanh_backward,
+  sigmoid,
+  sigmoid_backward,
+  dropout,
+  dropout_backward,
+  flatten,
+  flatten_backward,
+  add,
+  add_backward,
+  loss,
+  weights_update,
+  other,
+  other_backward,
+};
+inline constexpr std::size_t kOpKinds = std::size_t(OpKind::other_backward) + 1;
+
+constexpr std::string_view op_kind_name(OpKind k) {
+  constexpr std::array<std::string_view, kOpKinds> names{
+      "convolution", "convolution_backward_data", "convolution_backward_weights", "fully_connected",
+      "fully_connected_backward_data", "fully_connected_backward_weights", "batch_norm", "batch_norm_backward",
+      "pooling", "pooling_backward", "relu", "relu_backward", "tanh", "tanh_backward", "sigmoid",
+      "sigmoid_backward", "dropout", "dropout_backward", "flatten", "flatten_backward", "add", "add_backward",
+      "loss", "weights_update", "other", "other_backward"};
+  return names[std::size_t(k)];
+}
+
+/// Whether a kind is part of the backward pass (its name says "backward").
+constexpr bool is_backward(OpKind k) { return op_kind_name(k).find("backward") != std::string_view::npos; }
+
+/// The kind of an activation's pass by its layer name ("relu", "tanh", "sigmoid"); `other` if unknown.
+constexpr OpKind activation_kind(std::string_view activation, Direction d) {
+  const bool f = d == Direction::forward;
+  if (activation == "relu") return f ? OpKind::relu : OpKind::relu_backward;
+  if (activation == "tanh") return f ? OpKind::tanh : OpKind::tanh_backward;
+  if (activation == "sigmoid") return f ? OpKind::sigmoid : OpKind::sigmoid_backward;
+  return f ? OpKind::other : OpKind::other_backward;
+}
+
+/// The kind a node's time goes to unless its op says otherwise, from its layer's kName. Backward of a
+/// Conv2d or Dense defaults to the weights part (the part every such node computes).
+constexpr OpKind default_kind(std::string_view layer, Direction d) {
+  const bool f = d == Direction::forward;
+  if (layer == "conv2d") return f ? OpKind::convolution : OpKind::convolution_backward_weights;
+  if (layer == "dense") return f ? OpKind::fully_connected : OpKind::fully_connected_backward_weights;
+  if (layer == "batch_norm2d") return f ? OpKind::batch_norm : OpKind::batch_norm_backward;
+  if (layer == "max_pool" || layer == "avg_pool" || layer == "adaptive_avg_pool" || layer == "global_avg_pool")
+    return f ? OpKind::pooling : OpKind::pooling_backward;
+  if (layer == "dropout") return f ? OpKind::dropout : OpKind::dropout_backward;
+  if (layer == "flatten") return f ? OpKind::flatten : OpKind::flatten_backward;
+  if (layer == "residual") return f ? OpKind::add : OpKind::add_backward;
+  return activation_kind(layer, d);
+}
+
+/// The probe of an unprofiled run: begin() compiles to nothing.
+struct NoProbe {
+  static constexpr bool kEnabled = false;
+  constexpr void begin(OpKind) const noexcept {}
+};
+inline constexpr NoProbe no_probe{};
+
 /// Profiling off: nothing is measured, nothing is stored.
 struct NoProfile {
   static constexpr bool kEnabled = false;
   void resize(std::vector<std::string>) {}
   void add(std::size_t, Direction, double) {}
+  void add(OpKind, double) {}
 };
 
-/// Time per node and direction, summed over calls until reset().
+/// Time per node, direction and operator kind, summed over training steps until reset().
 class OperatorProfile {
  public:
   static constexpr bool kEnabled = true;
 
+  struct Part {
+    double seconds = 0;
+    std::size_t calls = 0;
+  };
   struct Entry {
-    std::string name;  ///< "conv2d+tanh", "avg_pool", ...
-    double forward_seconds = 0, backward_seconds = 0;
+    std::string name;  ///< "conv2d+tanh", "avg_pool", ...: the lowered node
+    double forward_seconds = 0, backward_seconds = 0;  ///< the op timed whole, by the Model
     std::size_t forward_calls = 0, backward_calls = 0;
+    std::array<Part, kOpKinds> kinds{};  ///< the same time split by kind (probe), indexed by OpKind
+
+    /// The split's sum for one direction: the whole time less the probe's clock reads.
+    double split_seconds(Direction d) const {
+      double s = 0;
+      for (std::size_t k = 0; k < kOpKinds; ++k)
+        if (is_backward(OpKind(k)) == (d == Direction::backward)) s += kinds[k].seconds;
+      return s;
+    }
+  };
+
+  /// Splits one op call into kinds. begin(k) starts part k and closes the running one; the time before the
+  /// first begin() belongs to the first part, and begin() of the running kind changes nothing, so each
+  /// part counts one call. end(k) closes the last part, or puts the whole call in k if nothing began.
+  class probe {
+   public:
+    static constexpr bool kEnabled = true;
+    probe(OperatorProfile& profile, std::size_t node) : kinds_(&profile.entries_[node].kinds), start_(clock::now()) {}
+    void begin(OpKind k) {
+      if (started_) {
+        if (k == kind_) return;
+        const auto now = clock::now();
+        part(kind_).seconds += std::chrono::duration<double>(now - start_).count();
+        start_ = now;
+      }
+      started_ = true;
+      kind_ = k;
+      ++part(k).calls;
+    }
+    void end(OpKind otherwise) {
+      if (!started_) begin(otherwise);
+      part(kind_).seconds += std::chrono::duration<double>(clock::now() - start_).count();
+      started_ = false;
+    }
+
+   private:
+    Part& part(OpKind k) { return (*kinds_)[std::size_t(k)]; }
+    std::array<Part, kOpKinds>* kinds_;
+    OpKind kind_ = OpKind::other;
+    bool started_ = false;
+    clock::time_point start_;
   };
 
   /// Called by the Model once with one name per node.
   void resize(std::vector<std::string> names) {
     entries_.clear();
     for (auto& n : names) entries_.push_back({std::move(n)});
+    steps_ = 0;
+    step_kinds_ = {};
   }
+  probe start(std::size_t node) { return probe(*this, node); }
+
+  /// A node's whole forward or backward time.
   void add(std::size_t node, Direction d, double seconds) {
     Entry& e = entries_[node];
     if (d == Direction::forward) {
@@ -57,55 +204,125 @@ class OperatorProfile {
       ++e.backward_calls;
     }
   }
+  /// Time of a step's part outside the nodes: loss (by the Model), weights_update (by the Trainer).
+  void add(OpKind k, double seconds) {
+    Part& p = step_kinds_[std::size_t(k)];
+    p.seconds += seconds;
+    ++p.calls;
+  }
+  /// Counts one training step (the Model, at each training-mode forward pass).
+  void count_step() { ++steps_; }
+
   void reset() {
-    for (Entry& e : entries_) e.forward_seconds = e.backward_seconds = 0, e.forward_calls = e.backward_calls = 0;
+    for (Entry& e : entries_) {
+      e.forward_seconds = e.backward_seconds = 0, e.forward_calls = e.backward_calls = 0;
+      e.kinds = {};
+    }
+    step_kinds_ = {};
+    steps_ = 0;
   }
 
   const std::vector<Entry>& nodes() const noexcept { return entries_; }
+  std::size_t steps() const noexcept { return steps_; }
 
-  /// Seconds per operator kind and direction ("conv2d+tanh/forward"), summed over the nodes of that kind.
+  /// A kind summed over every node and the step-level parts.
+  Part total(OpKind k) const {
+    Part t = step_kinds_[std::size_t(k)];
+    for (const Entry& e : entries_) {
+      t.seconds += e.kinds[std::size_t(k)].seconds;
+      t.calls += e.kinds[std::size_t(k)].calls;
+    }
+    return t;
+  }
+
+  /// Total seconds per kind name, for the kinds that ran.
   std::map<std::string, double> by_kind() const {
     std::map<std::string, double> m;
-    for (const Entry& e : entries_) {
-      m[e.name + "/forward"] += e.forward_seconds;
-      m[e.name + "/backward"] += e.backward_seconds;
-    }
+    for (std::size_t k = 0; k < kOpKinds; ++k)
+      if (const Part t = total(OpKind(k)); t.calls > 0) m[std::string(op_kind_name(OpKind(k)))] = t.seconds;
     return m;
   }
 
-  /// One object per node, in execution order; seconds are per call.
+  /// {"steps": S, "kinds": [{"kind", "seconds_per_step", "calls_per_step", "share"}...],
+  ///  "nodes": [{"node", "operator", "forward_seconds_per_step", "backward_seconds_per_step", "forward_calls",
+  ///             "backward_calls", "kinds": {kind: seconds_per_step}}...]}; shares are of the kinds' sum.
   Json to_json() const {
-    auto a = Json::make_array();
+    const double per = 1.0 / double(std::max<std::size_t>(steps_, 1));
+    auto root = Json::make_object();
+    root.set("steps", steps_);
+    double sum = 0;
+    for (std::size_t k = 0; k < kOpKinds; ++k) sum += total(OpKind(k)).seconds;
+    auto kinds = Json::make_array();
+    for (std::size_t k = 0; k < kOpKinds; ++k) {
+      const Part t = total(OpKind(k));
+      if (t.calls == 0) continue;
+      auto j = Json::make_object();
+      j.set("kind", std::string(op_kind_name(OpKind(k))));
+      j.set("seconds_per_step", t.seconds * per);
+      j.set("calls_per_step", double(t.calls) * per);
+      j.set("share", sum > 0 ? t.seconds / sum : 0.0);
+      kinds.push_back(std::move(j));
+    }
+    root.set("kinds", std::move(kinds));
+    auto nodes = Json::make_array();
     for (std::size_t i = 0; i < entries_.size(); ++i) {
       const Entry& e = entries_[i];
       auto j = Json::make_object();
       j.set("node", i);
       j.set("operator", e.name);
-      j.set("forward_seconds_per_call", e.forward_calls ? e.forward_seconds / double(e.forward_calls) : 0.0);
-      j.set("backward_seconds_per_call", e.backward_calls ? e.backward_seconds / double(e.backward_calls) : 0.0);
+      j.set("forward_seconds_per_step", e.forward_seconds * per);
+      j.set("backward_seconds_per_step", e.backward_seconds * per);
       j.set("forward_calls", e.forward_calls);
       j.set("backward_calls", e.backward_calls);
-      a.push_back(std::move(j));
+      auto split = Json::make_object();
+      for (std::size_t k = 0; k < kOpKinds; ++k)
+        if (e.kinds[k].calls > 0) split.set(std::string(op_kind_name(OpKind(k))), e.kinds[k].seconds * per);
+      j.set("kinds", std::move(split));
+      nodes.push_back(std::move(j));
     }
-    return a;
+    root.set("nodes", std::move(nodes));
+    return root;
   }
 
-  /// node,operator,direction,seconds_per_call,calls
+  /// Per node and kind: node,operator,kind,seconds_per_step,calls_per_step. The step-level parts (loss,
+  /// weights_update) have an empty node and the operator "step".
   void write_csv(const std::string& path) const {
-    std::ofstream f(path);
-    if (!f) throw error("profile: cannot open " + path + " for writing");
-    f << "node,operator,direction,seconds_per_call,calls\n";
-    for (std::size_t i = 0; i < entries_.size(); ++i) {
-      const Entry& e = entries_[i];
-      f << i << ',' << e.name << ",forward," << (e.forward_calls ? e.forward_seconds / double(e.forward_calls) : 0)
-        << ',' << e.forward_calls << '\n';
-      f << i << ',' << e.name << ",backward,"
-        << (e.backward_calls ? e.backward_seconds / double(e.backward_calls) : 0) << ',' << e.backward_calls << '\n';
-    }
+    std::ofstream f = open(path);
+    const double per = 1.0 / double(std::max<std::size_t>(steps_, 1));
+    f << "node,operator,kind,seconds_per_step,calls_per_step\n";
+    for (std::size_t i = 0; i < entries_.size(); ++i)
+      for (std::size_t k = 0; k < kOpKinds; ++k)
+        if (const Part& p = entries_[i].kinds[k]; p.calls > 0)
+          f << i << ',' << entries_[i].name << ',' << op_kind_name(OpKind(k)) << ',' << p.seconds * per << ','
+            << double(p.calls) * per << '\n';
+    for (std::size_t k = 0; k < kOpKinds; ++k)
+      if (const Part& p = step_kinds_[k]; p.calls > 0)
+        f << ",step," << op_kind_name(OpKind(k)) << ',' << p.seconds * per << ',' << double(p.calls) * per << '\n';
+  }
+
+  /// Per kind over the whole network: kind,seconds_per_step,calls_per_step,share.
+  void write_kinds_csv(const std::string& path) const {
+    std::ofstream f = open(path);
+    const double per = 1.0 / double(std::max<std::size_t>(steps_, 1));
+    double sum = 0;
+    for (std::size_t k = 0; k < kOpKinds; ++k) sum += total(OpKind(k)).seconds;
+    f << "kind,seconds_per_step,calls_per_step,share\n";
+    for (std::size_t k = 0; k < kOpKinds; ++k)
+      if (const Part t = total(OpKind(k)); t.calls > 0)
+        f << op_kind_name(OpKind(k)) << ',' << t.seconds * per << ',' << double(t.calls) * per << ','
+          << (sum > 0 ? t.seconds / sum : 0.0) << '\n';
   }
 
  private:
+  static std::ofstream open(const std::string& path) {
+    std::ofstream f(path);
+    if (!f) throw error("profile: cannot open " + path + " for writing");
+    return f;
+  }
+
   std::vector<Entry> entries_;
+  std::array<Part, kOpKinds> step_kinds_{};
+  std::size_t steps_ = 0;
 };
 
 }  // namespace sinew::metrics

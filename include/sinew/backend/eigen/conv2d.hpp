@@ -12,6 +12,7 @@
 #pragma once
 
 #include "sinew/backend/eigen/common.hpp"
+#include "sinew/backend/generic/probe.hpp"
 
 namespace sinew::backend::eigen {
 
@@ -47,8 +48,17 @@ class conv2d_op {
   const tensor& diff_src() const noexcept { return diff_src_.get(); }
   void bind_diff_dst(context& ctx, const tensor_desc& d) { diff_dst_.setup(ctx, d, dst_.desc()); }
 
-  void forward(context& ctx, const tensor& src) {
+  void forward(context& ctx, const tensor& src) { forward(ctx, src, metrics::no_probe); }
+  void backward(context& ctx, const tensor& src, const tensor& diff_dst) {
+    backward(ctx, src, diff_dst, metrics::no_probe);
+  }
+
+  /// The probe sees the convolution, then the activation's pass (which also adds the bias; without an
+  /// activation the bias add counts toward the convolution). See metrics/profile.hpp.
+  template <class Probe>
+  void forward(context& ctx, const tensor& src, Probe& probe) {
     const device& dev = ctx.dev();
+    probe.begin(metrics::OpKind::convolution);
     extract_patches(dev, src_(ctx, src).data);
     // OIHW -> HWIO: [K*K*C, O], rows in the (kh, kw, c) order of a patch.
     const const_image w(p_.weights, c_.out_c, c_.in_c, c_.kernel, c_.kernel);
@@ -56,14 +66,19 @@ class conv2d_op {
         w.shuffle(std::array<index, 4>{2, 3, 1, 0});
     as_matrix(dst_.data(), rows_, c_.out_c).device(dev) =
         patches().contract(as_matrix(cweights(), depth_, c_.out_c), contract_dims{pair(1, 0)});
+    if (act_.active()) probe.begin(activation_kind(c_.act, metrics::Direction::forward));
     bias_activation(dev, dst_.data(), p_.bias, rows_, c_.out_c, c_.act);
   }
 
-  /// `src` must be the tensor of the last forward().
-  void backward(context& ctx, const tensor& src, const tensor& diff_dst) {
+  /// `src` must be the tensor of the last forward(). The probe sees the activation's backward, backward
+  /// weights (with bias) and backward data apart.
+  template <class Probe>
+  void backward(context& ctx, const tensor& src, const tensor& diff_dst, Probe& probe) {
     const device& dev = ctx.dev();
+    if (act_.active()) probe.begin(activation_kind(c_.act, metrics::Direction::backward));
     const float* dz = act_.backward(dev, dst_.data(), diff_dst_(ctx, diff_dst).data);
     const auto dz_m = as_matrix(dz, rows_, c_.out_c);
+    probe.begin(metrics::OpKind::convolution_backward_weights);
     if (!patches_valid_) extract_patches(dev, src_(ctx, src).data);  // a second backward after one forward
     as_matrix(diff_weights_.data(), depth_, c_.out_c).device(dev) = patches().contract(dz_m, contract_dims{pair(0, 0)});
     // HWIO -> OIHW, into the flat gradient buffer.
@@ -73,6 +88,7 @@ class conv2d_op {
       ::Eigen::TensorMap<::Eigen::Tensor<float, 1, ::Eigen::RowMajor, index>>(p_.diff_bias, c_.out_c).device(dev) =
           dz_m.sum(std::array<index, 1>{0});
     if (!need_diff_src_) return;
+    probe.begin(metrics::OpKind::convolution_backward_data);
     as_matrix(patches_.data(), rows_, depth_).device(dev) =
         dz_m.contract(as_matrix(cweights(), depth_, c_.out_c), contract_dims{pair(1, 1)});
     patches_valid_ = false;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "sinew/backend/eigen/common.hpp"
+#include "sinew/backend/generic/probe.hpp"
 
 namespace sinew::backend::eigen {
 
@@ -40,25 +41,39 @@ class dense_op {
   const tensor& diff_src() const noexcept { return diff_src_.get(); }
   void bind_diff_dst(context& ctx, const tensor_desc& d) { diff_dst_.setup(ctx, d, dst_.desc()); }
 
-  void forward(context& ctx, const tensor& src) {
+  void forward(context& ctx, const tensor& src) { forward(ctx, src, metrics::no_probe); }
+  void backward(context& ctx, const tensor& src, const tensor& diff_dst) {
+    backward(ctx, src, diff_dst, metrics::no_probe);
+  }
+
+  /// As Conv2d's: the product, then the activation's pass with the bias add (see metrics/profile.hpp).
+  template <class Probe>
+  void forward(context& ctx, const tensor& src, Probe& probe) {
     const device& dev = ctx.dev();
+    probe.begin(metrics::OpKind::fully_connected);
     as_matrix(dst_.data(), batch_, outputs_).device(dev) =
         as_matrix(static_cast<const float*>(src.data), batch_, inputs_)
             .contract(weights(), contract_dims{pair(1, 1)});
+    if (act_.active()) probe.begin(activation_kind(act_kind_, metrics::Direction::forward));
     bias_activation(dev, dst_.data(), p_.bias, batch_, outputs_, act_kind_);
   }
 
-  void backward(context& ctx, const tensor& src, const tensor& diff_dst) {
+  /// The activation's backward, backward weights (with bias) and backward data apart.
+  template <class Probe>
+  void backward(context& ctx, const tensor& src, const tensor& diff_dst, Probe& probe) {
     const device& dev = ctx.dev();
+    if (act_.active()) probe.begin(activation_kind(act_kind_, metrics::Direction::backward));
     const float* dz = act_.backward(dev, dst_.data(), diff_dst_(ctx, diff_dst).data);
     const auto dz_m = as_matrix(dz, batch_, outputs_);
+    probe.begin(metrics::OpKind::fully_connected_backward_weights);
     as_matrix(p_.diff_weights, outputs_, inputs_).device(dev) =
         dz_m.contract(as_matrix(static_cast<const float*>(src.data), batch_, inputs_), contract_dims{pair(0, 0)});
     if (p_.diff_bias)
       ::Eigen::TensorMap<::Eigen::Tensor<float, 1, ::Eigen::RowMajor, index>>(p_.diff_bias, outputs_).device(dev) =
           dz_m.sum(std::array<index, 1>{0});
-    if (need_diff_src_)
-      as_matrix(diff_src_.data(), batch_, inputs_).device(dev) = dz_m.contract(weights(), contract_dims{pair(1, 0)});
+    if (!need_diff_src_) return;
+    probe.begin(metrics::OpKind::fully_connected_backward_data);
+    as_matrix(diff_src_.data(), batch_, inputs_).device(dev) = dz_m.contract(weights(), contract_dims{pair(1, 0)});
   }
 
  private:

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "sinew/backend/backend_spec.hpp"
+#include "sinew/backend/generic/probe.hpp"
 #include "sinew/core/rng.hpp"
 #include "sinew/core/type_list.hpp"
 
@@ -73,13 +74,20 @@ class chain<B, type_list<N...>> {
     }(std::make_index_sequence<kOps>{});
   }
 
-  void forward(typename B::context& ctx, const tensor& src) {
-    src_ = &src;
-    if constexpr (kOps > 0) forward_at<0>(ctx, src);
-  }
+  void forward(typename B::context& ctx, const tensor& src) { forward(ctx, src, metrics::no_probe); }
   void backward(typename B::context& ctx, const tensor& src, const tensor& diff_dst) {
+    backward(ctx, src, diff_dst, metrics::no_probe);
+  }
+  /// With a profiling probe, each op's time goes to its own kind (see metrics/profile.hpp).
+  template <class Probe>
+  void forward(typename B::context& ctx, const tensor& src, Probe& probe) {
+    src_ = &src;
+    if constexpr (kOps > 0) forward_at<0>(ctx, src, probe);
+  }
+  template <class Probe>
+  void backward(typename B::context& ctx, const tensor& src, const tensor& diff_dst, Probe& probe) {
     diff_dst_ = &diff_dst;
-    if constexpr (kOps > 0) backward_at<kOps - 1>(ctx, src, diff_dst);
+    if constexpr (kOps > 0) backward_at<kOps - 1>(ctx, src, diff_dst, probe);
   }
 
  private:
@@ -116,20 +124,21 @@ class chain<B, type_list<N...>> {
     if constexpr (I > 0)
       if (needs_diff_src<I>()) bind_diff_at<I - 1>(ctx, op.diff_src_desc());
   }
-  template <std::size_t I>
-  void forward_at(typename B::context& ctx, const tensor& src) {
+  template <std::size_t I, class Probe>
+  void forward_at(typename B::context& ctx, const tensor& src, Probe& probe) {
     auto& op = std::get<I>(ops_);
-    op.forward(ctx, src);
-    if constexpr (I + 1 < kOps) forward_at<I + 1>(ctx, op.dst());
+    forward_probed(op, ctx, src, probe, node_kind<node_at<I>>(metrics::Direction::forward));
+    if constexpr (I + 1 < kOps) forward_at<I + 1>(ctx, op.dst(), probe);
   }
-  template <std::size_t I>
-  void backward_at(typename B::context& ctx, const tensor& chain_src, const tensor& diff_dst) {
+  template <std::size_t I, class Probe>
+  void backward_at(typename B::context& ctx, const tensor& chain_src, const tensor& diff_dst, Probe& probe) {
     auto& op = std::get<I>(ops_);
+    constexpr auto kind = node_kind<node_at<I>>(metrics::Direction::backward);
     if constexpr (I == 0) {
-      op.backward(ctx, chain_src, diff_dst);
+      backward_probed(op, ctx, chain_src, diff_dst, probe, kind);
     } else {
-      op.backward(ctx, std::get<I - 1>(ops_).dst(), diff_dst);
-      if (needs_diff_src<I>()) backward_at<I - 1>(ctx, chain_src, op.diff_src());
+      backward_probed(op, ctx, std::get<I - 1>(ops_).dst(), diff_dst, probe, kind);
+      if (needs_diff_src<I>()) backward_at<I - 1>(ctx, chain_src, op.diff_src(), probe);
     }
   }
 

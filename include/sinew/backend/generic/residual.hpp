@@ -41,16 +41,27 @@ class residual_op {
     shortcut_.set_mode(ForwardMode{mode.training, mix64(mode.seed ^ 0x5bd1e995u)});
   }
 
-  void forward(typename B::context& ctx, const tensor& src) {
-    main_.forward(ctx, src);
-    shortcut_.forward(ctx, src);
+  void forward(typename B::context& ctx, const tensor& src) { forward(ctx, src, metrics::no_probe); }
+  void backward(typename B::context& ctx, const tensor& src, const tensor& diff_dst) {
+    backward(ctx, src, diff_dst, metrics::no_probe);
+  }
+
+  /// Each op of both branches in its own kind, then the sum as "add" (see metrics/profile.hpp).
+  template <class Probe>
+  void forward(typename B::context& ctx, const tensor& src, Probe& probe) {
+    main_.forward(ctx, src, probe);
+    shortcut_.forward(ctx, src, probe);
+    probe.begin(metrics::OpKind::add);
     sum_.run(ctx, main_.dst(), shortcut_.dst());
   }
 
-  void backward(typename B::context& ctx, const tensor& src, const tensor& diff_dst) {
-    main_.backward(ctx, src, diff_dst);
-    shortcut_.backward(ctx, src, diff_dst);
-    if (need_diff_src_) diff_sum_.run(ctx, main_.diff_src(), shortcut_.diff_src());
+  template <class Probe>
+  void backward(typename B::context& ctx, const tensor& src, const tensor& diff_dst, Probe& probe) {
+    main_.backward(ctx, src, diff_dst, probe);
+    shortcut_.backward(ctx, src, diff_dst, probe);
+    if (!need_diff_src_) return;
+    probe.begin(metrics::OpKind::add_backward);
+    diff_sum_.run(ctx, main_.diff_src(), shortcut_.diff_src());
   }
 
  private:

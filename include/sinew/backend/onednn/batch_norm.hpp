@@ -14,6 +14,7 @@
 
 #include <string>
 
+#include "sinew/backend/generic/probe.hpp"
 #include "sinew/backend/onednn/common.hpp"
 
 namespace sinew::backend::onednn {
@@ -86,7 +87,15 @@ class batch_norm_op {
   const memory& diff_src() const noexcept { return diff_src_; }
   void bind_diff_dst(context& ctx, const desc& d) { diff_dst_.setup(ctx, d, dst_.get_desc()); }
 
-  void forward(context& ctx, const memory& src) {
+  void forward(context& ctx, const memory& src) { forward(ctx, src, metrics::no_probe); }
+  void backward(context& ctx, const memory& src, const memory& diff_dst) {
+    backward(ctx, src, diff_dst, metrics::no_probe);
+  }
+
+  /// Reports a Tanh or Sigmoid after the normalisation apart (a ReLU is inside the primitive).
+  template <class Probe>
+  void forward(context& ctx, const memory& src, Probe& probe) {
+    probe.begin(metrics::OpKind::batch_norm);
     if (&src != bound_src_) bind_src(src);
     last_ = training_ ? kTrain : kEval;
     if (training_ && config_.per_channel < 2)
@@ -95,16 +104,20 @@ class batch_norm_op {
                         "or evaluation mode)");
     mode& s = modes_[last_];
     run(ctx, s.fwd, s.fwd_args);
-    act_.forward(dst_);
     if (training_) update_running_statistics();
+    if (act_.active()) probe.begin(activation_kind(act_.kind(), metrics::Direction::forward));
+    act_.forward(dst_);
   }
 
   /// `src` must be the tensor of the last forward(); differentiates the mode that forward ran in.
-  void backward(context& ctx, const memory& src, const memory& diff_dst) {
+  template <class Probe>
+  void backward(context& ctx, const memory& src, const memory& diff_dst, Probe& probe) {
     if (&src != bound_src_) bind_src(src);
     if (&diff_dst != bound_diff_dst_) bind_diff_dst_tensor(diff_dst);
+    if (act_.active()) probe.begin(activation_kind(act_.kind(), metrics::Direction::backward));
     diff_dst_.run(ctx, diff_dst);
     act_.backward(dst_, diff_dst_.target_for(diff_dst));
+    probe.begin(metrics::OpKind::batch_norm_backward);
     mode& s = modes_[last_];
     run(ctx, s.bwd, s.bwd_args);
   }

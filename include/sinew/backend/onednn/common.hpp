@@ -218,6 +218,9 @@ class fused_activation {
     if (kind_ != simd::activation::none) diff_ = memory(dst_md, ctx.engine());
   }
   bool active() const noexcept { return kind_ != simd::activation::none; }
+  simd::activation kind() const noexcept { return kind_; }
+  /// Whether forward() runs a pass of its own (Tanh, Sigmoid) rather than a post-op inside the primitive.
+  bool separate_pass() const noexcept { return kind_ == simd::activation::tanh || kind_ == simd::activation::sigmoid; }
 
   /// The primitive attributes for activation `a`: a ReLU post-op, or nothing.
   static dnnl::primitive_attr attr(simd::activation a) {
@@ -232,7 +235,7 @@ class fused_activation {
 
   /// Applies the activation to the primitive's output in place (ReLU already ran as a post-op).
   void forward(const memory& dst) {
-    if (kind_ == simd::activation::tanh || kind_ == simd::activation::sigmoid) {
+    if (separate_pass()) {
       auto* p = static_cast<float*>(dst.get_data_handle());
       simd::activation_forward(kind_, p, p, floats_);
     }

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <optional>
+#include <type_traits>
 
+#include "sinew/backend/generic/probe.hpp"
 #include "sinew/backend/onednn/common.hpp"
 
 namespace sinew::backend::onednn {
@@ -19,27 +21,41 @@ class weighted_layer {
   const memory& diff_src() const noexcept { return diff_src_; }
   void bind_diff_dst(context& ctx, const desc& d) { diff_dst_.setup(ctx, d, fwd_pd_.dst_desc()); }
 
-  void forward(context& ctx, const memory& src) {
+  void forward(context& ctx, const memory& src) { forward(ctx, src, metrics::no_probe); }
+  void backward(context& ctx, const memory& src, const memory& diff_dst) {
+    backward(ctx, src, diff_dst, metrics::no_probe);
+  }
+
+  /// Reports the fused activation's own pass (Tanh, Sigmoid) apart from the primitive (see metrics/profile.hpp).
+  template <class Probe>
+  void forward(context& ctx, const memory& src, Probe& probe) {
     if (&src != bound_src_) bind_src(src);
+    probe.begin(kForwardKind);
     src_.run(ctx, src);
     w_.run(ctx, user_w_);
     run(ctx, fwd_, fwd_args_);
+    if (act_.separate_pass()) probe.begin(activation_kind(act_.kind(), metrics::Direction::forward));
     act_.forward(dst_);
   }
 
-  /// `src` must be the tensor of the last forward().
-  void backward(context& ctx, const memory& src, const memory& diff_dst) {
+  /// `src` must be the tensor of the last forward(). Reports the activation's backward, backward weights and
+  /// backward data apart.
+  template <class Probe>
+  void backward(context& ctx, const memory& src, const memory& diff_dst, Probe& probe) {
     if (&diff_dst != bound_diff_dst_) bind_diff_dst_tensor(diff_dst);
+    if (act_.active()) probe.begin(activation_kind(act_.kind(), metrics::Direction::backward));
     diff_dst_.run(ctx, diff_dst);
     const memory& dd = diff_dst_.target_for(diff_dst);
     act_.backward(dst_, dd);
     const memory& dz = act_.target_for(dd);
+    probe.begin(kWeightsKind);
     bww_src_.run(ctx, src_.target_for(src));
     bww_diff_dst_.run(ctx, dz);
     run(ctx, bww_, bww_args_);
     diff_w_.commit(ctx);
     if (has_bias_) diff_b_.commit(ctx);
     if (bwd_) {
+      probe.begin(kDataKind);
       bwd_diff_dst_.run(ctx, dz);
       bwd_w_.run(ctx, w_.target_for(user_w_));
       run(ctx, bwd_, bwd_args_);
@@ -47,6 +63,13 @@ class weighted_layer {
   }
 
  protected:
+  static constexpr bool kConvolution = std::is_same_v<Forward, dnnl::convolution_forward>;
+  static constexpr auto kForwardKind = kConvolution ? metrics::OpKind::convolution : metrics::OpKind::fully_connected;
+  static constexpr auto kWeightsKind = kConvolution ? metrics::OpKind::convolution_backward_weights
+                                                    : metrics::OpKind::fully_connected_backward_weights;
+  static constexpr auto kDataKind =
+      kConvolution ? metrics::OpKind::convolution_backward_data : metrics::OpKind::fully_connected_backward_data;
+
   using forward_pd = typename Forward::primitive_desc;
   using backward_data_pd = typename BackwardData::primitive_desc;
   using backward_weights_pd = typename BackwardWeights::primitive_desc;
