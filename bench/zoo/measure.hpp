@@ -94,18 +94,12 @@ int measure(const Config& c) {
     Config short_run = c;
     short_run.warmup = std::min(c.warmup, 3), short_run.steps = std::min(c.steps, 5);
     time_steps(ctx, short_run, model);
-    auto nodes = model.profile().nodes();
+    // The operator kinds by time per step (seed 000's Figs. 5 and 7), largest first.
     std::vector<std::pair<double, std::string>> top;
-    for (std::size_t i = 0; i < nodes.size(); ++i) {
-      const auto& e = nodes[i];
-      const double ms = 1e3 * (e.forward_seconds + e.backward_seconds) / short_run.steps;
-      char line[160];
-      std::snprintf(line, sizeof line, "node %zu %s: forward %.2f ms, backward %.2f ms", i, e.name.c_str(),
-                    1e3 * e.forward_seconds / short_run.steps, 1e3 * e.backward_seconds / short_run.steps);
-      top.push_back({ms, line});
-    }
+    for (const auto& [kind, seconds] : model.profile().by_kind()) top.push_back({seconds / short_run.steps, kind});
     std::sort(top.rbegin(), top.rend());
-    for (std::size_t i = 0; i < top.size() && i < 6; ++i) std::printf("operator %s\n", top[i].second.c_str());
+    for (std::size_t i = 0; i < top.size() && i < 6; ++i)
+      std::printf("operator %s %.2f ms\n", top[i].second.c_str(), 1e3 * top[i].first);
   });
   if (!known) {
     std::fprintf(stderr, "zoo: unknown network %s\n", c.net.c_str());

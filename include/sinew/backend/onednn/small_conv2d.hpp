@@ -80,15 +80,29 @@ class small_conv2d_op : public weighted_layer<dnnl::inner_product_forward, dnnl:
     weighted_layer::bind_diff_dst(ctx, diff_rows_.get_desc());
   }
 
-  void forward(context& ctx, const memory& src) {
-    expand();
-    weighted_layer::forward(ctx, src);
+  void forward(context& ctx, const memory& src) { forward(ctx, src, metrics::no_probe); }
+  void backward(context& ctx, const memory& src, const memory& diff_dst) {
+    backward(ctx, src, diff_dst, metrics::no_probe);
   }
 
-  void backward(context& ctx, const memory& src, const memory& diff_dst) {
+  /// Profiled as the convolution it is: the inner product's parts and the expansion and folding of the matrix
+  /// go to the convolution's kinds.
+  template <class Probe>
+  void forward(context& ctx, const memory& src, Probe& probe) {
+    as_convolution<Probe> p{probe};
+    p.begin(metrics::OpKind::convolution);
+    expand();
+    weighted_layer::forward(ctx, src, p);
+  }
+
+  template <class Probe>
+  void backward(context& ctx, const memory& src, const memory& diff_dst, Probe& probe) {
+    as_convolution<Probe> p{probe};
+    p.begin(metrics::OpKind::convolution_backward_data);
     diff_image_.run(ctx, diff_dst);
     diff_rows_.set_data_handle(diff_image_.target_for(diff_dst).get_data_handle());
-    weighted_layer::backward(ctx, src, diff_rows_);
+    weighted_layer::backward(ctx, src, diff_rows_, p);
+    p.begin(metrics::OpKind::convolution_backward_weights);
     fold();
   }
 
@@ -98,6 +112,19 @@ class small_conv2d_op : public weighted_layer<dnnl::inner_product_forward, dnnl:
     const int k = in_pos - out_pos * c_.stride + c_.padding;
     return k >= 0 && k < c_.kernel ? k : -1;
   }
+
+  // Relabels the inner product's kinds as the convolution's.
+  template <class Probe>
+  struct as_convolution {
+    Probe& probe;
+    void begin(metrics::OpKind k) {
+      using K = metrics::OpKind;
+      probe.begin(k == K::fully_connected                    ? K::convolution
+                  : k == K::fully_connected_backward_weights ? K::convolution_backward_weights
+                  : k == K::fully_connected_backward_data    ? K::convolution_backward_data
+                                                             : k);
+    }
+  };
 
   // The tap joining output pixel op to input pixel ip (row-major positions), ky * kernel + kx, or -1.
   void build_taps() {
