@@ -201,7 +201,8 @@ class Trainer {
   }
 
   /// Stops on a NaN or infinite loss, before the step changes any parameter. With several processes all
-  /// ranks learn of it together (a strategy's all_agree), so none is left waiting in a collective.
+  /// ranks learn of it together (a strategy's all_agree), so none is left waiting in a collective; with a
+  /// parameter server the others learn of it from the servers, at their next step.
   void check_finite(double loss, std::size_t step) {
     const bool finite = std::isfinite(loss);
     bool everywhere = finite;

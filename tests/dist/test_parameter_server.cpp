@@ -248,10 +248,15 @@ void expect_sync_workers_equal_one_process_on_global_batches() {
                                                         Strategy({.configuration = "smallnet batch=8"}, world));
   auto local = loader_for(d, kLocalBatch, parallel.dist().worker_index(), parallel.dist().workers());
   std::size_t steps = 0, samples = 0;
+  metrics::PhaseSeconds phases;
   for (int e = 0; e < kEpochs; ++e) {
     const EpochStats s = parallel.train_epoch(local);
-    steps += s.steps, samples += s.samples;
+    steps += s.steps, samples += s.samples, phases += s.phases;
   }
+  // Workers: push and pull is exposed communication, the servers' optimizer time is update; servers: their
+  // optimizer time is update.
+  EXPECT_GT(phases.update, 0.0) << "rank " << r;
+  if (parallel.dist().is_worker()) EXPECT_GT(phases.comm, 0.0) << "rank " << r;
   const auto mine = parallel.model().parameters();
   std::vector<float> worker0(mine.begin(), mine.end());
   world.broadcast(worker0, 0);

@@ -14,6 +14,7 @@
 //   worker -> server  {gradient, lr} then the gradient's shard   one step
 //                     {done}                                     the worker's epoch is over
 //                     {stop, worker, epoch, step}                the worker stops training; nothing follows
+//                                                                (steps cross as floats: exact below 2^24)
 //   server -> worker  {params, update seconds, lead} then the shard's parameters
 //                     {stop, worker, epoch, step} then the shard's parameters: stop training
 // A worker's step posts the receives of every server's reply first, then sends its gradient shards, then waits
@@ -31,7 +32,8 @@
 // steps of its shard, `phases.update` their time and `phases.comm` the rest). Each worker ends its epoch with
 // {done}; a server answers every done, once all workers sent theirs, with the shard's final parameters, so all
 // workers leave an epoch with the same parameters. Workers with fewer steps just leave the epoch's rounds (Sync)
-// or the staleness minimum (BoundedStaleness) sooner: uneven step counts cannot hang.
+// or the staleness minimum (BoundedStaleness) sooner: uneven step counts cannot hang. Every rank, server or
+// worker, must call train_epoch equally often (a server left out of an epoch leaves its workers waiting).
 //
 // Stopping. all_agree(false) (the trainer's NaN check) sends {stop} to every server. A server that receives a
 // stop replies {stop} to every other worker's next message (or the one it holds), then throws a training_error;
