@@ -256,7 +256,9 @@ void expect_sync_workers_equal_one_process_on_global_batches() {
   // Workers: push and pull is exposed communication, the servers' optimizer time is update; servers: their
   // optimizer time is update.
   EXPECT_GT(phases.update, 0.0) << "rank " << r;
-  if (parallel.dist().is_worker()) EXPECT_GT(phases.comm, 0.0) << "rank " << r;
+  if (parallel.dist().is_worker()) {
+    EXPECT_GT(phases.comm, 0.0) << "rank " << r;
+  }
   const auto mine = parallel.model().parameters();
   std::vector<float> worker0(mine.begin(), mine.end());
   world.broadcast(worker0, 0);
