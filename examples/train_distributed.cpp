@@ -1,11 +1,15 @@
-// train_distributed: LeNet-5 on Fashion-MNIST, data-parallel over MPI. Each rank trains on its own shard
-// (reshuffled every epoch from a shared seed); gradients are averaged every step.
+// train_distributed: LeNet-5 on Fashion-MNIST, data-parallel over MPI. Each worker trains on its own shard
+// (reshuffled every epoch from a shared seed). With all-reduce (ring, mpi) every rank is a worker and the
+// gradients are averaged every step; with --strategy ps the last rank is a parameter server that runs the
+// optimizer, in the --mode given: sync (averaged every step), async (applied as they come) or stale2
+// (asynchronous, but no worker more than 2 steps ahead of the slowest).
 //
-//   mpirun -np 2 --bind-to core build/examples/train_distributed [--strategy ring|mpi] [--epochs 5]
-//          [--batch 32] [--lr 0.05] [--threads 1] [--data DIR] [--json FILE]
+//   mpirun -np 2 --bind-to core build/examples/train_distributed [--strategy ring|mpi|ps] [--mode sync|async|stale2]
+//          [--every-worker-reads-all] [--epochs 5] [--batch 32] [--lr 0.05] [--threads 1] [--data DIR] [--json FILE]
 //
-// --batch is the local batch: the global batch is batch x ranks. As root, Open MPI also needs
-// --allow-run-as-root, and --oversubscribe beyond the number of cores.
+// --batch is the local batch: the global batch is batch x workers. --every-worker-reads-all gives each worker
+// the whole dataset in its own order instead of a disjoint shard (asynchronous TensorFlow's input pipelines).
+// As root, Open MPI also needs --allow-run-as-root, and --oversubscribe beyond the number of cores.
 #include <cstdio>
 #include <exception>
 #include <vector>
@@ -19,10 +23,11 @@ using Backend = sinew::backend::OneDnn;                        // oneDNN primiti
 using Optim   = sinew::optim::Sgd;                             // momentum SGD
 using Ring    = sinew::dist::RingAllReduce<sinew::comm::Mpi>;  // bandwidth-optimal ring
 using Native  = sinew::dist::MpiAllReduce<sinew::comm::Mpi>;   // MPI's own all-reduce
+using Server  = sinew::dist::ParameterServer<sinew::comm::Mpi, 1>;  // the last rank serves
 
-template <class Strategy>
-int run(sinew::cli::Args& args, const char* strategy_name) {
-  using Train = sinew::Trainer<Net, Backend, Strategy, sinew::Sync, Optim>;
+template <class Strategy, class Mode = sinew::Sync>
+int run(sinew::cli::Args& args, const std::string& strategy_name) {
+  using Train = sinew::Trainer<Net, Backend, Strategy, Mode, Optim>;
   sinew::comm::Mpi world;
   const std::string dir = args.get("data", sinew::data::default_fashion_mnist_dir().string());
   const int epochs = args.integer("epochs", 5);
@@ -33,31 +38,36 @@ int run(sinew::cli::Args& args, const char* strategy_name) {
   lo.pad_to_height = lo.pad_to_width = 32;
   lo.mean = {0.2860f};
   lo.std = {0.3530f};
-  lo.rank = world.rank();
-  lo.world_size = world.size();
+  if (args.flag("every-worker-reads-all")) lo.sharding = sinew::data::Sharding::every_worker_reads_all;
   const sinew::TrainerOptions to{.threads = args.integer("threads", 1), .seed = lo.seed};
   const Optim::options oo{.lr = float(args.number("lr", 0.05)), .momentum = float(args.number("momentum", 0.9))};
   const std::string json = args.get("json", "");
   args.check_unused();
 
+  const std::string configuration = "lenet5 fashion-mnist batch=" + std::to_string(lo.batch_size) +
+                                    " sharding=" + std::to_string(int(lo.sharding));
+  Train trainer(to, oo, Strategy({.configuration = configuration}, world));
+  const int workers = trainer.dist().workers();
+  lo.rank = trainer.dist().worker_index();  // shards go to workers: a parameter server holds no data
+  lo.world_size = workers;
   sinew::data::CachedLoader train(sinew::data::load_fashion_mnist(sinew::data::Split::train, dir), lo);
   lo.shuffle = false;
   lo.drop_last = false;
-  lo.rank = 0, lo.world_size = 1;  // every rank evaluates the whole test set with the same parameters
+  lo.rank = 0, lo.world_size = 1;  // every worker evaluates the whole test set with the same parameters
+  lo.sharding = sinew::data::Sharding::disjoint;
   sinew::data::CachedLoader test(sinew::data::load_fashion_mnist(sinew::data::Split::test, dir), lo);
-  const std::string configuration = "lenet5 fashion-mnist batch=" + std::to_string(lo.batch_size);
-  Train trainer(to, oo, Strategy({.configuration = configuration}, world));
-  const bool root = world.rank() == 0;
+  const bool root = world.rank() == 0;  // a worker with every strategy
   if (root)
-    std::printf("LeNet-5 on Fashion-MNIST, %s, %d ranks x %d threads, local batch %d (global %d)\n", strategy_name,
-                world.size(), trainer.context().threads(), lo.batch_size, lo.batch_size * world.size());
+    std::printf("LeNet-5 on Fashion-MNIST, %s, %d ranks (%d workers) x %d threads, local batch %d (global %d)\n",
+                strategy_name.c_str(), world.size(), workers, trainer.context().threads(), lo.batch_size,
+                lo.batch_size * workers);
 
   std::vector<sinew::examples::EpochRecord> records;
   for (int e = 0; e < epochs; ++e) {
     sinew::examples::EpochRecord r;
     r.train = trainer.train_epoch(train);
     r.test = trainer.evaluate(test);
-    r.train.images_per_second *= world.size();  // every rank processes its own shard at the same pace
+    r.train.images_per_second *= workers;  // every worker processes its own shard at about the same pace
     if (root) {
       sinew::examples::print_epoch(r, epochs);
       std::printf("           phases per epoch (s): load %.2f forward %.2f backward %.2f comm %.2f update %.2f\n",
@@ -72,11 +82,12 @@ int run(sinew::cli::Args& args, const char* strategy_name) {
     config.set("dataset", "fashion-mnist");
     config.set("strategy", strategy_name);
     config.set("ranks", world.size());
+    config.set("workers", workers);
     config.set("threads_per_rank", trainer.context().threads());
     config.set("local_batch", lo.batch_size);
     config.set("lr", oo.lr);
     sinew::examples::results_json("train_distributed", config, records,
-                                  trainer.images_per_second() * world.size())
+                                  trainer.images_per_second() * workers)
         .save(json);
   }
   return 0;
@@ -84,12 +95,20 @@ int run(sinew::cli::Args& args, const char* strategy_name) {
 
 int main(int argc, char** argv) try {
   sinew::cli::Args args(argc, argv,
-                        "usage: mpirun -np N train_distributed [--strategy ring|mpi] [--epochs 5] [--batch 32]\n"
+                        "usage: mpirun -np N train_distributed [--strategy ring|mpi|ps] [--mode sync|async|stale2]\n"
+                        "                                      [--every-worker-reads-all] [--epochs 5] [--batch 32]\n"
                         "                                      [--lr 0.05] [--threads 1] [--data DIR] [--json FILE]");
-  const std::string strategy = args.get("strategy", "ring");
+  const std::string strategy = args.get("strategy", "ring"), mode = args.get("mode", "sync");
+  if (strategy != "ps" && mode != "sync")
+    args.fail("--mode " + mode + " needs --strategy ps: all-reduce is synchronous");
   if (strategy == "ring") return run<Ring>(args, "ring all-reduce");
   if (strategy == "mpi") return run<Native>(args, "MPI_Allreduce");
-  args.fail("--strategy must be ring or mpi, not '" + strategy + "'");
+  if (strategy == "ps" && mode == "sync") return run<Server, sinew::Sync>(args, "parameter server, sync");
+  if (strategy == "ps" && mode == "async") return run<Server, sinew::Async>(args, "parameter server, async");
+  if (strategy == "ps" && mode == "stale2")
+    return run<Server, sinew::BoundedStaleness<2>>(args, "parameter server, bounded staleness 2");
+  if (strategy == "ps") args.fail("--mode must be sync, async or stale2, not '" + mode + "'");
+  args.fail("--strategy must be ring, mpi or ps, not '" + strategy + "'");
 } catch (const std::exception& e) {
   std::fprintf(stderr, "train_distributed: %s\n", e.what());
   return 1;

@@ -10,7 +10,8 @@
 //
 // Each step is timed in phases (load, forward, backward, exposed communication, update); images/s counts
 // only steps after the warm-up. A NaN or infinite loss stops training with a training_error before the
-// step changes any parameter.
+// step changes any parameter. On a rank that does not train (a parameter server) train_epoch serves the
+// workers' epoch instead.
 #pragma once
 
 #include <cmath>
@@ -109,6 +110,8 @@ class Trainer {
     check_shape(loader);
     EpochStats stats;
     stats.epoch = epoch_;
+    if constexpr (requires { strategy_.template serve<M>(model_.parameters(), stats.phases); })
+      if (!strategy_.is_worker()) return serve_epoch(stats);
     loader.start_epoch(epoch_);
     ensure_buffers(loader.batch_size());
     model_.set_training(true);
@@ -144,6 +147,9 @@ class Trainer {
       }
       ++step_;
     }
+    // A parameter server's worker ends the epoch with the servers' final parameters.
+    if constexpr (requires { strategy_.template finish_epoch<M>(model_.parameters(), stats.phases); })
+      strategy_.template finish_epoch<M>(model_.parameters(), stats.phases);
     stats.seconds = epoch_watch.elapsed();
     if (stats.samples > 0) {
       stats.loss = loss_sum / double(stats.samples);
@@ -158,9 +164,11 @@ class Trainer {
   }
 
   /// Loss and accuracy over one pass of `loader` in evaluation mode (running statistics, no dropout), without
-  /// changing the parameters or the buffers.
+  /// changing the parameters or the buffers. A rank that does not train (a parameter server, whose model is
+  /// current only in its shard) evaluates nothing: 0 samples.
   EvalStats evaluate(L& loader) {
     check_shape(loader);
+    if (!strategy_.is_worker()) return {};
     loader.start_epoch(0);
     ensure_buffers(loader.batch_size());
     model_.set_training(false);
@@ -184,8 +192,19 @@ class Trainer {
   }
 
  private:
+  /// On a rank that does not train (a parameter server): serves the workers' steps of this epoch; the stats
+  /// count no samples, `steps` the server's optimizer steps.
+  EpochStats serve_epoch(EpochStats stats) {
+    metrics::Stopwatch watch;
+    ++epoch_;
+    stats.steps = strategy_.template serve<M>(model_.parameters(), stats.phases);
+    stats.seconds = watch.elapsed();
+    return stats;
+  }
+
   /// Stops on a NaN or infinite loss, before the step changes any parameter. With several processes all
-  /// ranks learn of it together (a strategy's all_agree), so none is left waiting in a collective.
+  /// ranks learn of it together (a strategy's all_agree), so none is left waiting in a collective; with a
+  /// parameter server the others learn of it from the servers, at their next step.
   void check_finite(double loss, std::size_t step) {
     const bool finite = std::isfinite(loss);
     bool everywhere = finite;

@@ -6,6 +6,7 @@
 #include <boost/mpi/communicator.hpp>
 #include <boost/mpi/environment.hpp>
 
+#include <algorithm>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -84,6 +85,28 @@ TEST(mpi, isend_irecv_exchange_with_both_neighbours) {
   EXPECT_EQ(from_left.front(), float(left));
   EXPECT_EQ(from_left.back(), float(left));
   EXPECT_EQ(from_right.back(), float(-right));
+}
+
+TEST(mpi, probe_any_names_each_sender_whose_message_is_then_received) {
+  Mpi world;
+  const int p = world.size(), r = world.rank();
+  if (p == 1) GTEST_SKIP() << "needs two ranks";
+  std::vector<int> senders;
+  if (r != 0) {
+    world.send(std::vector<float>(2, float(r)), 0, 11);
+  } else {
+    for (int k = 1; k < p; ++k) {
+      const int sender = world.probe_any(11);
+      std::vector<float> message(2);
+      world.recv(message, sender, 11);
+      EXPECT_EQ(message[0], float(sender)) << "probe_any named rank " << sender << " for another rank's message";
+      senders.push_back(sender);
+    }
+    std::sort(senders.begin(), senders.end());
+    std::vector<int> everyone(std::size_t(p - 1));
+    std::iota(everyone.begin(), everyone.end(), 1);
+    EXPECT_EQ(senders, everyone);
+  }
 }
 
 TEST(mpi, allreduce_sum_and_iallreduce_sum_add_every_rank) {

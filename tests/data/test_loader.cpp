@@ -251,6 +251,54 @@ TYPED_TEST(AnyLoader, shards_are_disjoint_cover_the_dataset_and_change_every_epo
   }
 }
 
+TYPED_TEST(AnyLoader, every_worker_reads_all_gives_each_worker_the_whole_dataset_in_its_own_order) {
+  const Dataset data = indexed_dataset(10);
+  std::vector<std::int32_t> all(10);
+  for (int i = 0; i < 10; ++i) all[static_cast<std::size_t>(i)] = i;
+  const auto order = [&](int rank, int epoch, sinew::data::Sharding sharding, int world_size) {
+    LoaderOptions options;
+    options.batch_size = 3;
+    options.seed = 7;
+    options.rank = rank;
+    options.world_size = world_size;
+    options.sharding = sharding;
+    TypeParam loader(data, options);
+    EXPECT_EQ(loader.size(), 10u);
+    EXPECT_EQ(loader.batches_per_epoch(), 4u);
+    return labels_of(run_epoch(loader, epoch));
+  };
+  using sinew::data::Sharding;
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    std::vector<std::vector<std::int32_t>> orders;
+    for (int rank = 0; rank < 3; ++rank) {
+      orders.push_back(order(rank, epoch, Sharding::every_worker_reads_all, 3));
+      auto sorted = orders.back();
+      std::sort(sorted.begin(), sorted.end());
+      EXPECT_EQ(sorted, all) << "rank " << rank << " did not read every sample once in epoch " << epoch;
+    }
+    EXPECT_NE(orders[0], orders[1]) << "ranks 0 and 1 read in the same order in epoch " << epoch;
+    EXPECT_NE(orders[1], orders[2]) << "ranks 1 and 2 read in the same order in epoch " << epoch;
+    EXPECT_EQ(orders[1], order(1, epoch, Sharding::every_worker_reads_all, 3)) << "the order must be repeatable";
+    // Worker 0 reads in the one-worker order, so one worker gives the same run with either sharding.
+    EXPECT_EQ(orders[0], order(0, epoch, Sharding::disjoint, 1));
+  }
+  EXPECT_NE(order(1, 0, Sharding::every_worker_reads_all, 3), order(1, 1, Sharding::every_worker_reads_all, 3))
+      << "rank 1's order did not change between epochs";
+}
+
+TYPED_TEST(AnyLoader, every_worker_reads_all_with_drop_last_takes_whole_batches_of_the_whole_dataset) {
+  LoaderOptions options;
+  options.batch_size = 4;
+  options.drop_last = true;
+  options.rank = 4, options.world_size = 20;  // more workers than samples: fine when each reads everything
+  options.sharding = sinew::data::Sharding::every_worker_reads_all;
+  TypeParam loader(indexed_dataset(10), options);
+  EXPECT_EQ(loader.size(), 8u);
+  EXPECT_EQ(batch_sizes(run_epoch(loader, 0)), (std::vector<std::size_t>{4, 4}));
+  const auto labels = labels_of(run_epoch(loader, 0));
+  EXPECT_EQ(std::set<std::int32_t>(labels.begin(), labels.end()).size(), 8u) << "a sample came twice";
+}
+
 TYPED_TEST(AnyLoader, without_drop_last_the_last_batch_is_short) {
   LoaderOptions options;
   options.batch_size = 4;

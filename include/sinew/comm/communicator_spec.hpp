@@ -19,6 +19,9 @@
 //   c.barrier()                     collective: returns once every rank has entered it.
 //   c.abort(code, message)          prints `message` (naming this rank) and ends every process of the job
 //                                   with exit code `code`. Does not return.
+// Optional (req::has_probe_any; dist::ParameterServer needs it):
+//   c.probe_any(tag) -> int        blocks until a message with `tag` from any rank can be received and returns
+//                                  that rank (MPI_Probe with MPI_ANY_SOURCE); the message stays to be recv'd.
 // Collectives must be called by every rank in the same order. Failures throw sinew::comm_error naming the
 // operation and the peer. Counts are ints in MPI, so one call moves at most INT_MAX floats.
 #pragma once
@@ -66,6 +69,11 @@ concept has_barrier_and_abort = requires(C& c, int code, std::string_view messag
   { c.barrier() };
   { c.abort(code, message) };
 };
+/// Optional: receiving from whichever rank sent first (asynchronous parameter servers need it).
+template <class C>
+concept has_probe_any = requires(C& c, int tag) {
+  { c.probe_any(tag) } -> std::convertible_to<int>;
+};
 }  // namespace req
 
 /// A communicator policy (the template parameter of dist::RingAllReduce, dist::MpiAllReduce ...).
@@ -92,9 +100,10 @@ struct single_process {
   request iallreduce_sum(std::span<float>) { return {}; }
   void broadcast(std::span<float>, int) {}
   void barrier() {}
+  int probe_any(int) { return 0; }
   [[noreturn]] void abort(int, std::string_view) { std::abort(); }
 };
-static_assert(Communicator<single_process>);
+static_assert(Communicator<single_process> && req::has_probe_any<single_process>);
 }  // namespace comm::example
 
 }  // namespace sinew

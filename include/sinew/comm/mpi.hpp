@@ -229,6 +229,14 @@ class Mpi {
     detail::check_mpi(MPI_Barrier(native()), rank_, {"barrier"});
   }
 
+  /// Blocks until a message with `tag` from any rank can be received; returns the sender, whose message is then
+  /// taken with recv(data, sender, tag).
+  int probe_any(int tag) {
+    MPI_Status status;
+    detail::check_mpi(MPI_Probe(MPI_ANY_SOURCE, tag, native(), &status), rank_, {"probe_any", nullptr, -1, tag});
+    return status.MPI_SOURCE;
+  }
+
   /// Prints "sinew: rank R aborts the job: <message>" and ends every process of the job with `code`.
   [[noreturn]] void abort(int code, std::string_view message) {
     std::fprintf(stderr, "sinew: rank %d aborts the job: %.*s\n", rank_, int(message.size()), message.data());

@@ -6,6 +6,18 @@
 
 namespace sinew::data {
 
+/// How the workers share the dataset in an epoch.
+enum class Sharding {
+  /// Worker r of world_size takes positions r, r + world_size, ... of the epoch's permutation (shared by every
+  /// worker): the shares are disjoint, cover the dataset and change every epoch. The global batch is
+  /// batch_size x world_size, as in synchronous data parallelism.
+  disjoint,
+  /// Every worker reads the whole dataset each epoch, in its own order (the permutation of seed ^ f(rank), so
+  /// worker 0's order is the one-worker order): what asynchronous TensorFlow input pipelines do when each
+  /// worker shuffles the full dataset itself. An epoch is then world_size passes over the data.
+  every_worker_reads_all,
+};
+
 /// Options shared by CachedLoader and StreamingLoader; the same options give both the same batches.
 struct LoaderOptions {
   int batch_size = 64;
@@ -17,8 +29,9 @@ struct LoaderOptions {
   int pad_to_height = 0, pad_to_width = 0;
   // Per channel: a pixel x becomes (x / 255 - mean[c]) / std[c]. Empty mean = 0, empty std = 1.
   std::vector<float> mean, std;
-  // This process's share: rank r of world_size takes positions r, r + world_size, ... of the epoch's
-  // permutation of the whole dataset, so the shares are disjoint and change every epoch.
+  // This worker's index among the workers and their number (see `sharding`). With all-reduce every rank is a
+  // worker; with a parameter server take the strategy's worker_index() and workers(), not the MPI rank and
+  // size: servers hold no data, so the global batch is batch_size x workers.
   int rank = 0, world_size = 1;
   // Training augmentation, as torchvision's RandomCrop(size, padding) then RandomHorizontalFlip(): the image
   // (after pad_to_*) is zero-padded by random_crop_padding pixels on every side (raw value 0, normalized like
@@ -28,6 +41,7 @@ struct LoaderOptions {
   // evaluation.
   int random_crop_padding = 0;
   bool random_horizontal_flip = false;
+  Sharding sharding = Sharding::disjoint;
 };
 
 }  // namespace sinew::data

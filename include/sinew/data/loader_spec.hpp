@@ -14,8 +14,9 @@
 //                                  the first n * channels() * height() * width() images and n labels, and
 //                                  returns n: batch_size(), or less for a short last batch; 0 once the epoch
 //                                  is over, until the next start_epoch.
-// With several ranks, each sees a disjoint share of the dataset per epoch; ranks' size() may then differ
-// by one sample unless the loader evens them out (sinew's loaders do with drop_last).
+// With several workers, each sees a disjoint share of the dataset per epoch; workers' size() may then differ
+// by one sample unless the loader evens them out (sinew's loaders do with drop_last). sinew's loaders can
+// instead let every worker read the whole dataset in its own order (LoaderOptions::sharding).
 #pragma once
 
 #include <concepts>

@@ -14,8 +14,16 @@
 //   s.template update<M>(params, grads, optimizer, phases)
 //                                   after backward: combines gradients as M says and updates params, adding
 //                                   the exposed and hidden communication and the update time to phases.
-// Optional: s.all_agree(bool) -> bool, collective, true when the flag holds on every rank; the trainer
-// asks it before acting on a NaN loss so that all ranks stop together (none waits in a collective).
+// Optional: s.all_agree(bool) -> bool, true when the flag holds on every rank; the trainer asks it before
+// acting on a NaN loss so that all ranks stop together (none waits in a collective). The all-reduce strategies
+// make it a collective; dist::ParameterServer, whose servers do not train, sends a false to its servers, which
+// tell every other worker at its next exchange (see parameter_server.hpp).
+// Optional, for strategies with ranks that do not train (dist::ParameterServer):
+//   s.template serve<M>(params, phases) -> std::size_t
+//                                   on a rank with is_worker() false, Trainer::train_epoch calls this instead of
+//                                   training: it serves the workers' epoch and returns its optimizer steps;
+//   s.template finish_epoch<M>(params, phases)
+//                                   on a worker, after its epoch's last step (the end of epoch for the servers).
 // S may also offer hooks that let communication overlap backward; the trainer uses them when present.
 #pragma once
 

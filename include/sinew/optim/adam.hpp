@@ -79,6 +79,8 @@ class AdamW : public Adam {
       weight_decay = 0.01f;
       decoupled = true;
     }
+    /// From hyper_parameters() (inherited from Adam), so that a parameter server can build a like optimizer.
+    options(const Adam::options& o) : Adam::options(o) {}  // NOLINT(google-explicit-constructor)
   };
   AdamW(options o, std::size_t n) : Adam(o, n) {}
 };

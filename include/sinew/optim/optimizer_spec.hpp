@@ -10,6 +10,8 @@
 //   O::kName                     "sgd", "adam", ... for reports.
 // Updates are element-wise, so a parameter server may call step() on any sub-range with an optimizer
 // constructed for that range's size.
+// Optional (dist::ParameterServer needs it): o.hyper_parameters() returns options that construct a like
+// optimizer, O(o.hyper_parameters(), m): the servers build one per shard.
 #pragma once
 
 #include <concepts>
@@ -51,6 +53,7 @@ struct descent {
   }
   float learning_rate() const { return lr_; }
   void set_learning_rate(float lr) { lr_ = lr; }
+  options hyper_parameters() const { return {lr_}; }
   float lr_;
 };
 static_assert(Optimizer<descent>);

@@ -53,6 +53,7 @@ class RmsProp {
 
   float learning_rate() const noexcept { return o_.lr; }
   void set_learning_rate(float lr) noexcept { o_.lr = lr; }
+  const options& hyper_parameters() const noexcept { return o_; }
 
  private:
   options o_;

@@ -52,12 +52,17 @@ class loader_plan {
 
   /// The dataset indices this rank visits in `epoch`, in order: samples() of them.
   std::vector<std::size_t> epoch_indices(int epoch) const {
+    const bool everything = options_.sharding == Sharding::every_worker_reads_all;
     std::vector<std::size_t> order;
     if (options_.shuffle) {
-      order = epoch_permutation(dataset_size_, options_.seed, epoch);
+      order = epoch_permutation(dataset_size_, everything ? worker_seed() : options_.seed, epoch);
     } else {
       order.resize(dataset_size_);
       std::iota(order.begin(), order.end(), std::size_t{0});
+    }
+    if (everything) {
+      order.resize(samples_);
+      return order;
     }
     std::vector<std::size_t> mine(samples_);
     const auto rank = static_cast<std::size_t>(options_.rank), world = static_cast<std::size_t>(options_.world_size);
@@ -156,7 +161,7 @@ class loader_plan {
     if (o.rank < 0 || o.rank >= o.world_size)
       throw data_error("loader: rank " + std::to_string(o.rank) + " is out of range for world_size " +
                        std::to_string(o.world_size) + " (ranks are 0.." + std::to_string(o.world_size - 1) + ")");
-    if (data.size() < static_cast<std::size_t>(o.world_size))
+    if (o.sharding == Sharding::disjoint && data.size() < static_cast<std::size_t>(o.world_size))
       throw data_error("loader: " + std::to_string(data.size()) + " samples cannot be shared by " +
                        std::to_string(o.world_size) + " ranks (every rank needs at least one)");
     check_pad("pad_to_height", o.pad_to_height, "height", data.height);
@@ -201,6 +206,13 @@ class loader_plan {
     }
   }
 
+  // Worker r's own seed for every_worker_reads_all: the shared seed for worker 0, unrelated ones for the others
+  // (epoch_engine mixes the seed, so seeds that differ in a few bits still start unrelated streams).
+  std::uint64_t worker_seed() const {
+    return options_.seed ^ (static_cast<std::uint64_t>(options_.rank) * 0x9E3779B97F4A7C15u);
+  }
+
+  // With every_worker_reads_all every worker takes the whole permutation (with drop_last, its whole batches).
   // Without drop_last, rank r takes every position r + k * world_size of the permutation: the shares cover
   // the dataset and differ by at most one sample. With it, every rank takes dataset_size / world_size
   // positions (a few of the permutation's last ones go unused, different ones each epoch) and then only
@@ -209,7 +221,14 @@ class loader_plan {
     dataset_size_ = dataset_size;
     const auto rank = static_cast<std::size_t>(options_.rank), world = static_cast<std::size_t>(options_.world_size);
     const auto batch = static_cast<std::size_t>(options_.batch_size);
-    if (options_.drop_last) {
+    if (options_.sharding == Sharding::every_worker_reads_all) {
+      batches_ = options_.drop_last ? dataset_size / batch : (dataset_size + batch - 1) / batch;
+      samples_ = options_.drop_last ? batches_ * batch : dataset_size;
+      if (batches_ == 0)
+        throw data_error("loader: with drop_last, the " + std::to_string(dataset_size) +
+                         " samples make no full batch of " + std::to_string(batch) +
+                         " (lower batch_size, or set drop_last = false)");
+    } else if (options_.drop_last) {
       const std::size_t share = dataset_size / world;
       batches_ = share / batch;
       samples_ = batches_ * batch;

@@ -1,0 +1,463 @@
+// sinew/dist/parameter_server.hpp: data parallelism through parameter servers, in every sync mode.
+//
+//   using Strategy = sinew::dist::ParameterServer<sinew::comm::Mpi, 1>;  // the last rank serves, the others train
+//   using Train    = sinew::Trainer<Net, Backend, Strategy, sinew::Async>;
+//
+// Roles. Of p ranks the last `Servers` are servers and ranks 0 .. p - Servers - 1 are workers, so rank 0 is a
+// worker (it prints, as with the other strategies) and a worker's index is its rank. Server s holds shard s of
+// the flat parameter buffer, [s n / Servers, (s + 1) n / Servers): contiguous, sizes differ by one float at most.
+// The optimizer runs on the servers: each builds its own for its shard, O(o.hyper_parameters(), shard size), so
+// the optimizer state (momentum, moments) lives there; a worker's optimizer only supplies the learning rate (and
+// so the schedule), which travels with every gradient.
+//
+// Protocol: point-to-point messages of floats; every message starts with a 4-float header, some carry a shard.
+//   worker -> server  {gradient, lr} then the gradient's shard   one step
+//                     {done}                                     the worker's epoch is over
+//                     {stop, worker, epoch, step}                the worker stops training; nothing follows
+//                                                                (steps cross as floats: exact below 2^24)
+//   server -> worker  {params, update seconds, lead} then the shard's parameters
+//                     {stop, worker, epoch, step} then the shard's parameters: stop training
+// A worker's step posts the receives of every server's reply first, then sends its gradient shards, then waits
+// for all: a server's blocking send of a reply therefore never waits on a worker that is busy elsewhere.
+//
+// Modes. Sync: a server takes one message from every worker still in the epoch, in worker order, averages the
+// gradients that came, steps once and replies to each with the new parameters (so N workers at local batch b
+// train as one process at batch N b). Async: a server takes whichever worker's message comes first (probe_any),
+// steps with that gradient alone and replies at once with its current parameters. BoundedStaleness<K>: as
+// Async, but a worker's lead, the gradients it has pushed this epoch minus those of the slowest worker still in
+// the epoch, never exceeds K: the server holds back the reply to a worker that would be further ahead until the
+// slowest catches up. The slowest worker is never held, so this cannot deadlock.
+//
+// Epochs. Trainer::train_epoch on a server serves one epoch (its EpochStats count 0 samples, `steps` optimizer
+// steps of its shard, `phases.update` their time and `phases.comm` the rest). Each worker ends its epoch with
+// {done}; a server answers every done, once all workers sent theirs, with the shard's final parameters, so all
+// workers leave an epoch with the same parameters. Workers with fewer steps just leave the epoch's rounds (Sync)
+// or the staleness minimum (BoundedStaleness) sooner: uneven step counts cannot hang. Every rank, server or
+// worker, must call train_epoch equally often (a server left out of an epoch leaves its workers waiting).
+//
+// Stopping. all_agree(false) (the trainer's NaN check) sends {stop} to every server. A server that receives a
+// stop replies {stop} to every other worker's next message (or the one it holds), then throws a training_error;
+// a worker that is told to stop passes the stop on to the servers that did not tell it and throws too. So every
+// rank ends with a training_error naming the worker whose loss was not finite, and none waits forever. A worker
+// that was told to stop holds the servers' latest parameters; the strategy cannot be used after a stop.
+//
+// Timing, per worker step: the slowest server's update time (it travels in the reply) counts as `update`, the
+// rest of the push and pull as exposed `comm`.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "sinew/comm/agreement.hpp"
+#include "sinew/comm/communicator_spec.hpp"
+#include "sinew/core/error.hpp"
+#include "sinew/dist/detail/allreduce_common.hpp"
+#include "sinew/dist/ring_allreduce.hpp"
+#include "sinew/dist/strategy_spec.hpp"
+#include "sinew/dist/sync_mode.hpp"
+#include "sinew/metrics/timer.hpp"
+#include "sinew/optim/optimizer_spec.hpp"
+
+namespace sinew::dist {
+
+namespace detail {
+inline constexpr int kPushHeaderTag = 7401, kPushPayloadTag = 7402, kReplyHeaderTag = 7403, kReplyPayloadTag = 7404;
+
+/// What a message is (the first float of its header).
+enum class ps_kind : int { gradient = 1, done = 2, stop = 3, params = 4 };
+using ps_header = std::array<float, 4>;
+
+/// The bound on a worker's lead in mode M (-1: none).
+template <class M>
+inline constexpr int kStalenessBound = -1;
+template <>
+inline constexpr int kStalenessBound<Sync> = 0;
+template <int K>
+inline constexpr int kStalenessBound<BoundedStaleness<K>> = K;
+}  // namespace detail
+
+/// What a server saw, for reports and tests (counted since construction).
+struct ServerCounters {
+  std::size_t gradients = 0;     ///< gradients received and applied
+  std::size_t steps = 0;         ///< optimizer steps of the shard (Sync: one per round)
+  std::size_t held_replies = 0;  ///< replies held back to keep a worker within the staleness bound
+  int max_lead = 0;              ///< the largest lead of a worker when its reply was sent
+};
+
+/// Comm: the communicator (comm::Mpi); it must offer probe_any. Servers: how many of the ranks, the last ones,
+/// hold parameter shards and run the optimizer.
+template <Communicator Comm, int Servers = 1>
+class ParameterServer {
+  static_assert(Servers >= 1,
+                "dist::ParameterServer<Comm, Servers> needs at least one server (Servers >= 1); to average "
+                "gradients without servers, use dist::RingAllReduce or dist::MpiAllReduce");
+  static_assert(req::has_probe_any<Comm>,
+                "dist::ParameterServer needs a communicator with probe_any(tag), as comm::Mpi has: asynchronous "
+                "servers take the gradient of whichever worker sends first");
+  using request = decltype(std::declval<Comm&>().isend(std::span<const float>{}, 0, 0));
+
+ public:
+  static constexpr std::string_view kName = "parameter_server";
+  static constexpr int kServers = Servers;
+
+  struct options {
+    /// Free text every rank must agree on (batch size, data set ...), checked by start() with the parameter
+    /// count, the optimizer, the number of servers and the sync mode.
+    std::string configuration;
+  };
+
+  /// Every sync mode runs on servers.
+  template <class M>
+  struct mode {};
+
+  ParameterServer() : ParameterServer(options{}) {}
+  /// Throws comm_error unless the job has more ranks than servers.
+  explicit ParameterServer(options o, Comm comm = Comm()) : comm_(std::move(comm)), options_(std::move(o)) {
+    if (comm_.size() <= Servers)
+      throw comm_error("dist::ParameterServer: the job has " + std::to_string(comm_.size()) + " rank" +
+                       (comm_.size() == 1 ? "" : "s") + " and " + std::to_string(Servers) + " server" +
+                       (Servers == 1 ? "" : "s") + ", which leaves no worker; run at least " +
+                       std::to_string(Servers + 1) + " ranks (mpirun -np " + std::to_string(Servers + 1) +
+                       "), or use fewer servers");
+  }
+
+  int rank() const { return comm_.rank(); }
+  int world_size() const { return comm_.size(); }
+  bool is_worker() const { return comm_.rank() < workers(); }
+  int workers() const { return comm_.size() - Servers; }
+  /// This worker's index among the workers; 0 on a server, so that a loader built from it stays valid there
+  /// (a server never reads it).
+  int worker_index() const { return is_worker() ? comm_.rank() : 0; }
+  /// This server's index, the shard it holds; -1 on a worker.
+  int server_index() const { return is_worker() ? -1 : comm_.rank() - workers(); }
+  Comm& communicator() noexcept { return comm_; }
+
+  /// On a server: what it saw so far. On a worker: max_lead is the largest lead the servers reported to it.
+  const ServerCounters& counters() const noexcept { return counters_; }
+
+  /// Not collective: a worker with `ok` false tells every server to stop (see the file comment) and returns
+  /// false; true otherwise. The other ranks learn of it at their next exchange with a server.
+  bool all_agree(bool ok) {
+    if (ok || !is_worker() || stopped_) return ok;
+    stopped_ = true;
+    stop_ = {float(detail::ps_kind::stop), float(worker_index()), float(epoch_), float(step_)};
+    for (int s = 0; s < Servers; ++s) comm_.send(stop_, server_rank(s), detail::kPushHeaderTag);
+    return false;
+  }
+
+  /// Collective over every rank, servers included: checks that every rank runs the same configuration (else
+  /// comm_error naming the first rank that differs), then gives every rank rank 0's parameters; servers build
+  /// their shard's optimizer.
+  template <SyncMode M, Optimizer O>
+  void start(std::span<float> params, O& optimizer) {
+    const comm::Fact facts[] = {{"number of servers", std::uint64_t(Servers)},
+                                {"sync mode", comm::fingerprint(M::kName), true},
+                                {"staleness bound", std::uint64_t(std::int64_t(detail::kStalenessBound<M>))}};
+    detail::agree_and_broadcast<Comm, O>(comm_, params, "dist::ParameterServer", options_.configuration, facts);
+    parameters_ = params.size();
+    if (is_worker()) return;
+    static_assert(requires { O(optimizer.hyper_parameters(), std::size_t{}); },
+                  "dist::ParameterServer builds the optimizer of each shard on its server as "
+                  "O(o.hyper_parameters(), shard size); give the optimizer that member (Sgd, Adam, AdamW and "
+                  "RmsProp have it)");
+    const std::size_t size = shard(server_index()).size();
+    auto shard_optimizer = std::make_shared<O>(optimizer.hyper_parameters(), size);
+    step_shard_ = [shard_optimizer](std::span<float> p, std::span<const float> g, float lr) {
+      shard_optimizer->set_learning_rate(lr);
+      shard_optimizer->step(p, g);
+    };
+    gradient_.resize(size);
+    if constexpr (std::same_as<M, Sync>) sum_.resize(size);
+    peers_.assign(std::size_t(workers()), peer::running);
+    clocks_.assign(std::size_t(workers()), 0);
+    held_.assign(std::size_t(workers()), false);
+    update_seconds_.assign(std::size_t(workers()), 0.0f);
+  }
+
+  /// On a worker: pushes each gradient shard to its server and pulls the shard's parameters back into params.
+  /// Throws training_error when a server says another worker stopped.
+  template <SyncMode M, Optimizer O>
+  void update(std::span<float> params, std::span<float> grads, O& optimizer, metrics::PhaseSeconds& phases) {
+    const detail::ps_header push = {float(detail::ps_kind::gradient), optimizer.learning_rate(), 0, 0};
+    exchange(params, push, grads, phases);
+    ++step_;
+  }
+
+  /// On a worker, after its last step of an epoch: tells the servers and receives every shard's final
+  /// parameters, the same on every worker.
+  template <SyncMode M>
+  void finish_epoch(std::span<float> params, metrics::PhaseSeconds& phases) {
+    const detail::ps_header done = {float(detail::ps_kind::done), 0, 0, 0};
+    exchange(params, done, {}, phases);
+    ++epoch_;
+    step_ = 0;
+  }
+
+  /// On a server: serves one epoch, until every worker has sent done; returns the optimizer steps taken. Throws
+  /// training_error once every worker has been told to stop, if one stopped.
+  template <SyncMode M>
+  std::size_t serve(std::span<float> params, metrics::PhaseSeconds& phases) {
+    require_usable();
+    const std::span<float> mine = slice(params, server_index());
+    std::fill(peers_.begin(), peers_.end(), peer::running);
+    std::fill(clocks_.begin(), clocks_.end(), 0);
+    std::fill(held_.begin(), held_.end(), false);
+    const std::size_t steps_before = counters_.steps;
+    metrics::Stopwatch watch;
+    update_time_ = 0;
+    if constexpr (std::same_as<M, Sync>)
+      serve_rounds(mine);
+    else
+      serve_arrivals<M>(mine);
+    if (stopped_) {
+      drain(mine);
+      throw training_error("dist::ParameterServer: server rank " + std::to_string(rank()) +
+                           " stops serving: " + stop_cause() + ", and every worker has been told to stop");
+    }
+    for (int w = 0; w < workers(); ++w) reply(w, detail::ps_kind::params, mine, 0, 0);
+    phases.update += update_time_;
+    phases.comm += watch.elapsed() - update_time_;
+    ++epoch_;
+    return counters_.steps - steps_before;
+  }
+
+ private:
+  enum class peer : std::uint8_t { running, waiting, done, gone };
+
+  int server_rank(int s) const { return workers() + s; }
+  std::size_t shard_begin(int s) const { return std::size_t(s) * parameters_ / std::size_t(Servers); }
+  struct range {
+    std::size_t begin, end;
+    std::size_t size() const { return end - begin; }
+    bool empty() const { return begin == end; }
+  };
+  range shard(int s) const { return {shard_begin(s), shard_begin(s + 1)}; }
+  template <class T>
+  std::span<T> slice(std::span<T> all, int s) const {
+    return all.subspan(shard(s).begin, shard(s).size());
+  }
+
+  void require_usable() const {
+    if (stopped_)
+      throw training_error("dist::ParameterServer: training stopped earlier (" + stop_cause() +
+                           "); construct a new trainer to train again");
+  }
+
+  std::string stop_cause() const {
+    return "worker " + std::to_string(int(stop_[1])) + "'s loss is NaN or infinite at epoch " +
+           std::to_string(int(stop_[2])) + ", step " + std::to_string(std::int64_t(stop_[3]));
+  }
+
+  // ---- worker side ----
+
+  void exchange(std::span<float> params, const detail::ps_header& push, std::span<const float> grads,
+                metrics::PhaseSeconds& phases) {
+    require_usable();
+    metrics::Stopwatch watch;
+    const bool with_gradient = push[0] == float(detail::ps_kind::gradient);
+    requests_.clear();
+    for (int s = 0; s < Servers; ++s) {
+      requests_.push_back(comm_.irecv(replies_[std::size_t(s)], server_rank(s), detail::kReplyHeaderTag));
+      requests_.push_back(comm_.irecv(slice(params, s), server_rank(s), detail::kReplyPayloadTag));
+    }
+    for (int s = 0; s < Servers; ++s) {
+      requests_.push_back(comm_.isend(push, server_rank(s), detail::kPushHeaderTag));
+      if (with_gradient) requests_.push_back(comm_.isend(slice(grads, s), server_rank(s), detail::kPushPayloadTag));
+    }
+    for (request& r : requests_) r.wait();
+    requests_.clear();
+
+    double update = 0;
+    int told_by = -1;
+    for (int s = 0; s < Servers; ++s) {
+      const detail::ps_header& reply = replies_[std::size_t(s)];
+      if (reply[0] == float(detail::ps_kind::stop)) {
+        told_by = s;
+        stop_ = reply;
+      } else {
+        update = std::max(update, double(reply[1]));
+        counters_.max_lead = std::max(counters_.max_lead, int(reply[2]));
+      }
+    }
+    if (told_by >= 0) {
+      stopped_ = true;
+      for (int s = 0; s < Servers; ++s)
+        if (replies_[std::size_t(s)][0] != float(detail::ps_kind::stop))
+          comm_.send(stop_, server_rank(s), detail::kPushHeaderTag);
+      throw training_error("dist::ParameterServer: worker " + std::to_string(worker_index()) + " stops at epoch " +
+                           std::to_string(epoch_) + ", step " + std::to_string(step_) + " because " +
+                           stop_cause() + " (told by server rank " + std::to_string(server_rank(told_by)) +
+                           "); this worker holds the servers' latest parameters");
+    }
+    const double total = watch.elapsed();
+    update = std::min(update, total);
+    phases.update += update;
+    phases.comm += total - update;
+  }
+
+  // ---- server side ----
+
+  detail::ps_header receive_header(int w) {
+    detail::ps_header h{};
+    comm_.recv(h, w, detail::kPushHeaderTag);
+    return h;
+  }
+
+  void reply(int w, detail::ps_kind kind, std::span<const float> mine, float seconds, int lead) {
+    const detail::ps_header h =
+        kind == detail::ps_kind::stop ? stop_ : detail::ps_header{float(kind), seconds, float(lead), 0};
+    comm_.send(h, w, detail::kReplyHeaderTag);
+    comm_.send(mine, w, detail::kReplyPayloadTag);
+  }
+
+  float timed_step(std::span<float> mine, std::span<const float> gradient, float lr) {
+    metrics::Stopwatch watch;
+    step_shard_(mine, gradient, lr);
+    const double seconds = watch.elapsed();
+    update_time_ += seconds;
+    ++counters_.steps;
+    return float(seconds);
+  }
+
+  // A worker's stop: remember why; drain() tells the others.
+  void record_stop(int w, const detail::ps_header& h) {
+    stopped_ = true;
+    stop_ = h;
+    peers_[std::size_t(w)] = peer::gone;
+  }
+
+  bool any(std::initializer_list<peer> states) const {
+    return std::any_of(peers_.begin(), peers_.end(), [&](peer p) {
+      return std::find(states.begin(), states.end(), p) != states.end();
+    });
+  }
+
+  // Sync: rounds of one message per worker still running, in worker order.
+  void serve_rounds(std::span<float> mine) {
+    while (any({peer::running})) {
+      int gradients = 0;
+      float lr = 0;
+      for (int w = 0; w < workers(); ++w) {
+        if (peers_[std::size_t(w)] != peer::running) continue;
+        const detail::ps_header h = receive_header(w);
+        switch (detail::ps_kind(int(h[0]))) {
+          case detail::ps_kind::gradient:
+            comm_.recv(gradients == 0 ? std::span<float>(sum_) : std::span<float>(gradient_), w,
+                       detail::kPushPayloadTag);
+            if (gradients > 0) detail::add_into(sum_, gradient_.data());
+            ++gradients, ++counters_.gradients;
+            lr = h[1];
+            peers_[std::size_t(w)] = peer::waiting;
+            break;
+          case detail::ps_kind::done: peers_[std::size_t(w)] = peer::done; break;
+          default: record_stop(w, h); return;
+        }
+      }
+      if (gradients == 0) continue;
+      if (gradients > 1) detail::scale(sum_, 1.0f / float(gradients));
+      const float seconds = timed_step(mine, sum_, lr);
+      for (int w = 0; w < workers(); ++w)
+        if (peers_[std::size_t(w)] == peer::waiting) {
+          reply(w, detail::ps_kind::params, mine, seconds, 0);
+          peers_[std::size_t(w)] = peer::running;
+        }
+    }
+  }
+
+  // Async and BoundedStaleness<K>: each message as it comes.
+  template <class M>
+  void serve_arrivals(std::span<float> mine) {
+    while (any({peer::running, peer::waiting})) {
+      const int w = comm_.probe_any(detail::kPushHeaderTag);
+      const detail::ps_header h = receive_header(w);
+      switch (detail::ps_kind(int(h[0]))) {
+        case detail::ps_kind::gradient:
+          comm_.recv(gradient_, w, detail::kPushPayloadTag);
+          update_seconds_[std::size_t(w)] = timed_step(mine, gradient_, h[1]);
+          ++clocks_[std::size_t(w)], ++counters_.gradients;
+          peers_[std::size_t(w)] = peer::waiting;
+          break;
+        case detail::ps_kind::done: peers_[std::size_t(w)] = peer::done; break;
+        default: record_stop(w, h); return;
+      }
+      release<M>(mine);
+    }
+  }
+
+  // Replies to every waiting worker whose lead is within the bound (Async: every one).
+  template <class M>
+  void release(std::span<float> mine) {
+    std::int64_t slowest = -1;
+    for (int w = 0; w < workers(); ++w)
+      if (peers_[std::size_t(w)] == peer::running || peers_[std::size_t(w)] == peer::waiting)
+        slowest = slowest < 0 ? clocks_[std::size_t(w)] : std::min(slowest, clocks_[std::size_t(w)]);
+    for (int w = 0; w < workers(); ++w) {
+      if (peers_[std::size_t(w)] != peer::waiting) continue;
+      const int lead = int(clocks_[std::size_t(w)] - slowest);
+      if (detail::kStalenessBound<M> >= 0 && lead > detail::kStalenessBound<M>) {
+        if (!held_[std::size_t(w)]) ++counters_.held_replies;
+        held_[std::size_t(w)] = true;
+        continue;
+      }
+      held_[std::size_t(w)] = false;
+      counters_.max_lead = std::max(counters_.max_lead, lead);
+      reply(w, detail::ps_kind::params, mine, update_seconds_[std::size_t(w)], lead);
+      peers_[std::size_t(w)] = peer::running;
+    }
+  }
+
+  // After a stop: tells every worker that is waiting for a reply, then takes the next message of every worker
+  // still running (it sends one: a gradient, done, or its own stop) and answers it with stop.
+  void drain(std::span<float> mine) {
+    for (int w = 0; w < workers(); ++w) {
+      if (peers_[std::size_t(w)] == peer::waiting || peers_[std::size_t(w)] == peer::done) {
+        reply(w, detail::ps_kind::stop, mine, 0, 0);
+        peers_[std::size_t(w)] = peer::gone;
+      }
+    }
+    for (int w = 0; w < workers(); ++w) {
+      if (peers_[std::size_t(w)] != peer::running) continue;
+      const detail::ps_header h = receive_header(w);
+      if (h[0] == float(detail::ps_kind::gradient)) comm_.recv(gradient_, w, detail::kPushPayloadTag);
+      if (h[0] != float(detail::ps_kind::stop)) reply(w, detail::ps_kind::stop, mine, 0, 0);
+      peers_[std::size_t(w)] = peer::gone;
+    }
+  }
+
+  Comm comm_;
+  options options_;
+  std::size_t parameters_ = 0;
+  int epoch_ = 0;           // epochs finished (worker) or served (server)
+  std::int64_t step_ = 0;   // worker: steps in this epoch
+  bool stopped_ = false;
+  detail::ps_header stop_{};  // the stop message: {stop, worker, epoch, step}
+  ServerCounters counters_;
+
+  // Worker.
+  std::array<detail::ps_header, std::size_t(Servers)> replies_{};
+  std::vector<request> requests_;
+
+  // Server.
+  std::function<void(std::span<float>, std::span<const float>, float)> step_shard_;
+  std::vector<float> gradient_, sum_;
+  std::vector<peer> peers_;
+  std::vector<std::int64_t> clocks_;  // gradients from each worker this epoch
+  std::vector<bool> held_;            // whether the worker's pending reply has been held back
+  std::vector<float> update_seconds_; // of each waiting worker's gradient
+  double update_time_ = 0;
+};
+
+static_assert(Strategy<ParameterServer<comm::example::single_process, 1>>);
+
+}  // namespace sinew::dist
