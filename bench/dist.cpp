@@ -1,0 +1,213 @@
+// bench/dist: data-parallel training of ResNet-18 (ImageNet stem, 3x32x32) under every distribution strategy and
+// sync mode, with the step split into load / forward / backward / exposed communication / update, next to
+// PyTorch DistributedDataParallel over Gloo on the same net, local batch, ranks, threads and binding.
+//
+//   build/bench/dist [--ranks 2] [--threads 1] [--batch 42] [--warmup 10] [--steps 30] [--bind core|none]
+//                    [--only ring,mpi,ps-sync,ps-async,ps-stale2] [--no-pytorch] [--json FILE]
+//       runs each configuration under mpirun (one after another) and then bench/pytorch/ddp.py, and prints
+//       the table; or, under mpirun, one configuration:
+//   mpirun -np 2 --bind-to core build/bench/dist --run ring|mpi|ps-sync|ps-async|ps-stale2 [--batch 42] ...
+//
+// A worker trains --warmup steps, then --steps timed steps, on synthetic images (a CachedLoader over random
+// bytes, so loading is a copy). With the parameter server the last rank serves and the others work (2 ranks =
+// 1 worker + 1 server). images/s counts every worker's timed images over the slowest worker's timed time.
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sinew/sinew.hpp"
+#include "support/cli.hpp"
+
+namespace {
+
+using Net     = sinew::nets::ResNet18<sinew::Input<3, 32, 32>, 10>;  // ImageNet stem, 11.2M parameters
+using Backend = sinew::backend::OneDnn;                              // oneDNN primitives
+using Optim   = sinew::optim::Sgd;                                   // lr 0.01, momentum 0.9, as ddp.py
+using Mpi     = sinew::comm::Mpi;
+using Ring    = sinew::dist::RingAllReduce<Mpi>;                     // bucketed, overlapped with backward
+using Native  = sinew::dist::MpiAllReduce<Mpi>;                      // MPI_Iallreduce per bucket, overlapped
+using Server  = sinew::dist::ParameterServer<Mpi, 1>;                // the last rank serves
+
+const std::vector<std::string> kConfigs = {"ring", "mpi", "ps-sync", "ps-async", "ps-stale2"};
+
+struct Settings {
+  int batch = 42, threads = 1, warmup = 10, steps = 30;
+};
+
+sinew::data::Dataset synthetic(std::size_t n) {
+  sinew::data::Dataset d;
+  d.channels = 3, d.height = 32, d.width = 32, d.num_classes = 10;
+  sinew::Rng rng(7);
+  d.pixels.resize(n * d.image_size());
+  for (auto& p : d.pixels) p = std::uint8_t(rng.below(256));
+  for (std::size_t i = 0; i < n; ++i) d.labels.push_back(std::int32_t(rng.below(10)));
+  return d;
+}
+
+template <class Strategy, class Mode>
+int run(const Settings& s, const std::string& name) {
+  using Train = sinew::Trainer<Net, Backend, Strategy, Mode, Optim>;
+  Mpi world;
+  Train trainer({.threads = s.threads, .warmup_steps = 0}, {.lr = 0.01f, .momentum = 0.9f},
+                Strategy({.configuration = "bench/dist resnet18 batch " + std::to_string(s.batch)}, world));
+  const int workers = trainer.dist().workers();
+  sinew::data::LoaderOptions lo;
+  lo.batch_size = s.batch;
+  lo.drop_last = true;
+  lo.rank = trainer.dist().worker_index();
+  lo.world_size = workers;
+  sinew::data::CachedLoader warm(synthetic(std::size_t(s.warmup * s.batch * workers)), lo);
+  sinew::data::CachedLoader timed(synthetic(std::size_t(s.steps * s.batch * workers)), lo);
+  trainer.train_epoch(warm);
+  MPI_Barrier(world.native());
+  const sinew::EpochStats e = trainer.train_epoch(timed);
+
+  // Per worker: images, seconds, and the phases per step; servers contribute nothing.
+  const bool worker = trainer.dist().is_worker();
+  const double steps = worker && e.steps ? double(e.steps) : 1.0;
+  double mine[8] = {worker ? double(e.samples) : 0.0,
+                    worker ? e.phases.total() : 0.0,
+                    worker ? e.phases.load / steps : 0.0,
+                    worker ? e.phases.forward / steps : 0.0,
+                    worker ? e.phases.backward / steps : 0.0,
+                    worker ? e.phases.comm / steps : 0.0,
+                    worker ? e.phases.comm_hidden / steps : 0.0,
+                    worker ? e.phases.update / steps : 0.0};
+  double sum[8], slowest = 0;
+  MPI_Reduce(mine, sum, 8, MPI_DOUBLE, MPI_SUM, 0, world.native());
+  MPI_Reduce(&mine[1], &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, world.native());
+  if (world.rank() == 0) {
+    const auto print = [](const char* key, double v) { std::printf("result %s %.9g\n", key, v); };
+    print("images_per_second", sum[0] / slowest);
+    print("workers", workers);
+    const char* keys[] = {"load", "forward", "backward", "comm_exposed", "comm_hidden", "update"};
+    for (int i = 0; i < 6; ++i) print(keys[i], sum[2 + i] / workers);
+    std::printf("info %s, %d ranks (%d workers) x %d threads\n", name.c_str(), world.size(), workers,
+                trainer.context().threads());
+  }
+  return 0;
+}
+
+int run_one(const std::string& config, const Settings& s) {
+  if (config == "ring") return run<Ring, sinew::Sync>(s, "ring all-reduce");
+  if (config == "mpi") return run<Native, sinew::Sync>(s, "MPI all-reduce");
+  if (config == "ps-sync") return run<Server, sinew::Sync>(s, "parameter server, sync");
+  if (config == "ps-async") return run<Server, sinew::Async>(s, "parameter server, async");
+  if (config == "ps-stale2") return run<Server, sinew::BoundedStaleness<2>>(s, "parameter server, staleness 2");
+  std::fprintf(stderr, "dist: --run %s is not one of ring, mpi, ps-sync, ps-async, ps-stale2\n", config.c_str());
+  return 2;
+}
+
+std::map<std::string, double> run_child(const std::string& command, std::string& info) {
+  std::map<std::string, double> values;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return values;
+  std::string all;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, pipe)) {
+    all += buf;
+    std::istringstream in(buf);
+    std::string tag, key;
+    double v = 0;
+    in >> tag;
+    if (tag == "result" && in >> key >> v) values[key] = v;
+    if (tag == "info") info = std::string(buf + 5, std::strlen(buf + 5) - 1);
+  }
+  if (pclose(pipe) != 0) {
+    std::fprintf(stderr, "dist: %s failed:\n%s", command.c_str(), all.c_str());
+    values.clear();
+  }
+  return values;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  sinew::cli::Args args(
+      argc, argv,
+      "usage: dist [--ranks 2] [--threads 1] [--batch 42] [--warmup 10] [--steps 30] [--bind core|none]\n"
+      "            [--only ring,mpi,ps-sync,ps-async,ps-stale2] [--no-pytorch] [--json FILE]\n"
+      "   or: mpirun -np N dist --run CONFIG [--batch 42] [--threads 1] [--warmup 10] [--steps 30]");
+  Settings s;
+  s.batch = args.integer("batch", 42);
+  s.threads = args.integer("threads", 1);
+  s.warmup = args.integer("warmup", 10);
+  s.steps = args.integer("steps", 30);
+  const std::string one = args.get("run", "");
+  if (!one.empty()) {
+    args.check_unused();
+    return run_one(one, s);
+  }
+  const int ranks = args.integer("ranks", 2);
+  const std::string bind = args.get("bind", "core");
+  const std::string only = args.get("only", "");
+  const bool pytorch = !args.flag("no-pytorch");
+  const std::string json = args.get("json", "");
+  args.check_unused();
+  if (bind != "core" && bind != "none") args.fail("--bind must be core or none");
+
+  const std::string self = "/proc/" + std::to_string(getpid()) + "/exe";
+  const std::string common = " --batch " + std::to_string(s.batch) + " --threads " + std::to_string(s.threads) +
+                             " --warmup " + std::to_string(s.warmup) + " --steps " + std::to_string(s.steps);
+  std::printf("ResNet-18 (ImageNet stem, 3x32x32), %d ranks x %d threads, bound to %s, local batch %d, %d warm-up + "
+              "%d timed steps\n",
+              ranks, s.threads, bind == "core" ? "one core each" : "nothing", s.batch, s.warmup, s.steps);
+  std::printf("%-12s %8s %8s | ms per step: %6s %7s %8s %8s %7s %7s | %s\n", "strategy", "img/s", "vs DDP", "load",
+              "forward", "backward", "exposed", "hidden", "update", "comm share");
+  std::map<std::string, double> ddp;
+  if (pytorch) {
+    std::string info;
+    ddp = run_child("/usr/bin/python3 " SINEW_SOURCE_DIR "/bench/pytorch/ddp.py --ranks " + std::to_string(ranks) +
+                        " --threads " + std::to_string(s.threads) + " --batch " + std::to_string(s.batch) +
+                        " --bind " + bind + " --warmup " + std::to_string(s.warmup) + " --steps " +
+                        std::to_string(s.steps),
+                    info);
+    if (!ddp.empty())
+      std::printf("%-12s %8.1f %8s | step %.1f ms, of which %.1f%% waiting for the all-reduce (no_sync difference)\n",
+                  "pytorch-ddp", ddp["images_per_second"], "1.00", 1e3 * ddp["step_seconds"],
+                  100 * ddp["exposed_comm_fraction"]);
+  }
+  auto out = sinew::metrics::Json::make_array();
+  for (const std::string& config : kConfigs) {
+    if (!only.empty() && ("," + only + ",").find("," + config + ",") == std::string::npos) continue;
+    std::string info;
+    const std::string mpirun = "mpirun -np " + std::to_string(ranks) +
+                               " --allow-run-as-root --oversubscribe --bind-to " + bind + " " + self + " --run " +
+                               config + common;
+    auto r = run_child(mpirun, info);
+    if (r.empty()) continue;
+    const double step = r["load"] + r["forward"] + r["backward"] + r["comm_exposed"] + r["update"];
+    const double vs = ddp.count("images_per_second") ? r["images_per_second"] / ddp["images_per_second"] : 0;
+    std::printf("%-12s %8.1f %8.2f | %20.1f %7.1f %8.1f %8.1f %7.1f %7.1f | %.1f%% exposed\n", config.c_str(),
+                r["images_per_second"], vs, 1e3 * r["load"], 1e3 * r["forward"], 1e3 * r["backward"],
+                1e3 * r["comm_exposed"], 1e3 * r["comm_hidden"], 1e3 * r["update"],
+                step > 0 ? 100 * r["comm_exposed"] / step : 0.0);
+    std::fflush(stdout);
+    auto j = sinew::metrics::Json::make_object();
+    j.set("strategy", config);
+    j.set("net", "resnet18");
+    j.set("ranks", ranks);
+    j.set("workers", r["workers"]);
+    j.set("threads_per_rank", s.threads);
+    j.set("binding", bind);
+    j.set("local_batch", s.batch);
+    j.set("images_per_second", r["images_per_second"]);
+    j.set("pytorch_ddp_images_per_second", ddp.count("images_per_second") ? sinew::metrics::Json(ddp["images_per_second"]) : sinew::metrics::Json());
+    j.set("ratio", vs > 0 ? sinew::metrics::Json(vs) : sinew::metrics::Json());
+    auto ph = sinew::metrics::Json::make_object();
+    for (const char* k : {"load", "forward", "backward", "comm_exposed", "comm_hidden", "update"}) ph.set(k, r[k]);
+    j.set("seconds_per_step", ph);
+    j.set("exposed_comm_share", step > 0 ? r["comm_exposed"] / step : 0.0);
+    out.push_back(std::move(j));
+  }
+  if (!json.empty()) out.save(json);
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "dist: %s\n", e.what());
+  return 1;
+}
