@@ -1,5 +1,6 @@
 // sinew/dist.hpp: distribution strategies and sync modes.
 #pragma once
+#include "sinew/dist/buckets.hpp"
 #include "sinew/dist/local.hpp"
 #include "sinew/dist/mpi_allreduce.hpp"
 #include "sinew/dist/ring_allreduce.hpp"
