@@ -2,9 +2,10 @@
 // (reshuffled every epoch from a shared seed); gradients are averaged every step.
 //
 //   mpirun -np 2 --bind-to core build/examples/train_distributed [--strategy ring|mpi] [--epochs 5]
-//          [--batch 32] [--lr 0.05] [--threads 1] [--data DIR] [--json FILE]
+//          [--batch 32] [--lr 0.05] [--threads 1] [--bucket-kb 1024] [--overlap on|off] [--data DIR] [--json FILE]
 //
-// --batch is the local batch: the global batch is batch x ranks. As root, Open MPI also needs
+// --batch is the local batch: the global batch is batch x ranks. Gradients are all-reduced in buckets of
+// --bucket-kb KiB (0: one for all), each started during backward unless --overlap off. As root, Open MPI also needs
 // --allow-run-as-root, and --oversubscribe beyond the number of cores.
 #include <cstdio>
 #include <exception>
@@ -38,6 +39,11 @@ int run(sinew::cli::Args& args, const char* strategy_name) {
   const sinew::TrainerOptions to{.threads = args.integer("threads", 1), .seed = lo.seed};
   const Optim::options oo{.lr = float(args.number("lr", 0.05)), .momentum = float(args.number("momentum", 0.9))};
   const std::string json = args.get("json", "");
+  typename Strategy::options so;
+  so.bucket_bytes = std::size_t(args.integer("bucket-kb", int(sinew::dist::kDefaultBucketBytes / 1024))) * 1024;
+  const std::string overlap = args.get("overlap", "on");
+  if (overlap != "on" && overlap != "off") args.fail("--overlap must be on or off, not '" + overlap + "'");
+  so.overlap = overlap == "on";
   args.check_unused();
 
   sinew::data::CachedLoader train(sinew::data::load_fashion_mnist(sinew::data::Split::train, dir), lo);
@@ -46,7 +52,8 @@ int run(sinew::cli::Args& args, const char* strategy_name) {
   lo.rank = 0, lo.world_size = 1;  // every rank evaluates the whole test set with the same parameters
   sinew::data::CachedLoader test(sinew::data::load_fashion_mnist(sinew::data::Split::test, dir), lo);
   const std::string configuration = "lenet5 fashion-mnist batch=" + std::to_string(lo.batch_size);
-  Train trainer(to, oo, Strategy({.configuration = configuration}, world));
+  so.configuration = configuration;
+  Train trainer(to, oo, Strategy(so, world));
   const bool root = world.rank() == 0;
   if (root)
     std::printf("LeNet-5 on Fashion-MNIST, %s, %d ranks x %d threads, local batch %d (global %d)\n", strategy_name,
@@ -60,9 +67,10 @@ int run(sinew::cli::Args& args, const char* strategy_name) {
     r.train.images_per_second *= world.size();  // every rank processes its own shard at the same pace
     if (root) {
       sinew::examples::print_epoch(r, epochs);
-      std::printf("           phases per epoch (s): load %.2f forward %.2f backward %.2f comm %.2f update %.2f\n",
+      std::printf("           phases per epoch (s): load %.2f forward %.2f backward %.2f comm %.2f update %.2f"
+                  " (comm hidden behind backward %.2f)\n",
                   r.train.phases.load, r.train.phases.forward, r.train.phases.backward, r.train.phases.comm,
-                  r.train.phases.update);
+                  r.train.phases.update, r.train.phases.comm_hidden);
     }
     records.push_back(r);
   }
@@ -74,6 +82,8 @@ int run(sinew::cli::Args& args, const char* strategy_name) {
     config.set("ranks", world.size());
     config.set("threads_per_rank", trainer.context().threads());
     config.set("local_batch", lo.batch_size);
+    config.set("bucket_bytes", so.bucket_bytes);
+    config.set("overlap", so.overlap);
     config.set("lr", oo.lr);
     sinew::examples::results_json("train_distributed", config, records,
                                   trainer.images_per_second() * world.size())
@@ -85,7 +95,8 @@ int run(sinew::cli::Args& args, const char* strategy_name) {
 int main(int argc, char** argv) try {
   sinew::cli::Args args(argc, argv,
                         "usage: mpirun -np N train_distributed [--strategy ring|mpi] [--epochs 5] [--batch 32]\n"
-                        "                                      [--lr 0.05] [--threads 1] [--data DIR] [--json FILE]");
+                        "                                      [--lr 0.05] [--threads 1] [--bucket-kb 1024]\n"
+                        "                                      [--overlap on|off] [--data DIR] [--json FILE]");
   const std::string strategy = args.get("strategy", "ring");
   if (strategy == "ring") return run<Ring>(args, "ring all-reduce");
   if (strategy == "mpi") return run<Native>(args, "MPI_Allreduce");
