@@ -153,6 +153,10 @@ class allreduce_base {
   /// Calls done() until it returns true. After options.timeout_seconds, asks every rank to answer a roll call
   /// and aborts the job naming the ranks that did not: a rank that died or hangs would otherwise leave the
   /// others blocked forever (Open MPI ends the job itself when a process exits, but not when one hangs).
+  /// Only the collectives inside a training step are watched. The start-up agreement and the trainer's
+  /// agreement at each epoch wait without limit: ranks may arrive there far apart for good reasons (loading
+  /// data, evaluating or checkpointing on one rank), and once past them they run in step, so a wait beyond the
+  /// limit inside a step means a rank has stopped.
   template <class Done>
   void wait_watched(Done&& done, std::string_view what) {
     if (options_.timeout_seconds <= 0 || comm_.size() == 1) {
