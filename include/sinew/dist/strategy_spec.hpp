@@ -83,7 +83,7 @@ namespace dist::example {
 struct counting_hooks {
   static constexpr std::string_view kName = "counting_hooks";
   template <class M>
-  struct mode {};
+  struct mode;  // Sync only, below
 
   int rank() const { return 0; }
   int world_size() const { return 1; }
@@ -104,6 +104,8 @@ struct counting_hooks {
   int layers = 0, ready = 0;  ///< layers with parameters; layers whose gradients were final in the last backward
   std::size_t lowest = std::size_t(-1);  ///< the smallest `first` reported in the last backward
 };
+template <>
+struct counting_hooks::mode<Sync> {};
 static_assert(Strategy<counting_hooks> && req::has_overlap_hooks<counting_hooks>);
 }  // namespace dist::example
 
