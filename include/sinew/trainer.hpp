@@ -9,11 +9,13 @@
 //   auto stats = trainer.train_epoch(loader);
 //
 // Each step is timed in phases (load, forward, backward, exposed communication, update; communication hidden
-// behind backward is reported beside them); images/s counts only steps after the warm-up. A strategy with
-// overlap hooks (dist/strategy_spec.hpp) hears from backward as each layer's gradients are final. A strategy
-// with require_agreement checks at construction that every rank built the same trainer, and at each epoch that
-// every rank has the same batch size and number of batches, so that a mismatch is an error, not a hang. A NaN or infinite loss stops training with a training_error before the
-// step changes any parameter.
+// behind backward is reported beside them); images/s counts only steps after the warm-up. A NaN or infinite
+// loss stops training with a training_error before the step changes any parameter.
+//
+// A strategy with overlap hooks (dist/strategy_spec.hpp) hears from backward as each layer's gradients are
+// final. A strategy with require_agreement checks at construction that every rank built the same trainer, and
+// at each epoch that every rank has the same batch size and number of batches: a mismatch is an error naming
+// the rank, not a hang.
 #pragma once
 
 #include <cmath>
