@@ -5,11 +5,14 @@
 // (asynchronous, but no worker more than 2 steps ahead of the slowest).
 //
 //   mpirun -np 2 --bind-to core build/examples/train_distributed [--strategy ring|mpi|ps] [--mode sync|async|stale2]
-//          [--every-worker-reads-all] [--epochs 5] [--batch 32] [--lr 0.05] [--threads 1] [--data DIR] [--json FILE]
+//          [--every-worker-reads-all] [--epochs 5] [--batch 32] [--lr 0.05] [--threads 1] [--bucket-kb 1024]
+//          [--overlap on|off] [--data DIR] [--json FILE]
 //
 // --batch is the local batch: the global batch is batch x workers. --every-worker-reads-all gives each worker
 // the whole dataset in its own order instead of a disjoint shard (asynchronous TensorFlow's input pipelines).
-// As root, Open MPI also needs --allow-run-as-root, and --oversubscribe beyond the number of cores.
+// With all-reduce, gradients are summed in buckets of --bucket-kb KiB (0: one for all), each started during
+// backward unless --overlap off. As root, Open MPI also needs --allow-run-as-root, and --oversubscribe beyond
+// the number of cores.
 #include <cstdio>
 #include <exception>
 #include <vector>
@@ -42,11 +45,19 @@ int run(sinew::cli::Args& args, const std::string& strategy_name) {
   const sinew::TrainerOptions to{.threads = args.integer("threads", 1), .seed = lo.seed};
   const Optim::options oo{.lr = float(args.number("lr", 0.05)), .momentum = float(args.number("momentum", 0.9))};
   const std::string json = args.get("json", "");
+  typename Strategy::options so;
+  const auto bucket_kb = args.integer("bucket-kb", int(sinew::dist::kDefaultBucketBytes / 1024));
+  const std::string overlap = args.get("overlap", "on");
+  if (overlap != "on" && overlap != "off") args.fail("--overlap must be on or off, not '" + overlap + "'");
+  if constexpr (requires { so.bucket_bytes; so.overlap; }) {  // the all-reduce strategies
+    so.bucket_bytes = std::size_t(bucket_kb) * 1024;
+    so.overlap = overlap == "on";
+  }
   args.check_unused();
 
-  const std::string configuration = "lenet5 fashion-mnist batch=" + std::to_string(lo.batch_size) +
-                                    " sharding=" + std::to_string(int(lo.sharding));
-  Train trainer(to, oo, Strategy({.configuration = configuration}, world));
+  so.configuration = "lenet5 fashion-mnist batch=" + std::to_string(lo.batch_size) +
+                     " sharding=" + std::to_string(int(lo.sharding));
+  Train trainer(to, oo, Strategy(so, world));
   const int workers = trainer.dist().workers();
   lo.rank = trainer.dist().worker_index();  // shards go to workers: a parameter server holds no data
   lo.world_size = workers;
@@ -70,9 +81,10 @@ int run(sinew::cli::Args& args, const std::string& strategy_name) {
     r.train.images_per_second *= workers;  // every worker processes its own shard at about the same pace
     if (root) {
       sinew::examples::print_epoch(r, epochs);
-      std::printf("           phases per epoch (s): load %.2f forward %.2f backward %.2f comm %.2f update %.2f\n",
+      std::printf("           phases per epoch (s): load %.2f forward %.2f backward %.2f comm %.2f update %.2f"
+                  " (comm hidden behind backward %.2f)\n",
                   r.train.phases.load, r.train.phases.forward, r.train.phases.backward, r.train.phases.comm,
-                  r.train.phases.update);
+                  r.train.phases.update, r.train.phases.comm_hidden);
     }
     records.push_back(r);
   }
@@ -85,6 +97,10 @@ int run(sinew::cli::Args& args, const std::string& strategy_name) {
     config.set("workers", workers);
     config.set("threads_per_rank", trainer.context().threads());
     config.set("local_batch", lo.batch_size);
+    if constexpr (requires { so.bucket_bytes; so.overlap; }) {
+      config.set("bucket_bytes", so.bucket_bytes);
+      config.set("overlap", so.overlap);
+    }
     config.set("lr", oo.lr);
     sinew::examples::results_json("train_distributed", config, records,
                                   trainer.images_per_second() * workers)
@@ -97,7 +113,8 @@ int main(int argc, char** argv) try {
   sinew::cli::Args args(argc, argv,
                         "usage: mpirun -np N train_distributed [--strategy ring|mpi|ps] [--mode sync|async|stale2]\n"
                         "                                      [--every-worker-reads-all] [--epochs 5] [--batch 32]\n"
-                        "                                      [--lr 0.05] [--threads 1] [--data DIR] [--json FILE]");
+                        "                                      [--lr 0.05] [--threads 1] [--bucket-kb 1024]\n"
+                        "                                      [--overlap on|off] [--data DIR] [--json FILE]");
   const std::string strategy = args.get("strategy", "ring"), mode = args.get("mode", "sync");
   if (strategy != "ps" && mode != "sync")
     args.fail("--mode " + mode + " needs --strategy ps: all-reduce is synchronous");

@@ -28,7 +28,8 @@ inline metrics::Json phases_json(const metrics::PhaseSeconds& p) {
   j.set("forward", p.forward);
   j.set("backward", p.backward);
   j.set("update", p.update);
-  j.set("comm", p.comm);
+  j.set("comm", p.comm);                // exposed: the step waited for it
+  j.set("comm_hidden", p.comm_hidden);  // in flight while backward computed, not part of the step
   return j;
 }
 

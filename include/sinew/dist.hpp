@@ -1,5 +1,6 @@
 // sinew/dist.hpp: distribution strategies (all-reduce, parameter server) and sync modes.
 #pragma once
+#include "sinew/dist/buckets.hpp"
 #include "sinew/dist/local.hpp"
 #include "sinew/dist/mpi_allreduce.hpp"
 #include "sinew/dist/parameter_server.hpp"

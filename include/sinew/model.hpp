@@ -11,6 +11,8 @@
 // the node and step(), the count of training-mode forward passes, so a run is reproducible.
 #pragma once
 
+#include <array>
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -54,6 +56,16 @@ class Model {
   static constexpr std::size_t kBufferSpan = []<class... N>(type_list<N...>) {
     return (std::size_t(0) + ... + N::kBufferSpan);
   }(nodes{});
+
+  /// Offsets in parameters() and gradients() where each node with parameters begins, ascending (execution
+  /// order). backward() writes the gradients of the node at layer_starts()[i] before those of the node before it.
+  static constexpr auto kLayerStarts = []<class... N>(type_list<N...>) {
+    std::array<std::size_t, (std::size_t(0) + ... + (N::kParams > 0 ? 1 : 0))> starts{};
+    std::size_t i = 0;
+    ((N::kParams > 0 ? void(starts[i++] = N::kParamOffset) : void()), ...);
+    return starts;
+  }(nodes{});
+  static std::span<const std::size_t> layer_starts() noexcept { return kLayerStarts; }
 
   explicit Model(typename B::context& ctx, ModelOptions options = {})
       : ctx_(&ctx), options_(options), params_(kParamSpan), grads_(kParamSpan), buffers_(kBufferSpan) {
@@ -133,9 +145,17 @@ class Model {
   }
 
   /// Back-propagates the gradient kept by loss(); overwrites gradients().
-  void backward() {
+  void backward() { backward([](std::size_t) {}); }
+
+  /// The same, calling ready(first) as soon as a node has written its parameter gradients: gradients()[first,
+  /// end) are then final. Calls come in decreasing `first`, one per node with parameters that backward reaches
+  /// (all of layer_starts(), or only the later ones when backward stops early), so a distribution strategy can
+  /// send the last layers' gradients while backward computes the earlier ones (see dist/strategy_spec.hpp).
+  template <class Ready>
+    requires std::invocable<Ready&, std::size_t>
+  void backward(Ready&& ready) {
     plan& p = current("backward");
-    backward_at<kOps - 1>(p, p.diff_output_tensor());
+    backward_at<kOps - 1>(p, p.diff_output_tensor(), ready);
   }
 
   /// Back-propagates an explicit gradient of the output (plain [batch, output]); overwrites gradients().
@@ -145,7 +165,8 @@ class Model {
       throw shape_error("model: backward got " + std::to_string(diff_output.size()) + " output gradients, expected " +
                         std::to_string(p.diff_output.size()));
     std::copy(diff_output.begin(), diff_output.end(), p.diff_output.begin());
-    backward_at<kOps - 1>(p, p.diff_output_tensor());
+    const auto nothing = [](std::size_t) {};
+    backward_at<kOps - 1>(p, p.diff_output_tensor(), nothing);
   }
 
   /// Gradient of the input after backward(), plain NCHW (needs ModelOptions::input_gradient).
@@ -253,8 +274,8 @@ class Model {
     if constexpr (I + 1 < kOps) forward_at<I + 1>(p, op.dst());
   }
 
-  template <std::size_t I>
-  void backward_at(plan& p, const tensor& diff_dst) {
+  template <std::size_t I, class Ready>
+  void backward_at(plan& p, const tensor& diff_dst, Ready& ready) {
     auto& op = std::get<I>(p.ops);
     const tensor* src;
     if constexpr (I == 0)
@@ -276,9 +297,11 @@ class Model {
     } else {
       op.backward(*ctx_, *src, diff_dst);
     }
+    using N = std::tuple_element_t<I, as_tuple_t<nodes>>;
+    if constexpr (N::kParams > 0) ready(N::kParamOffset);
     if constexpr (I > 0) {
       // Stop where no earlier node has parameters, unless the input gradient is wanted.
-      if (options_.input_gradient || params_before<I>()) backward_at<I - 1>(p, op.diff_src());
+      if (options_.input_gradient || params_before<I>()) backward_at<I - 1>(p, op.diff_src(), ready);
     }
   }
 

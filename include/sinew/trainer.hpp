@@ -8,10 +8,15 @@
 //   Train trainer({.threads = 2}, {.lr = 0.05f, .momentum = 0.9f});
 //   auto stats = trainer.train_epoch(loader);
 //
-// Each step is timed in phases (load, forward, backward, exposed communication, update); images/s counts
-// only steps after the warm-up. A NaN or infinite loss stops training with a training_error before the
-// step changes any parameter. On a rank that does not train (a parameter server) train_epoch serves the
-// workers' epoch instead.
+// Each step is timed in phases (load, forward, backward, exposed communication, update; communication hidden
+// behind backward is reported beside them); images/s counts only steps after the warm-up. A NaN or infinite
+// loss stops training with a training_error before the step changes any parameter. On a rank that does not
+// train (a parameter server) train_epoch serves the workers' epoch instead.
+//
+// A strategy with overlap hooks (dist/strategy_spec.hpp) hears from backward as each layer's gradients are
+// final. A strategy with require_agreement checks at construction that every rank built the same trainer, and
+// at each epoch that every rank has the same batch size and number of batches: a mismatch is an error naming
+// the rank, not a hang.
 #pragma once
 
 #include <cmath>
@@ -22,6 +27,7 @@
 #include <vector>
 
 #include "sinew/backend.hpp"
+#include "sinew/comm/agreement.hpp"
 #include "sinew/core/error.hpp"
 #include "sinew/data/cached_loader.hpp"
 #include "sinew/data/loader_spec.hpp"
@@ -90,7 +96,17 @@ class Trainer {
         optimizer_(optimizer, model_.parameters().size()),
         strategy_(std::move(strategy)),
         base_lr_(optimizer_.learning_rate()) {
+    if constexpr (req::has_overlap_hooks<S>) strategy_.set_layer_starts(model_type::layer_starts());
     strategy_.template start<M>(model_.parameters(), optimizer_);
+    if constexpr (has_agreement) {
+      // Ranks that built other trainers would exchange spans of other sizes in other orders, or wait forever.
+      std::string type = std::string(B::kName) + " " + std::string(S::kName) + " " + std::string(M::kName) + " " +
+                         std::string(O::kName) + " " + to_string<input_shape>();
+      for (const std::string& node : model_type::node_names()) type += " " + node;
+      const comm::Fact facts[] = {{"trainer type (backend, strategy, sync mode, optimizer, network)",
+                                   comm::fingerprint(type), true}};
+      strategy_.require_agreement(facts, "trainer");
+    }
   }
 
   model_type& model() noexcept { return model_; }
@@ -108,6 +124,13 @@ class Trainer {
   /// One pass over the loader's epoch `epoch_` (counted by the trainer), updating the parameters.
   EpochStats train_epoch(L& loader) {
     check_shape(loader);
+    if constexpr (has_agreement) {
+      // A rank with another batch size would average its gradient with wrong weights; one with more batches
+      // would wait forever in an all-reduce the others never start.
+      const comm::Fact facts[] = {{"local batch size", std::uint64_t(loader.batch_size())},
+                                  {"number of batches in this epoch", loader.batches_per_epoch()}};
+      strategy_.require_agreement(facts, "trainer");
+    }
     EpochStats stats;
     stats.epoch = epoch_;
     if constexpr (requires { strategy_.template serve<M>(model_.parameters(), stats.phases); })
@@ -129,7 +152,13 @@ class Trainer {
       const LossValue value = model_.loss({labels_.data(), n});
       phases.forward = watch.lap();
       if (options_.check_finite) check_finite(value.loss, stats.steps);
-      model_.backward();
+      if constexpr (req::has_overlap_hooks<S>) {
+        // The strategy sends each layer's gradients while backward computes the earlier layers'.
+        strategy_.backward_begins(model_.gradients());
+        model_.backward([this](std::size_t first) { strategy_.gradients_ready(first); });
+      } else {
+        model_.backward();
+      }
       phases.backward = watch.lap();
       optimizer_.set_learning_rate(schedule_ ? schedule_(base_lr_, step_) : base_lr_);
       strategy_.template update<M>(model_.parameters(), model_.gradients(), optimizer_, phases);
@@ -201,6 +230,9 @@ class Trainer {
     stats.seconds = watch.elapsed();
     return stats;
   }
+
+  static constexpr bool has_agreement =
+      requires(S& s, std::span<const comm::Fact> facts) { s.require_agreement(facts, "trainer"); };
 
   /// Stops on a NaN or infinite loss, before the step changes any parameter. With several processes all
   /// ranks learn of it together (a strategy's all_agree), so none is left waiting in a collective; with a

@@ -8,13 +8,17 @@
 
 #include <boost/mpi/communicator.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <thread>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "sinew/comm/mpi.hpp"
 #include "sinew/core/rng.hpp"
+#include "sinew/dist/buckets.hpp"
 #include "sinew/dist/mpi_allreduce.hpp"
 #include "sinew/dist/ring_allreduce.hpp"
 
@@ -222,6 +226,176 @@ TEST(ring_allreduce_strategy, start_names_a_rank_with_another_chunk_size) {
   if (p > 1) {
     EXPECT_NE(error.find("rank 1 disagrees with rank 0 on the ring chunk size (128 vs 64)"), std::string::npos)
         << error;
+  }
+}
+
+
+// Bucket layout: reverse layer order, cut on layer starts only.
+TEST(bucket_layout, buckets_run_from_the_last_layers_to_the_first_and_cut_only_on_layer_starts) {
+  const std::size_t starts[] = {0, 48, 1664, 1712};  // four layers; total 1728 floats
+  const auto buckets = dist::plan_buckets(starts, 1728, 64);
+  // From the end: [1712, 1728) has 16 < 64 floats, so it takes the layer before too: [1664, 1728); then the
+  // 1616-float layer alone; then the first two layers, the remainder, smaller than 64 floats.
+  const std::vector<dist::Bucket> expected = {{1664, 1728}, {48, 1664}, {0, 48}};
+  EXPECT_EQ(buckets, expected);
+}
+
+TEST(bucket_layout, a_zero_bucket_size_or_a_large_one_gives_a_single_bucket) {
+  const std::size_t starts[] = {0, 48, 1664};
+  EXPECT_EQ(dist::plan_buckets(starts, 1700, 0), (std::vector<dist::Bucket>{{0, 1700}}));
+  EXPECT_EQ(dist::plan_buckets(starts, 1700, 1u << 20), (std::vector<dist::Bucket>{{0, 1700}}));
+  EXPECT_EQ(dist::plan_buckets({}, 1700, 64), (std::vector<dist::Bucket>{{0, 1700}})) << "no layers: one layer";
+}
+
+TEST(bucket_layout, zero_gradients_give_no_bucket_and_every_layer_can_be_its_own) {
+  EXPECT_TRUE(dist::plan_buckets({}, 0, 64).empty());
+  const std::size_t starts[] = {0, 16, 32};
+  EXPECT_EQ(dist::plan_buckets(starts, 48, 1), (std::vector<dist::Bucket>{{32, 48}, {16, 32}, {0, 16}}));
+}
+
+TEST(bucket_layout, layer_starts_out_of_order_are_an_error_naming_the_fix) {
+  const std::size_t starts[] = {0, 64, 32};
+  try {
+    dist::plan_buckets(starts, 100, 16);
+    FAIL() << "no error";
+  } catch (const error& e) {
+    EXPECT_NE(std::string(e.what()).find("layer start 2 (32) is not ascending"), std::string::npos) << e.what();
+  }
+}
+
+// A ring driven by advance() alone (as the hooks drive it), two in a row on one tag.
+TEST(ring_operation, two_rings_in_a_row_driven_without_blocking_equal_the_serial_sums) {
+  Mpi world;
+  std::vector<float> a(1001), b(77);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = integer_input(world.rank(), i);
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = integer_input(world.rank(), i + 5);
+  dist::RingWorkspace<Mpi> work;
+  dist::RingOperation<Mpi> ring;
+  ring.start(world, a, work, 64);
+  std::size_t polls = 0;
+  while (!ring.advance()) ++polls;
+  ring.start(world, b, work, 16);
+  while (!ring.advance()) ++polls;
+  bool all_right = true;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    float expected = 0;
+    for (int r = 0; r < world.size(); ++r) expected += integer_input(r, i);
+    all_right = all_right && a[i] == expected;
+  }
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    float expected = 0;
+    for (int r = 0; r < world.size(); ++r) expected += integer_input(r, i + 5);
+    all_right = all_right && b[i] == expected;
+  }
+  EXPECT_TRUE(all_right);
+  EXPECT_TRUE(ring.done());
+}
+
+// The strategies' hooks on a hand-made gradient of three layers, as the trainer calls them.
+template <class S>
+typename S::options bucketed(std::size_t bucket_bytes, bool overlap) {
+  typename S::options o;
+  o.bucket_bytes = bucket_bytes;
+  o.overlap = overlap;
+  return o;
+}
+
+TYPED_TEST(allreduce_strategy, hooks_sum_buckets_in_reverse_layer_order_and_update_applies_the_mean) {
+  const std::size_t starts[] = {0, 100, 1100};
+  const std::size_t n = 1200;
+  for (const bool overlap : {true, false}) {
+    TypeParam strategy(bucketed<TypeParam>(100 * sizeof(float), overlap));
+    optim::example::descent sgd({.lr = 1.0f}, n);
+    strategy.set_layer_starts(starts);
+    std::vector<float> params(n, 0.0f), grads(n);
+    strategy.template start<Sync>(params, sgd);
+    const int p = strategy.world_size(), r = strategy.rank();
+    EXPECT_EQ(std::vector<dist::Bucket>(strategy.buckets().begin(), strategy.buckets().end()),
+              (std::vector<dist::Bucket>{{1100, 1200}, {100, 1100}, {0, 100}}));
+    metrics::PhaseSeconds phases;
+    for (int step = 0; step < 3; ++step) {
+      strategy.backward_begins(grads);
+      for (std::size_t l = 3; l-- > 0;) {
+        // The layer writes its gradients, then reports them.
+        for (std::size_t i = starts[l]; i < (l + 1 < 3 ? starts[l + 1] : n); ++i) grads[i] = integer_input(r, i);
+        strategy.gradients_ready(starts[l]);
+      }
+      phases.backward = 0;
+      strategy.template update<Sync>(params, grads, sgd, phases);
+    }
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      float sum = 0;
+      for (int q = 0; q < p; ++q) sum += integer_input(q, i);
+      if (std::abs(params[i] - (-3.0f * sum / float(p))) > 1e-3f * std::max(1.0f, std::abs(sum))) ++wrong;
+    }
+    EXPECT_EQ(wrong, 0u) << "overlap " << overlap;
+    EXPECT_GE(phases.comm_hidden, 0.0);
+    EXPECT_GT(phases.comm, 0.0);
+  }
+}
+
+TYPED_TEST(allreduce_strategy, zero_parameters_and_a_single_bucket_update_like_the_whole_buffer) {
+  TypeParam empty_strategy(bucketed<TypeParam>(64, true));
+  optim::example::descent none({}, 0);
+  std::vector<float> nothing;
+  empty_strategy.template start<Sync>(nothing, none);
+  EXPECT_TRUE(empty_strategy.buckets().empty());
+  metrics::PhaseSeconds phases;
+  empty_strategy.backward_begins(nothing);
+  empty_strategy.template update<Sync>(nothing, nothing, none, phases);
+
+  TypeParam single(bucketed<TypeParam>(0, true));
+  optim::example::descent sgd({.lr = 1.0f}, 3);
+  const std::size_t starts[] = {0, 1, 2};
+  single.set_layer_starts(starts);
+  std::vector<float> params(3, 0.0f), grads = {1, 2, float(single.rank())};
+  single.template start<Sync>(params, sgd);
+  EXPECT_EQ(single.buckets().size(), 1u);
+  single.backward_begins(grads);
+  single.gradients_ready(2);  // the single bucket must wait for the first layer
+  single.gradients_ready(1);
+  single.gradients_ready(0);
+  single.template update<Sync>(params, grads, sgd, phases);
+  EXPECT_EQ(params, (std::vector<float>{-1, -2, -float(single.world_size() - 1) / 2}));
+}
+
+TYPED_TEST(allreduce_strategy, a_bucket_in_flight_while_backward_computes_counts_as_hidden_communication) {
+  const std::size_t starts[] = {0, 100};
+  const std::size_t n = 200;
+  TypeParam strategy(bucketed<TypeParam>(100 * sizeof(float), true));
+  optim::example::descent sgd({.lr = 1.0f}, n);
+  strategy.set_layer_starts(starts);
+  std::vector<float> params(n, 0.0f), grads(n, 1.0f);
+  strategy.template start<Sync>(params, sgd);
+  const int p = strategy.world_size(), r = strategy.rank();
+  // Rank 0 starts backward 30 ms late, so no other rank's first bucket can complete before it, and each of
+  // them has the bucket in flight during the 20 ms its "first layer" computes.
+  if (r == 0) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  metrics::PhaseSeconds phases;
+  strategy.backward_begins(grads);
+  strategy.gradients_ready(100);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  strategy.gradients_ready(0);
+  strategy.template update<Sync>(params, grads, sgd, phases);
+  EXPECT_EQ(params, std::vector<float>(n, -1.0f));
+  EXPECT_GE(phases.comm_hidden, 0.0);
+  if (p == 1) {
+    EXPECT_EQ(phases.comm_hidden, 0.0) << "one rank has nothing to send";
+  } else if (r != 0) {
+    EXPECT_GT(phases.comm_hidden, 0.010) << "rank " << r;
+  }
+}
+
+TYPED_TEST(allreduce_strategy, start_names_a_rank_with_another_bucket_size) {
+  const int r = boost::mpi::communicator().rank(), p = world_size();
+  const std::string error = start_error(TypeParam(bucketed<TypeParam>(r == 0 ? 256 : 512, true)), 10);
+  if (p > 1) {
+    EXPECT_NE(error.find("rank 1 disagrees with rank 0 on the gradient bucket size in bytes (512 vs 256)"),
+              std::string::npos)
+        << error;
+  } else {
+    EXPECT_EQ(error, "no comm_error");
   }
 }
 

@@ -4,9 +4,15 @@
 //   using Train    = sinew::Trainer<Net, Backend, Strategy, sinew::Sync>;
 //   Train trainer(options, sgd, Strategy({.configuration = "cifar10 batch=64"}));
 //
-// Every step sums every rank's gradient with one blocking all-reduce (MPI_Allreduce for comm::Mpi: the MPI
-// library picks its algorithm), divides by the number of ranks, and every rank applies the same optimizer
+// Every step sums every rank's gradient with the communicator's all-reduce (MPI_Iallreduce for comm::Mpi: the
+// MPI library picks its algorithm), divides by the number of ranks, and every rank applies the same optimizer
 // step, so the replicas stay equal. The reference to compare dist::RingAllReduce with.
+//
+// The gradient is summed in buckets of options.bucket_bytes, cut on layer boundaries in reverse layer order
+// (dist/buckets.hpp). With options.overlap, the trainer's hooks start a bucket's non-blocking all-reduce as soon
+// as backward has written its gradients, and test the ones in flight after every later layer: Open MPI moves a
+// non-blocking collective on only inside MPI calls, so these tests are its progress. update() then waits only
+// for what is still in flight.
 #pragma once
 
 #include <concepts>
@@ -14,6 +20,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "sinew/comm/communicator_spec.hpp"
 #include "sinew/core/diagnostics.hpp"
@@ -27,7 +34,10 @@ namespace sinew::dist {
 
 /// Comm: the communicator whose allreduce_sum combines the gradients (comm::Mpi).
 template <Communicator Comm>
-class MpiAllReduce : public detail::allreduce_base<Comm> {
+class MpiAllReduce : public detail::allreduce_base<Comm, MpiAllReduce<Comm>> {
+  using base = detail::allreduce_base<Comm, MpiAllReduce<Comm>>;
+  friend base;
+
  public:
   static constexpr std::string_view kName = "mpi_allreduce";
 
@@ -35,6 +45,9 @@ class MpiAllReduce : public detail::allreduce_base<Comm> {
     /// Free text every rank must agree on (batch size, data set ...), checked by start() with the parameter
     /// count and the optimizer.
     std::string configuration;
+    std::size_t bucket_bytes = kDefaultBucketBytes;  ///< gradient bytes per all-reduce; 0: one for all
+    bool overlap = true;          ///< start each bucket's all-reduce during backward (off: all after backward)
+    double timeout_seconds = 25;  ///< waiting longer in a collective aborts the job naming silent ranks; 0: never
   };
 
   template <class M>
@@ -47,28 +60,43 @@ class MpiAllReduce : public detail::allreduce_base<Comm> {
     requires std::same_as<M, Sync>
   struct mode<M> {};
 
-  MpiAllReduce() = default;
+  MpiAllReduce() : MpiAllReduce(options{}) {}
   explicit MpiAllReduce(options o, Comm comm = Comm())
-      : detail::allreduce_base<Comm>(std::move(comm)), options_(std::move(o)) {}
+      : base(std::move(comm), {o.bucket_bytes, o.overlap, o.timeout_seconds}, "dist::MpiAllReduce"),
+        options_(std::move(o)) {}
 
   /// Collective: checks that every rank runs the same configuration (else comm_error naming the first rank
   /// that differs), then gives every rank rank 0's parameters.
   template <SyncMode M, Optimizer O>
   void start(std::span<float> params, O&) {
     static_assert(sizeof(mode<M>) > 0);
-    detail::agree_and_broadcast<Comm, O>(this->comm_, params, "dist::MpiAllReduce", options_.configuration);
+    const std::vector<comm::Fact> buckets = this->bucket_facts(params.size());
+    detail::agree_and_broadcast<Comm, O>(this->comm_, params, "dist::MpiAllReduce", options_.configuration, buckets);
   }
 
   /// Collective: params -= optimizer(mean of every rank's grads). grads holds the mean afterwards.
   template <SyncMode M, Optimizer O>
   void update(std::span<float> params, std::span<float> grads, O& optimizer, metrics::PhaseSeconds& phases) {
     static_assert(sizeof(mode<M>) > 0);
-    this->average_and_step(params, grads, optimizer, phases,
-                           [this](std::span<float> g) { this->comm_.allreduce_sum(g); });
+    this->average_and_step(params, grads, optimizer, phases);
   }
 
  private:
+  using request = decltype(std::declval<Comm&>().iallreduce_sum(std::span<float>()));
+
+  void submit(std::span<float> bucket) { in_flight_.push_back(this->comm_.iallreduce_sum(bucket)); }
+
+  bool poll() {
+    for (; done_ < in_flight_.size(); ++done_)
+      if (!in_flight_[done_].test()) return false;
+    in_flight_.clear();
+    done_ = 0;
+    return true;
+  }
+
   options options_;
+  std::vector<request> in_flight_;
+  std::size_t done_ = 0;
 };
 
 static_assert(Strategy<MpiAllReduce<comm::example::single_process>>);

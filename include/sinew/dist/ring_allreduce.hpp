@@ -12,11 +12,18 @@
 //
 // Segments travel in chunks of `chunk_floats`, all with non-blocking sends and receives: a chunk is added
 // (with xsimd) and sent on to the right as soon as it arrived, while the next chunks are still on the wire.
+//
+// The strategy sums the gradient in buckets of options.bucket_bytes, cut on layer boundaries in reverse layer
+// order (dist/buckets.hpp), one ring after the other. With options.overlap, the trainer's hooks queue a bucket
+// as soon as backward has written its gradients, and after every later layer advance the ring as far as the
+// arrived messages allow (RingOperation), on the training thread: no thread, no MPI_THREAD_MULTIPLE. update()
+// then drives what is left to the end.
 #pragma once
 
 #include <algorithm>
 #include <concepts>
 #include <cstddef>
+#include <deque>
 #include <span>
 #include <string>
 #include <string_view>
@@ -59,90 +66,168 @@ inline void add_into(std::span<float> sum, const float* addend) {
 }
 }  // namespace detail
 
+/// One ring all-reduce in progress, advanced by the caller: advance() does every step whose messages have
+/// arrived and returns whether the sum is complete, never blocking, so that a strategy can drive the ring from
+/// between backward's layers (Open MPI moves messages only inside MPI calls, without a progress thread). Ranks
+/// may run several in a row on one tag: each rank posts its receives in the order its left neighbour sends.
+template <Communicator C>
+class RingOperation {
+ public:
+  RingOperation() = default;
+
+  /// Starts summing `data` (see ring_allreduce_sum for the preconditions); `data` and `work` must stay alive
+  /// and untouched until advance() returned true.
+  void start(C& comm, std::span<float> data, RingWorkspace<C>& work, std::size_t chunk_floats = kRingChunkFloats,
+             int tag = detail::kRingTag) {
+    comm_ = &comm, data_ = data, work_ = &work, tag_ = tag;
+    ranks_ = std::size_t(comm.size()), n_ = data.size();
+    if (ranks_ == 1 || n_ == 0) {
+      stage_ = stage::done;
+      return;
+    }
+    rank_ = std::size_t(comm.rank());
+    right_ = int((rank_ + 1) % ranks_), left_ = int((rank_ + ranks_ - 1) % ranks_);
+    max_segment_ = (n_ + ranks_ - 1) / ranks_;
+    chunk_ = chunk_floats == 0 ? max_segment_ : chunk_floats;
+    steps_ = ranks_ - 1;
+    if (work.scratch.size() < 2 * max_segment_) work.scratch.resize(2 * max_segment_);
+    work.sends.clear();
+    work.recvs.clear();
+    // One tag serves every message: MPI delivers one sender's messages in order, and both neighbours post
+    // theirs in the same order (step by step, chunk by chunk), so each receive matches the chunk meant for it.
+    post_scratch_receives(0);
+    const std::span<float> first = segment(rank_);
+    for (std::size_t c = 0; c < chunks(first.size()); ++c) send(piece(first, c));
+    stage_ = stage::reduce_scatter;
+    k_ = c_ = next_receive_ = drained_ = 0;
+    step_begun_ = false;
+  }
+
+  bool done() const noexcept { return stage_ == stage::done; }
+
+  /// Does what the arrived messages allow; true once every rank's sum is in `data`. With block, waits
+  /// instead, and returns true.
+  bool advance(bool block = false) {
+    const auto ready = [block](auto& request) {
+      if (!block) return bool(request.test());
+      request.wait();
+      return true;
+    };
+    auto& work = *work_;
+    for (;;) switch (stage_) {
+        case stage::reduce_scatter: {
+          // Step k: send segment rank - k, receive segment rank - k - 1 into scratch half k % 2 and add it to
+          // ours; the sum is exactly what step k + 1 sends, so each chunk goes on as soon as it is added.
+          if (k_ == steps_) {
+            stage_ = stage::drain_reduce_scatter;
+            break;
+          }
+          if (!step_begun_) {
+            // Half (k + 1) % 2 was emptied by step k - 1; the next segment lands there while this one is added.
+            if (k_ + 1 < steps_) post_scratch_receives(k_ + 1);
+            if (k_ + 1 == steps_) reduce_scatter_sends_ = work.sends.size();
+            step_begun_ = true;
+          }
+          const std::span<float> mine = segment(rank_ + ranks_ - k_ - 1);
+          if (c_ == chunks(mine.size())) {
+            ++k_, c_ = 0, step_begun_ = false;
+            break;
+          }
+          if (!ready(work.recvs[next_receive_])) return false;
+          ++next_receive_;
+          const std::span<float> sum = piece(mine, c_);
+          detail::add_into(sum, work.scratch.data() + (k_ % 2) * max_segment_ + c_ * chunk_);
+          // After the last step this is segment rank + 1, complete: the all-gather's first send.
+          send(sum);
+          ++c_;
+          break;
+        }
+        case stage::drain_reduce_scatter: {
+          // All-gather receives overwrite segments that reduce-scatter sent from, so those sends must be done
+          // first; waiting for the all-gather's first sends too could deadlock, as every rank would wait for
+          // its right neighbour to reach this point.
+          for (; drained_ < reduce_scatter_sends_; ++drained_)
+            if (!ready(work.sends[drained_])) return false;
+          // Step k receives segment rank - k, complete, straight into `data` and forwards it (except at the
+          // last step, when the right neighbour already has it).
+          work.recvs.clear();
+          for (std::size_t k = 0; k < steps_; ++k) {
+            const std::span<float> target = segment(rank_ + ranks_ - k);
+            for (std::size_t c = 0; c < chunks(target.size()); ++c) receive(piece(target, c));
+          }
+          stage_ = stage::all_gather;
+          k_ = c_ = next_receive_ = 0;
+          break;
+        }
+        case stage::all_gather: {
+          if (k_ == steps_) {
+            stage_ = stage::drain;
+            break;
+          }
+          const std::span<float> target = segment(rank_ + ranks_ - k_);
+          if (c_ == chunks(target.size())) {
+            ++k_, c_ = 0;
+            break;
+          }
+          if (!ready(work.recvs[next_receive_])) return false;
+          ++next_receive_;
+          if (k_ + 1 < steps_) send(piece(target, c_));
+          ++c_;
+          break;
+        }
+        case stage::drain: {
+          for (; drained_ < work.sends.size(); ++drained_)
+            if (!ready(work.sends[drained_])) return false;
+          work.sends.clear();
+          work.recvs.clear();
+          stage_ = stage::done;
+          return true;
+        }
+        case stage::done: return true;
+      }
+  }
+
+ private:
+  enum class stage { reduce_scatter, drain_reduce_scatter, all_gather, drain, done };
+
+  // Segment s (taken modulo the ranks, so rank - k works) is [s n / p, (s + 1) n / p): sizes differ by one at
+  // most, and some are empty when n < p. A chunk count of zero then sends nothing, on both sides alike.
+  std::span<float> segment(std::size_t s) const {
+    s %= ranks_;
+    const std::size_t begin = s * n_ / ranks_, end = (s + 1) * n_ / ranks_;
+    return data_.subspan(begin, end - begin);
+  }
+  std::size_t chunks(std::size_t length) const { return (length + chunk_ - 1) / chunk_; }
+  std::span<float> piece(std::span<float> whole, std::size_t c) const {
+    return whole.subspan(c * chunk_, std::min(chunk_, whole.size() - c * chunk_));
+  }
+  void send(std::span<const float> p) { work_->sends.push_back(comm_->isend(p, right_, tag_)); }
+  void receive(std::span<float> p) { work_->recvs.push_back(comm_->irecv(p, left_, tag_)); }
+  void post_scratch_receives(std::size_t k) {
+    const std::size_t length = segment(rank_ + ranks_ - k - 1).size();
+    const std::span<float> half(work_->scratch.data() + (k % 2) * max_segment_, length);
+    for (std::size_t c = 0; c < chunks(length); ++c) receive(piece(half, c));
+  }
+
+  C* comm_ = nullptr;
+  std::span<float> data_;
+  RingWorkspace<C>* work_ = nullptr;
+  int tag_ = detail::kRingTag, right_ = 0, left_ = 0;
+  std::size_t ranks_ = 1, rank_ = 0, n_ = 0, max_segment_ = 0, chunk_ = 1, steps_ = 0;
+  stage stage_ = stage::done;
+  std::size_t k_ = 0, c_ = 0, next_receive_ = 0, drained_ = 0, reduce_scatter_sends_ = 0;
+  bool step_begun_ = false;
+};
+
 /// Collective: every rank's `data` becomes the element-wise sum over all ranks, by the pipelined ring.
 /// Pre: data.size() is the same on every rank (any size, 0 and fewer than the ranks included) and so is
 /// `chunk_floats` (0: one chunk per segment).
 template <Communicator C>
 void ring_allreduce_sum(C& comm, std::span<float> data, RingWorkspace<C>& work,
                         std::size_t chunk_floats = kRingChunkFloats) {
-  const std::size_t ranks = std::size_t(comm.size()), n = data.size();
-  if (ranks == 1 || n == 0) return;
-  const std::size_t rank = std::size_t(comm.rank());
-  const int right = int((rank + 1) % ranks), left = int((rank + ranks - 1) % ranks);
-  const std::size_t max_segment = (n + ranks - 1) / ranks;
-  const std::size_t chunk = chunk_floats == 0 ? max_segment : chunk_floats;
-
-  // Segment s (taken modulo the ranks, so rank - k works) is [s n / p, (s + 1) n / p): sizes differ by one at
-  // most, and some are empty when n < p. A chunk count of zero then sends nothing, on both sides alike.
-  const auto segment = [&](std::size_t s) {
-    s %= ranks;
-    const std::size_t begin = s * n / ranks, end = (s + 1) * n / ranks;
-    return data.subspan(begin, end - begin);
-  };
-  const auto chunks = [&](std::size_t length) { return (length + chunk - 1) / chunk; };
-  const auto piece = [&](auto whole, std::size_t c) {
-    return whole.subspan(c * chunk, std::min(chunk, whole.size() - c * chunk));
-  };
-  const auto send = [&](std::span<const float> p) { work.sends.push_back(comm.isend(p, right, detail::kRingTag)); };
-  const auto receive = [&](std::span<float> p) { work.recvs.push_back(comm.irecv(p, left, detail::kRingTag)); };
-  const auto wait_all = [](auto& requests, std::size_t count) {
-    for (std::size_t i = 0; i < count; ++i) requests[i].wait();
-  };
-
-  if (work.scratch.size() < 2 * max_segment) work.scratch.resize(2 * max_segment);
-  work.sends.clear();
-  work.recvs.clear();
-  // One tag serves every message: MPI delivers one sender's messages in order, and both neighbours post theirs
-  // in the same order (step by step, chunk by chunk), so each receive matches the chunk meant for it.
-
-  // Reduce-scatter. Step k: send segment rank - k, receive segment rank - k - 1 into scratch half k % 2 and
-  // add it to ours; the sum is exactly what step k + 1 sends, so each chunk goes on as soon as it is added.
-  const std::size_t steps = ranks - 1;
-  const auto post_scratch_receives = [&](std::size_t k) {
-    const std::size_t length = segment(rank + ranks - k - 1).size();
-    const std::span<float> half(work.scratch.data() + (k % 2) * max_segment, length);
-    for (std::size_t c = 0; c < chunks(length); ++c) receive(piece(half, c));
-  };
-  post_scratch_receives(0);
-  const std::span<float> first = segment(rank);
-  for (std::size_t c = 0; c < chunks(first.size()); ++c) send(piece(first, c));
-  std::size_t next_receive = 0, reduce_scatter_sends = 0;
-  for (std::size_t k = 0; k < steps; ++k) {
-    // Half (k + 1) % 2 was emptied by step k - 1; the next segment lands there while this one is added.
-    if (k + 1 < steps) post_scratch_receives(k + 1);
-    if (k + 1 == steps) reduce_scatter_sends = work.sends.size();
-    const std::span<float> mine = segment(rank + ranks - k - 1);
-    const float* arrived = work.scratch.data() + (k % 2) * max_segment;
-    for (std::size_t c = 0; c < chunks(mine.size()); ++c) {
-      work.recvs[next_receive++].wait();
-      const std::span<float> sum = piece(mine, c);
-      detail::add_into(sum, arrived + c * chunk);
-      // After the last step this is segment rank + 1, complete: the all-gather's first send.
-      send(sum);
-    }
-  }
-
-  // All-gather. Step k receives segment rank - k, complete, straight into `data` and forwards it (except at
-  // the last step, when the right neighbour already has it). The receives overwrite segments that
-  // reduce-scatter sent from, so those sends must be done first; waiting for the all-gather's first sends too
-  // could deadlock, as every rank would wait for its right neighbour to reach this point.
-  wait_all(work.sends, reduce_scatter_sends);
-  work.recvs.clear();
-  for (std::size_t k = 0; k < steps; ++k) {
-    const std::span<float> target = segment(rank + ranks - k);
-    for (std::size_t c = 0; c < chunks(target.size()); ++c) receive(piece(target, c));
-  }
-  next_receive = 0;
-  for (std::size_t k = 0; k < steps; ++k) {
-    const std::span<float> target = segment(rank + ranks - k);
-    for (std::size_t c = 0; c < chunks(target.size()); ++c) {
-      work.recvs[next_receive++].wait();
-      if (k + 1 < steps) send(piece(target, c));
-    }
-  }
-  wait_all(work.sends, work.sends.size());
-  work.sends.clear();
-  work.recvs.clear();
+  RingOperation<C> ring;
+  ring.start(comm, data, work, chunk_floats);
+  ring.advance(/*block=*/true);
 }
 
 /// The same, with buffers allocated for this call.
@@ -154,7 +239,10 @@ void ring_allreduce_sum(C& comm, std::span<float> data, std::size_t chunk_floats
 
 /// Comm: the communicator whose point-to-point messages carry the ring (comm::Mpi).
 template <Communicator Comm>
-class RingAllReduce : public detail::allreduce_base<Comm> {
+class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
+  using base = detail::allreduce_base<Comm, RingAllReduce<Comm>>;
+  friend base;
+
  public:
   static constexpr std::string_view kName = "ring_allreduce";
 
@@ -163,6 +251,9 @@ class RingAllReduce : public detail::allreduce_base<Comm> {
     /// count, the optimizer and the chunk size.
     std::string configuration;
     std::size_t chunk_floats = kRingChunkFloats;  ///< floats per message; 0: one message per segment
+    std::size_t bucket_bytes = kDefaultBucketBytes;  ///< gradient bytes per ring; 0: one ring for all
+    bool overlap = true;          ///< start each bucket's ring during backward (off: all after backward)
+    double timeout_seconds = 25;  ///< waiting longer in a collective aborts the job naming silent ranks; 0: never
   };
 
   template <class M>
@@ -174,31 +265,49 @@ class RingAllReduce : public detail::allreduce_base<Comm> {
     requires std::same_as<M, Sync>
   struct mode<M> {};
 
-  RingAllReduce() = default;
+  RingAllReduce() : RingAllReduce(options{}) {}
   explicit RingAllReduce(options o, Comm comm = Comm())
-      : detail::allreduce_base<Comm>(std::move(comm)), options_(std::move(o)) {}
+      : base(std::move(comm), {o.bucket_bytes, o.overlap, o.timeout_seconds}, "dist::RingAllReduce"),
+        options_(std::move(o)) {}
 
   /// Collective: checks that every rank runs the same configuration (else comm_error naming the first rank
   /// that differs), then gives every rank rank 0's parameters.
   template <SyncMode M, Optimizer O>
   void start(std::span<float> params, O&) {
     static_assert(sizeof(mode<M>) > 0);
-    const comm::Fact chunk[] = {{"ring chunk size", options_.chunk_floats}};
-    detail::agree_and_broadcast<Comm, O>(this->comm_, params, "dist::RingAllReduce", options_.configuration, chunk);
+    std::vector<comm::Fact> facts = {{"ring chunk size", options_.chunk_floats}};
+    const std::vector<comm::Fact> buckets = this->bucket_facts(params.size());
+    facts.insert(facts.end(), buckets.begin(), buckets.end());
+    detail::agree_and_broadcast<Comm, O>(this->comm_, params, "dist::RingAllReduce", options_.configuration, facts);
   }
 
   /// Collective: params -= optimizer(mean of every rank's grads). grads holds the mean afterwards.
   template <SyncMode M, Optimizer O>
   void update(std::span<float> params, std::span<float> grads, O& optimizer, metrics::PhaseSeconds& phases) {
     static_assert(sizeof(mode<M>) > 0);
-    this->average_and_step(params, grads, optimizer, phases, [this](std::span<float> g) {
-      ring_allreduce_sum(this->comm_, g, work_, options_.chunk_floats);
-    });
+    this->average_and_step(params, grads, optimizer, phases);
   }
 
  private:
+  // One ring at a time: the ranks start the queued buckets in the same order, so one tag serves them all.
+  void submit(std::span<float> bucket) {
+    queued_.push_back(bucket);
+    poll();
+  }
+
+  bool poll() {
+    for (;;) {
+      if (!ring_.done() && !ring_.advance()) return false;
+      if (queued_.empty()) return true;
+      ring_.start(this->comm_, queued_.front(), work_, options_.chunk_floats);
+      queued_.pop_front();
+    }
+  }
+
   options options_;
   RingWorkspace<Comm> work_;
+  RingOperation<Comm> ring_;
+  std::deque<std::span<float>> queued_;
 };
 
 static_assert(Strategy<RingAllReduce<comm::example::single_process>>);

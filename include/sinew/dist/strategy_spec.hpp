@@ -24,10 +24,27 @@
 //                                   training: it serves the workers' epoch and returns its optimizer steps;
 //   s.template finish_epoch<M>(params, phases)
 //                                   on a worker, after its epoch's last step (the end of epoch for the servers).
-// S may also offer hooks that let communication overlap backward; the trainer uses them when present.
+//
+// Optional overlap hooks (req::has_overlap_hooks: all three or none). The trainer uses them when present, so
+// that communication runs while backward still computes:
+//   s.set_layer_starts(starts)      once, before start(): ascending offsets in the flat gradient buffer where
+//                                   each layer with parameters begins (Model::layer_starts()); later layers lie
+//                                   at larger offsets. S may cut buckets on them (and agree on them in start()).
+//   s.backward_begins(grads)        every training step, before backward: `grads` (the model's gradients()) is
+//                                   about to be overwritten; nothing in it is final.
+//   s.gradients_ready(first)        during backward, after a layer wrote its gradients: grads[first, end) are
+//                                   final for this step and may be sent. Calls come with decreasing `first`, at
+//                                   most one per layer; layers backward does not reach send none, so update()
+//                                   must treat the rest of grads as final when it comes.
+// update() then waits only for what is still in flight, and leaves the mean gradient in grads as before, so
+// the optimizer sees what it saw without the hooks. The hooks run on the training thread inside backward:
+// update() adds the time spent in them to phases.comm and takes it off phases.backward, which the trainer
+// measured around them. phases.comm_hidden is the time communication was in flight while backward computed.
+// dist::example::counting_hooks below is the smallest strategy with hooks.
 #pragma once
 
 #include <concepts>
+#include <cstddef>
 #include <span>
 #include <string_view>
 
@@ -55,10 +72,49 @@ concept has_sync_update = requires(S& s, std::span<float> p, optim::example::des
   { s.template start<Sync>(p, o) };
   { s.template update<Sync>(p, p, o, t) };
 };
+/// The overlap hooks of the contract above.
+template <class S>
+concept has_overlap_hooks = requires(S& s, std::span<const std::size_t> starts, std::span<float> g, std::size_t i) {
+  { s.set_layer_starts(starts) };
+  { s.backward_begins(g) };
+  { s.gradients_ready(i) };
+};
 }  // namespace req
 
 /// A distribution strategy policy (the Trainer's third slot).
 template <class S>
 concept Strategy = req::has_strategy_name<S> && req::has_topology<S> && req::has_sync_update<S>;
+
+namespace dist::example {
+/// One process that watches backward through the overlap hooks (a real strategy would send each finished
+/// range of gradients there): update() applies the local gradient.
+struct counting_hooks {
+  static constexpr std::string_view kName = "counting_hooks";
+  template <class M>
+  struct mode;  // Sync only, below
+
+  int rank() const { return 0; }
+  int world_size() const { return 1; }
+  bool is_worker() const { return true; }
+  int workers() const { return 1; }
+  int worker_index() const { return 0; }
+  template <SyncMode M, class O>
+  void start(std::span<float>, O&) {}
+  template <SyncMode M, class O>
+  void update(std::span<float> params, std::span<float> grads, O& optimizer, metrics::PhaseSeconds&) {
+    optimizer.step(params, grads);
+  }
+
+  void set_layer_starts(std::span<const std::size_t> starts) { layers = int(starts.size()); }
+  void backward_begins(std::span<float>) { ready = 0, lowest = std::size_t(-1); }
+  void gradients_ready(std::size_t first) { ++ready, lowest = first < lowest ? first : lowest; }
+
+  int layers = 0, ready = 0;  ///< layers with parameters; layers whose gradients were final in the last backward
+  std::size_t lowest = std::size_t(-1);  ///< the smallest `first` reported in the last backward
+};
+template <>
+struct counting_hooks::mode<Sync> {};
+static_assert(Strategy<counting_hooks> && req::has_overlap_hooks<counting_hooks>);
+}  // namespace dist::example
 
 }  // namespace sinew

@@ -1,17 +1,22 @@
 // sinew/dist/detail/allreduce_common.hpp: what the all-reduce strategies share: the start-up agreement and
-// broadcast, and turning the summed gradient into the mean.
+// broadcast, gradient buckets that overlap backward, the watchdog, and turning the summed gradient into the mean.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "sinew/backend/simd/elementwise.hpp"
 #include "sinew/comm/agreement.hpp"
-#include "sinew/metrics/timer.hpp"
 #include "sinew/comm/communicator_spec.hpp"
+#include "sinew/dist/buckets.hpp"
+#include "sinew/metrics/timer.hpp"
 #include "sinew/optim/optimizer_spec.hpp"
 
 namespace sinew::dist::detail {
@@ -39,9 +44,20 @@ inline void scale(std::span<float> x, float factor) {
   });
 }
 
-/// What MpiAllReduce and RingAllReduce share: every rank is a worker; all_agree; and the synchronous step
-/// (all-reduce the gradients, timed as communication; divide by the rank count; optimizer step, timed as update).
-template <Communicator Comm>
+inline constexpr int kRollCallTag = 7417;
+
+/// The options every all-reduce strategy has besides its own.
+struct bucket_options {
+  std::size_t bucket_bytes = kDefaultBucketBytes;  ///< gradient bytes per all-reduce; 0: one for all
+  bool overlap = true;            ///< start each bucket's all-reduce during backward (off: all after backward)
+  double timeout_seconds = 25;    ///< a collective waited on longer aborts the job, naming silent ranks; 0: never
+};
+
+/// What MpiAllReduce and RingAllReduce share: every rank is a worker; all_agree; the overlap hooks of
+/// strategy_spec.hpp; and the synchronous step (all-reduce the gradients bucket by bucket, divide by the rank
+/// count, optimizer step). Derived provides submit(span) (start summing one bucket; buckets come in the same
+/// order on every rank) and poll() (advance without blocking; true when every submitted bucket is summed).
+template <Communicator Comm, class Derived>
 class allreduce_base {
  public:
   int rank() const { return comm_.rank(); }
@@ -51,31 +67,187 @@ class allreduce_base {
   int worker_index() const { return comm_.rank(); }
   Comm& communicator() noexcept { return comm_; }
 
+  /// The buckets start() planned, in the order they are all-reduced (reverse layer order).
+  std::span<const Bucket> buckets() const noexcept { return buckets_; }
+
   /// Whether `ok` holds on every rank; collective. The trainer asks this before acting on a local NaN loss,
   /// so that all ranks stop together instead of the healthy ones waiting forever in the next all-reduce.
   bool all_agree(bool ok) {
     float bad = ok ? 0.0f : 1.0f;
-    comm_.allreduce_sum(std::span<float>(&bad, 1));
+    auto request = comm_.iallreduce_sum(std::span<float>(&bad, 1));
+    wait_watched([&] { return bool(request.test()); }, "the all-reduce of the NaN check");
     return bad == 0.0f;
+  }
+
+  /// Collective: comm::require_agreement on this strategy's communicator (the trainer checks its batch size
+  /// and network with it).
+  void require_agreement(std::span<const comm::Fact> facts, std::string_view who) {
+    comm::require_agreement(comm_, facts, who);
+  }
+
+  // The overlap hooks (see strategy_spec.hpp).
+
+  /// Before start(): where the layers begin in the flat gradient buffer, for cutting buckets on them.
+  void set_layer_starts(std::span<const std::size_t> starts) { layer_starts_.assign(starts.begin(), starts.end()); }
+
+  /// Before each backward: nothing of `grads` is final yet.
+  void backward_begins(std::span<float> grads) {
+    if (buckets_total_ != grads.size()) plan(grads.size());
+    grads_ = grads;
+    next_bucket_ = 0;
+    ready_from_ = grads.size();
+    in_step_ = true;
+    busy_ = false;
+    hook_seconds_ = busy_hook_seconds_ = hidden_seconds_ = 0;
+  }
+
+  /// During backward: grads[first, end) are final. Starts every bucket that is now complete, and moves the
+  /// ones in flight on.
+  void gradients_ready(std::size_t first) {
+    if (!in_step_ || !options_.overlap || comm_.size() == 1) return;
+    const auto entered = metrics::clock::now();
+    ready_from_ = std::min(ready_from_, first);
+    submit_ready();
+    const bool busy = busy_;
+    if (busy && derived().poll()) idle(metrics::clock::now());
+    const double spent = std::chrono::duration<double>(metrics::clock::now() - entered).count();
+    hook_seconds_ += spent;
+    if (busy) busy_hook_seconds_ += spent;
   }
 
  protected:
   allreduce_base() = default;
-  explicit allreduce_base(Comm comm) : comm_(std::move(comm)) {}
+  allreduce_base(Comm comm, bucket_options o, std::string_view who)
+      : comm_(std::move(comm)), options_(o), who_(who) {}
 
-  /// params -= optimizer(mean of every rank's grads); `sum` all-reduces a span in place. grads holds the mean.
-  template <class Sum, class O>
-  void average_and_step(std::span<float> params, std::span<float> grads, O& optimizer, metrics::PhaseSeconds& phases,
-                        Sum&& sum) {
+  /// Facts for start()'s agreement: ranks with other buckets would sum spans of other sizes.
+  std::vector<comm::Fact> bucket_facts(std::size_t parameters) {
+    plan(parameters);
+    return {{"gradient bucket size in bytes", options_.bucket_bytes},
+            {"gradient bucket layout", fingerprint(std::span<const Bucket>(buckets_)), true}};
+  }
+
+  /// params -= optimizer(mean of every rank's grads); grads holds the mean. Sums the buckets the hooks have not
+  /// started, waits for all, and books the time: the hooks' time and the wait as exposed communication (the
+  /// hooks' time moves out of phases.backward, which the caller measured around them), the time buckets were in
+  /// flight while backward computed as comm_hidden.
+  template <class O>
+  void average_and_step(std::span<float> params, std::span<float> grads, O& optimizer, metrics::PhaseSeconds& phases) {
     metrics::Stopwatch watch;
-    sum(grads);
-    phases.comm += watch.lap();
+    const auto waiting = metrics::clock::now();
+    if (!in_step_ || grads_.data() != grads.data() || grads_.size() != grads.size()) backward_begins(grads);
+    if (busy_) hidden_seconds_ += std::chrono::duration<double>(waiting - busy_since_).count();
+    ready_from_ = 0;
+    submit_ready();
+    wait_watched([&] { return bool(derived().poll()); }, "the gradient all-reduce");
+    phases.comm += watch.lap() + hook_seconds_;
+    phases.backward = std::max(0.0, phases.backward - hook_seconds_);
+    phases.comm_hidden += std::max(0.0, hidden_seconds_ - busy_hook_seconds_);
+    in_step_ = false;
+    ++steps_;
     if (comm_.size() > 1) scale(grads, 1.0f / float(comm_.size()));
     optimizer.step(params, grads);
     phases.update += watch.lap();
   }
 
+  /// Calls done() until it returns true. After options.timeout_seconds, asks every rank to answer a roll call
+  /// and aborts the job naming the ranks that did not: a rank that died or hangs would otherwise leave the
+  /// others blocked forever (Open MPI ends the job itself when a process exits, but not when one hangs).
+  /// Only the collectives inside a training step are watched. The start-up agreement and the trainer's
+  /// agreement at each epoch wait without limit: ranks may arrive there far apart for good reasons (loading
+  /// data, evaluating or checkpointing on one rank), and once past them they run in step, so a wait beyond the
+  /// limit inside a step means a rank has stopped.
+  template <class Done>
+  void wait_watched(Done&& done, std::string_view what) {
+    if (options_.timeout_seconds <= 0 || comm_.size() == 1) {
+      while (!done()) {
+      }
+      return;
+    }
+    const auto start = metrics::clock::now();
+    const auto limit = std::chrono::duration<double>(options_.timeout_seconds);
+    for (unsigned spins = 1; !done(); ++spins)
+      if (spins % 1024 == 0 && metrics::clock::now() - start > limit) roll_call_and_abort(what);
+  }
+
   Comm comm_;
+  bucket_options options_;
+
+ private:
+  Derived& derived() { return static_cast<Derived&>(*this); }
+
+  void plan(std::size_t total) {
+    // Layer starts that do not fit this buffer (a strategy used without a model) count as one layer.
+    const bool fits = !layer_starts_.empty() && layer_starts_.back() < total &&
+                      std::is_sorted(layer_starts_.begin(), layer_starts_.end());
+    buckets_ = plan_buckets(fits ? std::span<const std::size_t>(layer_starts_) : std::span<const std::size_t>(),
+                            total, options_.bucket_bytes / sizeof(float));
+    buckets_total_ = total;
+  }
+
+  void submit_ready() {
+    while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].begin >= ready_from_) {
+      const Bucket b = buckets_[next_bucket_++];
+      if (!busy_) busy_ = true, busy_since_ = metrics::clock::now();
+      derived().submit(grads_.subspan(b.begin, b.size()));
+    }
+  }
+
+  void idle(metrics::clock::time_point now) {
+    hidden_seconds_ += std::chrono::duration<double>(now - busy_since_).count();
+    busy_ = false;
+  }
+
+  [[noreturn]] void roll_call_and_abort(std::string_view what) {
+    const int p = comm_.size(), self = comm_.rank();
+    const double grace = std::clamp(options_.timeout_seconds / 5, 1.0, 5.0);
+    float here = 1.0f;
+    std::vector<float> answers(std::size_t(p), 0.0f);
+    using request = decltype(comm_.irecv(std::span<float>(), 0, 0));
+    std::vector<request> sends, receives;
+    for (int peer = 0; peer < p; ++peer) {
+      if (peer == self) continue;
+      receives.push_back(comm_.irecv(std::span<float>(&answers[std::size_t(peer)], 1), peer, kRollCallTag));
+      sends.push_back(comm_.isend(std::span<const float>(&here, 1), peer, kRollCallTag));
+    }
+    std::vector<bool> answered(std::size_t(p), false);
+    answered[std::size_t(self)] = true;
+    const auto start = metrics::clock::now();
+    int missing = p - 1;
+    while (missing > 0 && metrics::clock::now() - start < std::chrono::duration<double>(grace))
+      for (int peer = 0, i = 0; peer < p; ++peer) {
+        if (peer == self) continue;
+        if (!answered[std::size_t(peer)] && receives[std::size_t(i)].test()) answered[std::size_t(peer)] = true, --missing;
+        ++i;
+      }
+    std::string silent;
+    for (int peer = 0; peer < p; ++peer)
+      if (!answered[std::size_t(peer)]) silent += (silent.empty() ? "" : ", ") + std::to_string(peer);
+    char seconds[64];
+    std::snprintf(seconds, sizeof seconds, "%g s", options_.timeout_seconds);
+    std::string message = std::string(who_) + ": step " + std::to_string(steps_) + " waited " + seconds + " for " +
+                          std::string(what) + " to complete; ";
+    if (silent.empty())
+      message += "every rank answered a roll call, so the ranks wait in different collectives: every rank must "
+                 "make the same calls in the same order";
+    else
+      message += std::string(missing == 1 ? "rank " : "ranks ") + silent + (missing == 1 ? " does" : " do") +
+                 " not answer a roll call, so " + (missing == 1 ? "it has" : "they have") + " probably died or hang" +
+                 (missing == 1 ? "s" : "");
+    message += " (options.timeout_seconds sets this limit; 0 waits forever)";
+    comm_.abort(2, message);
+  }
+
+  std::string_view who_ = "dist";
+  std::vector<std::size_t> layer_starts_;
+  std::vector<Bucket> buckets_;
+  std::size_t buckets_total_ = std::size_t(-1);
+  std::span<float> grads_;
+  std::size_t next_bucket_ = 0, ready_from_ = 0;
+  bool in_step_ = false, busy_ = false;
+  metrics::clock::time_point busy_since_{};
+  double hook_seconds_ = 0, busy_hook_seconds_ = 0, hidden_seconds_ = 0;
+  std::int64_t steps_ = 0;
 };
 
 }  // namespace sinew::dist::detail
