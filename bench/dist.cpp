@@ -157,8 +157,8 @@ int main(int argc, char** argv) try {
   std::printf("ResNet-18 (ImageNet stem, 3x32x32), %d ranks x %d threads, bound to %s, local batch %d, %d warm-up + "
               "%d timed steps\n",
               ranks, s.threads, bind == "core" ? "one core each" : "nothing", s.batch, s.warmup, s.steps);
-  std::printf("%-12s %8s %8s | ms per step: %6s %7s %8s %8s %7s %7s | %s\n", "strategy", "img/s", "vs DDP", "load",
-              "forward", "backward", "exposed", "hidden", "update", "comm share");
+  std::printf("%-12s %8s %7s | ms per step: %6s %7s %8s %8s %7s %7s | %s\n", "strategy", "img/s", "vs DDP",
+              "load", "forward", "backward", "exposed", "hidden", "update", "exposed comm");
   std::map<std::string, double> ddp;
   if (pytorch) {
     std::string info;
@@ -168,7 +168,7 @@ int main(int argc, char** argv) try {
                         std::to_string(s.steps),
                     info);
     if (!ddp.empty())
-      std::printf("%-12s %8.1f %8s | step %.1f ms, of which %.1f%% waiting for the all-reduce (no_sync difference)\n",
+      std::printf("%-12s %8.1f %7s | step %.1f ms, of which %.1f%% waiting for the all-reduce (no_sync difference)\n",
                   "pytorch-ddp", ddp["images_per_second"], "1.00", 1e3 * ddp["step_seconds"],
                   100 * ddp["exposed_comm_fraction"]);
   }
@@ -183,7 +183,7 @@ int main(int argc, char** argv) try {
     if (r.empty()) continue;
     const double step = r["load"] + r["forward"] + r["backward"] + r["comm_exposed"] + r["update"];
     const double vs = ddp.count("images_per_second") ? r["images_per_second"] / ddp["images_per_second"] : 0;
-    std::printf("%-12s %8.1f %8.2f | %20.1f %7.1f %8.1f %8.1f %7.1f %7.1f | %.1f%% exposed\n", config.c_str(),
+    std::printf("%-12s %8.1f %7.2f | %19.1f %7.1f %8.1f %8.1f %7.1f %7.1f | %.1f%% of the step\n", config.c_str(),
                 r["images_per_second"], vs, 1e3 * r["load"], 1e3 * r["forward"], 1e3 * r["backward"],
                 1e3 * r["comm_exposed"], 1e3 * r["comm_hidden"], 1e3 * r["update"],
                 step > 0 ? 100 * r["comm_exposed"] / step : 0.0);
