@@ -64,7 +64,10 @@ inline std::size_t dtype_size(std::string_view dtype) {
 /// "[10, 512]": shapes in messages.
 inline std::string shape_string(std::span<const std::int64_t> shape) {
   std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
   return s + "]";
 }
 
@@ -227,15 +230,20 @@ inline void write_safetensors(const std::filesystem::path& file, std::span<const
   std::string header = "{";
   if (!metadata.empty()) {
     header += "\"__metadata__\":{";
-    for (std::size_t i = 0; i < metadata.size(); ++i)
-      header += (i ? "," : "") + quoted(metadata[i].first) + ":" + quoted(metadata[i].second);
+    for (std::size_t i = 0; i < metadata.size(); ++i) {
+      if (i) header += ',';
+      header += quoted(metadata[i].first) + ":" + quoted(metadata[i].second);
+    }
     header += "}";
   }
   std::uint64_t offset = 0;
   for (const TensorRef& t : tensors) {
     if (header.size() > 1) header += ",";
     header += quoted(t.name) + ":{\"dtype\":" + quoted(t.dtype) + ",\"shape\":[";
-    for (std::size_t d = 0; d < t.shape.size(); ++d) header += (d ? "," : "") + std::to_string(t.shape[d]);
+    for (std::size_t d = 0; d < t.shape.size(); ++d) {
+      if (d) header += ',';
+      header += std::to_string(t.shape[d]);
+    }
     header += "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + t.bytes.size()) + "]}";
     offset += t.bytes.size();
   }
@@ -275,7 +283,10 @@ void check_spans(const char* what, std::size_t params, std::size_t buffers) {
 inline std::string name_list(const std::vector<std::string>& names) {
   std::string s;
   const std::size_t shown = std::min<std::size_t>(names.size(), 5);
-  for (std::size_t i = 0; i < shown; ++i) s += (i ? ", " : "") + names[i];
+  for (std::size_t i = 0; i < shown; ++i) {
+    if (i) s += ", ";
+    s += names[i];
+  }
   if (names.size() > shown) s += " and " + std::to_string(names.size() - shown) + " more";
   return s;
 }
