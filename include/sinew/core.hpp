@@ -2,4 +2,5 @@
 #pragma once
 #include "sinew/core/diagnostics.hpp"
 #include "sinew/core/error.hpp"
+#include "sinew/core/fixed_string.hpp"
 #include "sinew/core/rng.hpp"

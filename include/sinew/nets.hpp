@@ -5,4 +5,5 @@
 #include "sinew/nets/network_spec.hpp"
 #include "sinew/nets/resnet.hpp"
 #include "sinew/nets/sequential.hpp"
+#include "sinew/nets/state_dict.hpp"
 #include "sinew/nets/vgg.hpp"

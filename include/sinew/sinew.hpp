@@ -5,6 +5,7 @@
 #include "sinew/core.hpp"
 #include "sinew/data.hpp"
 #include "sinew/dist.hpp"
+#include "sinew/io.hpp"
 #include "sinew/layers.hpp"
 #include "sinew/metrics.hpp"
 #include "sinew/model.hpp"

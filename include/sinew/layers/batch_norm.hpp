@@ -14,7 +14,8 @@ namespace sinew {
 
 /// BatchNorm2d: weight (gamma) [C] = 1 and bias (beta) [C] = 0 are parameters; running_mean [C] = 0 and
 /// running_var [C] = 1 are buffers ([running_mean | running_var]). PyTorch's num_batches_tracked is not kept:
-/// it only matters with momentum=None (a cumulative average), which sinew does not offer.
+/// it only matters with momentum=None (a cumulative average), which sinew does not offer; its state_dict entry
+/// is written from the Model's step count (io/safetensors.hpp).
 struct BatchNorm2d {
   static constexpr std::string_view kName = "batch_norm2d";
   static constexpr float kEps = 1e-5f;        ///< added to the variance, as PyTorch
@@ -27,6 +28,13 @@ struct BatchNorm2d {
     static constexpr std::size_t kWeights = In::kChannels;
     static constexpr std::size_t kBias = In::kChannels;
     static constexpr std::size_t kBuffers = 2 * std::size_t(In::kChannels);
+    /// PyTorch's keys, in its order.
+    static constexpr std::array kStateDict{
+        StateTensor{"weight", StateSource::weights, 0, 1, {In::kChannels}},
+        StateTensor{"bias", StateSource::bias, 0, 1, {In::kChannels}},
+        StateTensor{"running_mean", StateSource::buffers, 0, 1, {In::kChannels}},
+        StateTensor{"running_var", StateSource::buffers, std::size_t(In::kChannels), 1, {In::kChannels}},
+        StateTensor{"num_batches_tracked", StateSource::batches_tracked, 0, 0, {}}};
 
     static void init(std::span<float> weights, std::span<float> bias, Rng&) {
       std::fill(weights.begin(), weights.end(), 1.0f);

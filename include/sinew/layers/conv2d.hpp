@@ -32,6 +32,14 @@ struct Conv2d {
     static constexpr std::size_t kFanIn = std::size_t(In::kChannels) * Kernel * Kernel;
     static constexpr std::size_t kWeights = std::size_t(OutChannels) * kFanIn;
     static constexpr std::size_t kBias = Bias ? OutChannels : 0;
+    /// PyTorch's weight [out, in, k, k] and, with Bias, bias [out].
+    static constexpr auto kStateDict = [] {
+      constexpr StateTensor weight{"weight", StateSource::weights, 0, 4, {OutChannels, In::kChannels, Kernel, Kernel}};
+      if constexpr (Bias)
+        return std::array{weight, StateTensor{"bias", StateSource::bias, 0, 1, {OutChannels}}};
+      else
+        return std::array{weight};
+    }();
 
     static void init(std::span<float> weights, std::span<float> bias, Rng& rng) {
       detail::init_fan_in_uniform(weights, bias, kFanIn, rng);

@@ -23,6 +23,14 @@ struct Dense {
     static constexpr std::size_t kFanIn = In::kSize;
     static constexpr std::size_t kWeights = std::size_t(Out) * kFanIn;
     static constexpr std::size_t kBias = Bias ? Out : 0;
+    /// PyTorch's weight [out, in] and, with Bias, bias [out].
+    static constexpr auto kStateDict = [] {
+      constexpr StateTensor weight{"weight", StateSource::weights, 0, 2, {Out, std::int64_t(kFanIn)}};
+      if constexpr (Bias)
+        return std::array{weight, StateTensor{"bias", StateSource::bias, 0, 1, {Out}}};
+      else
+        return std::array{weight};
+    }();
 
     static void init(std::span<float> weights, std::span<float> bias, Rng& rng) {
       detail::init_fan_in_uniform(weights, bias, kFanIn, rng);

@@ -11,6 +11,8 @@
 //       ::kBuffers                   optional: floats of non-trainable state (BatchNorm's running mean and
 //                                    variance); absent means 0;
 //       ::init_buffers(buffers)      their initial values (only when kBuffers > 0).
+//       ::kStateDict                 optional: the layer's tensors as PyTorch's state_dict holds them (names,
+//                                    shapes, where they lie); absent means "weight" [kWeights], "bias" [kBias].
 // Parameters of a layer live in the network's flat buffer as [weights | bias], in PyTorch's layout.
 // Buffers live in a second flat array that the Model owns, beside the parameters: they belong to the network,
 // not to a plan (the Model keeps one plan per batch size, and all of them must see the same running
@@ -19,11 +21,14 @@
 // Backends implement the layer (see backend/backend_spec.hpp); the spec only says what it computes.
 #pragma once
 
+#include <array>
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string_view>
 
+#include "sinew/core/fixed_string.hpp"
 #include "sinew/core/rng.hpp"
 #include "sinew/tensor/buffer.hpp"
 #include "sinew/tensor/shape.hpp"
@@ -90,6 +95,40 @@ constexpr std::size_t buffer_span_of() {
 /// ResNets); a Residual takes Chains as its branches.
 template <class... Layers>
 struct Chain {};
+
+/// PyTorch's names for a network's tensors (its state_dict keys, "layer1.0.conv1.weight") come from the
+/// network's layer list. Inside a module, a layer is named by its position among the module's layers, as
+/// torch.nn.Sequential numbers its children (every layer counts: ReLU, MaxPool, Dropout, Flatten; a Chain's
+/// layers count one by one). Two wrappers give other names; both are spliced into the list like a Chain and
+/// change nothing but names:
+///   Named<"fc", Dense<10>>              the layer is the submodule "fc": fc.weight, fc.bias;
+///   Module<"features", Layers...>       the layers form the submodule "features", numbered from 0 inside it:
+///                                       features.0.weight; Module<"", ...> is named by its position, as a
+///                                       block in a torch.nn.Sequential stage ("layer1.0.").
+/// A Residual adds no name: its branches' layers are named inside the module that holds the Residual.
+template <fixed_string Name, class Layer>
+struct Named {};
+template <fixed_string Name, class... Layers>
+struct Module {};
+
+/// Where one state_dict tensor of a layer lies: in its weights, its bias, its buffers, or PyTorch's
+/// num_batches_tracked counter (an int64 scalar that sinew does not store; see io/safetensors.hpp).
+enum class StateSource { weights, bias, buffers, batches_tracked };
+
+/// One tensor of a layer's state_dict: the last component of its key, where it lies, and its shape.
+struct StateTensor {
+  std::string_view name;                   ///< "weight", "running_mean", ...
+  StateSource source = StateSource::weights;
+  std::size_t offset = 0;                  ///< floats from the start of the source's slice
+  int rank = 1;                            ///< 0 for a scalar
+  std::array<std::int64_t, 4> extents{};   ///< PyTorch's shape, outermost first
+
+  constexpr std::size_t size() const noexcept {
+    std::size_t n = 1;
+    for (int d = 0; d < rank; ++d) n *= std::size_t(extents[std::size_t(d)]);
+    return n;
+  }
+};
 
 /// One step of a lowered network: layer L applied to In, optionally followed by a fused activation Act.
 /// kParamOffset is where its [weights | bias] start in the flat parameter buffer, kBufferOffset where its

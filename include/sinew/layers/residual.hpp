@@ -21,7 +21,7 @@
 namespace sinew {
 
 /// The shortcut of torchvision's ResNets: identity if the input already has C channels and Stride is 1,
-/// else Conv2d<C, 1, Stride, 0, no bias> followed by BatchNorm2d.
+/// else Conv2d<C, 1, Stride, 0, no bias> followed by BatchNorm2d, named as torchvision's (downsample.0, .1).
 template <int C, int Stride = 1>
 struct ProjectIfNeeded {};
 
@@ -33,7 +33,7 @@ struct resolve_shortcut {
 template <int C, int Stride, class In>
 struct resolve_shortcut<ProjectIfNeeded<C, Stride>, In> {
   using type = std::conditional_t<In::kChannels == C && Stride == 1, Chain<>,
-                                  Chain<Conv2d<C, 1, Stride, 0, false>, BatchNorm2d>>;
+                                  Chain<Module<"downsample", Conv2d<C, 1, Stride, 0, false>, BatchNorm2d>>>;
 };
 
 template <class Branch, class In, std::size_t Offset, std::size_t BufferOffset, bool Fuse>

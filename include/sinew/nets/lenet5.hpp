@@ -1,5 +1,6 @@
 // sinew/nets/lenet5.hpp: LeNet-5 (LeCun et al. 1998) as the distributed-training papers benchmark it:
-// tanh activations and average pooling, 32 x 32 input (pad 28 x 28 MNIST images by 2).
+// tanh activations and average pooling, 32 x 32 input (pad 28 x 28 MNIST images by 2). Its state_dict keys are
+// those of the torch.nn.Sequential in bench/pytorch/lenet5.py (0.weight, 3.weight, 7.weight, 9.weight, 11.bias).
 #pragma once
 
 #include "sinew/layers.hpp"

@@ -1,6 +1,7 @@
 // sinew/nets/resnet.hpp: ResNet-18/34/50 as torchvision builds them (v1.5: a bottleneck strides in its 3x3
 // convolution), with the ImageNet stem (7x7 stride 2 + 3x3 max-pool) or the CIFAR stem (3x3 stride 1, no
-// pool). The input shape and the class count are template parameters.
+// pool). The input shape and the class count are template parameters. Tensors carry torchvision's state_dict
+// names (conv1.weight, layer1.0.bn1.running_mean, layer2.0.downsample.0.weight, fc.bias).
 //
 // Parameter counts equal torchvision's (tests/nets/test_zoo.cpp): resnet18(num_classes=10) 11,181,642;
 // resnet50(num_classes=10) 23,528,522; the CIFAR-stem ResNet-18 11,173,962.
@@ -11,27 +12,29 @@
 
 namespace sinew::nets {
 
-/// torchvision's BasicBlock: two 3x3 convolutions; the shortcut projects when the shape changes.
+/// torchvision's BasicBlock: two 3x3 convolutions; the shortcut projects when the shape changes. The block is
+/// one module of its stage ("layer1.0."), its layers named as torchvision's (conv1, bn1, ..., downsample).
 template <int C, int Stride = 1>
-using BasicBlock = Chain<Residual<Chain<Conv2d<C, 3, Stride, 1, false>, BatchNorm2d, ReLU,
-                                        Conv2d<C, 3, 1, 1, false>, BatchNorm2d>,
-                                  ProjectIfNeeded<C, Stride>>,
-                         ReLU>;
+using BasicBlock = Module<"", Residual<Chain<Named<"conv1", Conv2d<C, 3, Stride, 1, false>>, Named<"bn1", BatchNorm2d>, ReLU,
+                                             Named<"conv2", Conv2d<C, 3, 1, 1, false>>, Named<"bn2", BatchNorm2d>>,
+                                       ProjectIfNeeded<C, Stride>>,
+                          ReLU>;
 
 /// torchvision's Bottleneck (expansion 4): 1x1 reduce, 3x3 (strided), 1x1 expand.
 template <int Width, int Stride = 1>
-using Bottleneck = Chain<Residual<Chain<Conv2d<Width, 1, 1, 0, false>, BatchNorm2d, ReLU,
-                                        Conv2d<Width, 3, Stride, 1, false>, BatchNorm2d, ReLU,
-                                        Conv2d<4 * Width, 1, 1, 0, false>, BatchNorm2d>,
-                                  ProjectIfNeeded<4 * Width, Stride>>,
-                         ReLU>;
+using Bottleneck = Module<"", Residual<Chain<Named<"conv1", Conv2d<Width, 1, 1, 0, false>>, Named<"bn1", BatchNorm2d>, ReLU,
+                                             Named<"conv2", Conv2d<Width, 3, Stride, 1, false>>, Named<"bn2", BatchNorm2d>, ReLU,
+                                             Named<"conv3", Conv2d<4 * Width, 1, 1, 0, false>>, Named<"bn3", BatchNorm2d>>,
+                                       ProjectIfNeeded<4 * Width, Stride>>,
+                          ReLU>;
 
 /// The first layers: ImageNetStem (7x7/2 convolution, 3x3/2 max-pool) or CifarStem (3x3/1, no pool).
 struct ImageNetStem {
-  using layers = Chain<Conv2d<64, 7, 2, 3, false>, BatchNorm2d, ReLU, MaxPool<3, 2, 1>>;
+  using layers = Chain<Named<"conv1", Conv2d<64, 7, 2, 3, false>>, Named<"bn1", BatchNorm2d>, ReLU, MaxPool<3, 2, 1>>;
 };
+/// torchvision's resnet18 with conv1 replaced by a 3x3 stride-1 convolution and maxpool by nn.Identity.
 struct CifarStem {
-  using layers = Chain<Conv2d<64, 3, 1, 1, false>, BatchNorm2d, ReLU>;
+  using layers = Chain<Named<"conv1", Conv2d<64, 3, 1, 1, false>>, Named<"bn1", BatchNorm2d>, ReLU>;
 };
 
 namespace detail {
@@ -49,9 +52,9 @@ using stage_t = typename stage<Block, C, Stride, Count>::type;
 
 template <class In, class Stem, int Classes, template <int, int> class Block, int N1, int N2, int N3, int N4>
 using resnet = Sequential<In, typename Stem::layers,
-                          stage_t<Block, 64, 1, N1>, stage_t<Block, 128, 2, N2>,
-                          stage_t<Block, 256, 2, N3>, stage_t<Block, 512, 2, N4>,
-                          GlobalAvgPool, Flatten, Dense<Classes>>;
+                          Module<"layer1", stage_t<Block, 64, 1, N1>>, Module<"layer2", stage_t<Block, 128, 2, N2>>,
+                          Module<"layer3", stage_t<Block, 256, 2, N3>>, Module<"layer4", stage_t<Block, 512, 2, N4>>,
+                          GlobalAvgPool, Flatten, Named<"fc", Dense<Classes>>>;
 }  // namespace detail
 
 template <class In = Input<3, 224, 224>, int Classes = 1000, class Stem = ImageNetStem>

@@ -64,6 +64,16 @@ template <class In, std::size_t Offset, std::size_t BufferOffset, std::size_t In
 struct lower<In, Offset, BufferOffset, Index, Fuse, Chain<Inner...>, Rest...>
     : lower<In, Offset, BufferOffset, Index, Fuse, Inner..., Rest...> {};
 
+/// Named and Module only name their layers (see layer_spec.hpp): they are spliced in place like a Chain.
+template <class In, std::size_t Offset, std::size_t BufferOffset, std::size_t Index, bool Fuse, fixed_string Name,
+          class L, class... Rest>
+struct lower<In, Offset, BufferOffset, Index, Fuse, Named<Name, L>, Rest...>
+    : lower<In, Offset, BufferOffset, Index, Fuse, L, Rest...> {};
+template <class In, std::size_t Offset, std::size_t BufferOffset, std::size_t Index, bool Fuse, fixed_string Name,
+          class... Inner, class... Rest>
+struct lower<In, Offset, BufferOffset, Index, Fuse, Module<Name, Inner...>, Rest...>
+    : lower<In, Offset, BufferOffset, Index, Fuse, Inner..., Rest...> {};
+
 template <class List>
 struct param_count;
 template <class... Nodes>
@@ -77,6 +87,9 @@ struct param_count<type_list<Nodes...>> {
 /// Sequential<Input<C, H, W>, Layers...>: the layers applied one after the other.
 template <class In, class... Layers>
 struct Sequential {
+  /// The layers as written (with their Chains, Named and Modules): the state_dict names come from them.
+  using layers = type_list<Layers...>;
+
   static_assert(is_input_v<In>, "Sequential: the first element must be Input<C, H, W>, the shape of one sample");
   static_assert(sizeof...(Layers) > 0, "Sequential: a network needs at least one layer after its Input");
 

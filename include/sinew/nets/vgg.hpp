@@ -1,5 +1,6 @@
 // sinew/nets/vgg.hpp: VGG-16 and VGG-16-BN in torchvision's layout (configuration "D"; 7x7 adaptive average
-// pool; classifier with dropout). vgg16_bn(num_classes=10) has 134,309,962 parameters.
+// pool; classifier with dropout). vgg16_bn(num_classes=10) has 134,309,962 parameters. Tensors carry
+// torchvision's state_dict names (features.0.weight, features.1.running_var for VGG-16-BN, classifier.6.bias).
 #pragma once
 
 #include "sinew/layers.hpp"
@@ -12,22 +13,25 @@ namespace detail {
 template <int C, bool BatchNorm>
 using vgg_conv = std::conditional_t<BatchNorm, Chain<Conv2d<C, 3, 1, 1>, BatchNorm2d, ReLU>, Chain<Conv2d<C, 3, 1, 1>, ReLU>>;
 
-template <class In, int Classes, bool BN>
+template <class In, int Classes, bool BN, int DropoutPercent>
 using vgg16 = Sequential<In,
-                         vgg_conv<64, BN>, vgg_conv<64, BN>, MaxPool<2>,
-                         vgg_conv<128, BN>, vgg_conv<128, BN>, MaxPool<2>,
-                         vgg_conv<256, BN>, vgg_conv<256, BN>, vgg_conv<256, BN>, MaxPool<2>,
-                         vgg_conv<512, BN>, vgg_conv<512, BN>, vgg_conv<512, BN>, MaxPool<2>,
-                         vgg_conv<512, BN>, vgg_conv<512, BN>, vgg_conv<512, BN>, MaxPool<2>,
+                         Module<"features",
+                                vgg_conv<64, BN>, vgg_conv<64, BN>, MaxPool<2>,
+                                vgg_conv<128, BN>, vgg_conv<128, BN>, MaxPool<2>,
+                                vgg_conv<256, BN>, vgg_conv<256, BN>, vgg_conv<256, BN>, MaxPool<2>,
+                                vgg_conv<512, BN>, vgg_conv<512, BN>, vgg_conv<512, BN>, MaxPool<2>,
+                                vgg_conv<512, BN>, vgg_conv<512, BN>, vgg_conv<512, BN>, MaxPool<2>>,
                          AdaptiveAvgPool<7, 7>, Flatten,
-                         Dense<4096>, ReLU, Dropout<50>,
-                         Dense<4096>, ReLU, Dropout<50>,
-                         Dense<Classes>>;
+                         Module<"classifier",
+                                Dense<4096>, ReLU, Dropout<DropoutPercent>,
+                                Dense<4096>, ReLU, Dropout<DropoutPercent>,
+                                Dense<Classes>>>;
 }  // namespace detail
 
-template <class In = Input<3, 224, 224>, int Classes = 1000>
-using VGG16 = detail::vgg16<In, Classes, false>;
-template <class In = Input<3, 224, 224>, int Classes = 1000>
-using VGG16BN = detail::vgg16<In, Classes, true>;
+/// DropoutPercent is torchvision's `dropout` argument (0.5 by default) as a percentage.
+template <class In = Input<3, 224, 224>, int Classes = 1000, int DropoutPercent = 50>
+using VGG16 = detail::vgg16<In, Classes, false, DropoutPercent>;
+template <class In = Input<3, 224, 224>, int Classes = 1000, int DropoutPercent = 50>
+using VGG16BN = detail::vgg16<In, Classes, true, DropoutPercent>;
 
 }  // namespace sinew::nets

@@ -1,0 +1,20 @@
+// sinew/core/fixed_string.hpp: a string literal as a template argument, Named<"fc", Dense<10>>.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <string_view>
+
+namespace sinew {
+
+/// A string literal that C++20 accepts as a non-type template parameter.
+template <std::size_t N>
+struct fixed_string {
+  char chars[N]{};
+
+  constexpr fixed_string(const char (&s)[N]) { std::copy_n(s, N, chars); }
+  constexpr std::string_view view() const noexcept { return {chars, N - 1}; }
+  constexpr bool empty() const noexcept { return N <= 1; }
+};
+
+}  // namespace sinew

@@ -1,0 +1,398 @@
+// sinew/io/safetensors.hpp: a network's weights in and out as safetensors, under PyTorch's state_dict keys.
+//
+//   io::save_safetensors(model, "resnet18.safetensors");   // torch: model.load_state_dict(tensors, strict=True)
+//   io::load_safetensors(model, "resnet18.safetensors");   // from a file written from torchvision's resnet18
+//
+// The format is Hugging Face's: an 8-byte little-endian header length n, n bytes of JSON mapping each tensor's
+// name to {"dtype", "shape", "data_offsets": [begin, end]} (offsets from the first byte after the header), an
+// optional "__metadata__" object of strings, then the raw little-endian data. The names are the network's
+// state_dict keys (nets/state_dict.hpp): conv1.weight, layer1.0.bn1.running_mean, features.0.weight, ...
+//
+// Parameters and running statistics are F32. BatchNorm's num_batches_tracked is an I64 scalar in PyTorch;
+// sinew keeps one count for the whole model instead, Model::step() (training-mode forward passes), which is
+// what every BatchNorm of a PyTorch model trained as a whole counts. Saving writes step() into every
+// num_batches_tracked; loading sets step() to their largest value (they are equal in files PyTorch writes).
+// sinew's BatchNorm never reads the count (its momentum is fixed), so the value changes no result.
+//
+// Loading is strict, as load_state_dict(strict=True): a missing, extra, mis-shaped or mis-typed tensor is a
+// data_error that names the tensor and the file, found before any value is overwritten. A corrupt or truncated
+// file is a data_error too, never a crash: the header length, every offset and every size is checked against
+// the file's size before anything is read.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "sinew/core/error.hpp"
+#include "sinew/io/detail/json_reader.hpp"
+#include "sinew/nets/state_dict.hpp"
+
+namespace sinew::io {
+
+static_assert(std::endian::native == std::endian::little,
+              "io/safetensors.hpp reads and writes little-endian data in place; a big-endian host needs byte swaps");
+
+/// One tensor listed in a safetensors header.
+struct SafetensorsTensor {
+  std::string name;
+  std::string dtype;                 ///< "F32", "I64", "BF16", ...
+  std::vector<std::int64_t> shape;
+  std::uint64_t begin = 0, end = 0;  ///< byte offsets from the start of the data
+};
+
+/// Bytes per element of a safetensors dtype, or 0 for one this reader does not know.
+inline std::size_t dtype_size(std::string_view dtype) {
+  if (dtype == "F64" || dtype == "I64" || dtype == "U64") return 8;
+  if (dtype == "F32" || dtype == "I32" || dtype == "U32") return 4;
+  if (dtype == "F16" || dtype == "BF16" || dtype == "I16" || dtype == "U16") return 2;
+  if (dtype == "I8" || dtype == "U8" || dtype == "BOOL" || dtype == "F8_E4M3" || dtype == "F8_E5M2") return 1;
+  return 0;
+}
+
+/// "[10, 512]": shapes in messages.
+inline std::string shape_string(std::span<const std::int64_t> shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+/// A safetensors file whose header has been read and checked against the file's size; data is read on demand.
+class SafetensorsReader {
+ public:
+  /// Headers larger than this are refused as corrupt (the reference implementation's limit).
+  static constexpr std::uint64_t kMaxHeader = 100u << 20;
+
+  explicit SafetensorsReader(std::filesystem::path file) : path_(std::move(file)) {
+    in_.open(path_, std::ios::binary);
+    if (!in_) throw data_error("safetensors: cannot open " + path_.string() + " for reading");
+    std::error_code ec;
+    const std::uint64_t size = std::filesystem::file_size(path_, ec);
+    if (ec) throw data_error("safetensors: cannot read the size of " + path_.string() + ": " + ec.message());
+    if (size < 8)
+      throw data_error("safetensors: " + path_.string() + " is " + std::to_string(size) +
+                       " bytes, too short for the 8-byte header length (truncated, or not a safetensors file?)");
+    unsigned char len[8];
+    read_at(0, len, 8);
+    std::uint64_t n = 0;
+    for (int i = 7; i >= 0; --i) n = (n << 8) | len[i];
+    if (n > kMaxHeader)
+      throw data_error("safetensors: " + path_.string() + " declares a header of " + std::to_string(n) +
+                       " bytes, more than the " + std::to_string(kMaxHeader) +
+                       " a safetensors file may have (corrupt, or not a safetensors file?)");
+    if (n > size - 8)
+      throw data_error("safetensors: " + path_.string() + " declares a header of " + std::to_string(n) +
+                       " bytes but has only " + std::to_string(size - 8) +
+                       " after the header length (truncated download?)");
+    std::string header(n, '\0');
+    read_at(8, header.data(), n);
+    data_start_ = 8 + n;
+    data_size_ = size - data_start_;
+    parse(header);
+  }
+
+  const std::filesystem::path& path() const noexcept { return path_; }
+  const std::vector<SafetensorsTensor>& tensors() const noexcept { return tensors_; }
+  const std::vector<std::pair<std::string, std::string>>& metadata() const noexcept { return metadata_; }
+
+  const SafetensorsTensor* find(std::string_view name) const noexcept {
+    for (const auto& t : tensors_)
+      if (t.name == name) return &t;
+    return nullptr;
+  }
+
+  /// Reads tensor t's bytes into `out` (exactly end - begin bytes).
+  void read(const SafetensorsTensor& t, std::span<std::byte> out) {
+    if (out.size() != t.end - t.begin)
+      throw shape_error("safetensors: reading " + t.name + " from " + path_.string() + " into " +
+                        std::to_string(out.size()) + " bytes, but it has " + std::to_string(t.end - t.begin));
+    read_at(data_start_ + t.begin, out.data(), out.size());
+  }
+
+ private:
+  void read_at(std::uint64_t offset, void* dst, std::uint64_t bytes) {
+    in_.clear();
+    in_.seekg(std::streamoff(offset));
+    in_.read(static_cast<char*>(dst), std::streamsize(bytes));
+    if (!in_ || std::uint64_t(in_.gcount()) != bytes)
+      throw data_error("safetensors: reading " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset) +
+                       " of " + path_.string() + " failed (the file changed while being read?)");
+  }
+
+  [[noreturn]] void corrupt(const std::string& what) const {
+    throw data_error("safetensors: the header of " + path_.string() + " is corrupt: " + what);
+  }
+
+  void parse(std::string_view text) {
+    detail::json_value root;
+    try {
+      root = detail::json_parser::parse(text);
+    } catch (const data_error& e) {
+      corrupt(std::string("not valid JSON (") + e.what() + ")");
+    }
+    const auto* members = root.members();
+    if (!members) corrupt("the header is not a JSON object");
+    for (const auto& [name, v] : *members) {
+      if (name == "__metadata__") {
+        const auto* m = v.members();
+        if (!m) corrupt("__metadata__ is not an object");
+        for (const auto& [k, s] : *m) {
+          if (!s.string()) corrupt("__metadata__ value " + k + " is not a string");
+          metadata_.emplace_back(k, *s.string());
+        }
+        continue;
+      }
+      tensors_.push_back(tensor(name, v));
+    }
+  }
+
+  SafetensorsTensor tensor(const std::string& name, const detail::json_value& v) const {
+    SafetensorsTensor t{name, {}, {}, 0, 0};
+    const auto* dtype = v.find("dtype");
+    const auto* shape = v.find("shape");
+    const auto* offsets = v.find("data_offsets");
+    if (!v.is_object() || !dtype || !dtype->string() || !shape || !shape->elements() || !offsets ||
+        !offsets->elements() || offsets->elements()->size() != 2)
+      corrupt("tensor " + name + " lacks a string \"dtype\", an array \"shape\" or a pair \"data_offsets\"");
+    t.dtype = *dtype->string();
+    const std::size_t element = dtype_size(t.dtype);
+    if (element == 0) corrupt("tensor " + name + " has the unknown dtype " + t.dtype);
+    // The element count, guarded against overflow: each extent and the product stay below the data size.
+    std::uint64_t count = 1;
+    for (const auto& e : *shape->elements()) {
+      std::uint64_t x = 0;
+      if (!e.to_u64(x) || x > (std::uint64_t(1) << 62)) corrupt("tensor " + name + " has an invalid extent in its shape");
+      t.shape.push_back(std::int64_t(x));
+      if (x != 0 && count > data_size_ / x) count = data_size_ + 1;  // larger than the file can hold
+      else count *= x;
+    }
+    if (!(*offsets->elements())[0].to_u64(t.begin) || !(*offsets->elements())[1].to_u64(t.end))
+      corrupt("tensor " + name + " has data_offsets that are not non-negative integers");
+    if (t.begin > t.end) corrupt("tensor " + name + " has data_offsets that end before they begin");
+    if (t.end > data_size_)
+      throw data_error("safetensors: tensor " + name + " in " + path_.string() + " ends at byte " +
+                       std::to_string(t.end) + " of the data, but the file holds only " + std::to_string(data_size_) +
+                       " bytes of data (truncated download?)");
+    if (count > data_size_ || t.end - t.begin != count * element)
+      corrupt("tensor " + name + " has " + std::to_string(t.end - t.begin) + " bytes of data but its shape " +
+              shape_string(t.shape) + " of " + t.dtype + " needs " +
+              (count > data_size_ ? std::string("more than the file holds") : std::to_string(count * element)));
+    return t;
+  }
+
+  std::filesystem::path path_;
+  std::ifstream in_;
+  std::uint64_t data_start_ = 0, data_size_ = 0;
+  std::vector<SafetensorsTensor> tensors_;
+  std::vector<std::pair<std::string, std::string>> metadata_;
+};
+
+/// A tensor to write: its bytes are written as they lie (little-endian).
+struct TensorRef {
+  std::string name;
+  std::string dtype;
+  std::vector<std::int64_t> shape;
+  std::span<const std::byte> bytes;
+};
+
+/// Writes `tensors` (in this order) and `metadata` to `file`, through a temporary file renamed at the end,
+/// so that a failed write never leaves a half-written file under the name.
+inline void write_safetensors(const std::filesystem::path& file, std::span<const TensorRef> tensors,
+                              std::span<const std::pair<std::string, std::string>> metadata = {}) {
+  auto quoted = [](std::string_view s) {
+    std::string q = "\"";
+    for (char c : s) {
+      if (c == '"' || c == '\\') q += '\\';
+      if (static_cast<unsigned char>(c) < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", c);
+        q += buf;
+      } else {
+        q += c;
+      }
+    }
+    return q + "\"";
+  };
+  std::string header = "{";
+  if (!metadata.empty()) {
+    header += "\"__metadata__\":{";
+    for (std::size_t i = 0; i < metadata.size(); ++i) {
+      if (i) header += ',';
+      header += quoted(metadata[i].first) + ":" + quoted(metadata[i].second);
+    }
+    header += "}";
+  }
+  std::uint64_t offset = 0;
+  for (const TensorRef& t : tensors) {
+    if (header.size() > 1) header += ",";
+    header += quoted(t.name) + ":{\"dtype\":" + quoted(t.dtype) + ",\"shape\":[";
+    for (std::size_t d = 0; d < t.shape.size(); ++d) {
+      if (d) header += ',';
+      header += std::to_string(t.shape[d]);
+    }
+    header += "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + t.bytes.size()) + "]}";
+    offset += t.bytes.size();
+  }
+  header += "}";
+  header.append((8 - header.size() % 8) % 8, ' ');  // the data starts 8-byte aligned, as the reference writer pads
+
+  const std::filesystem::path tmp = file.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw error("safetensors: cannot open " + tmp.string() + " for writing");
+    unsigned char len[8];
+    for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(std::uint64_t(header.size()) >> (8 * i));
+    out.write(reinterpret_cast<const char*>(len), 8);
+    out.write(header.data(), std::streamsize(header.size()));
+    for (const TensorRef& t : tensors) out.write(reinterpret_cast<const char*>(t.bytes.data()), std::streamsize(t.bytes.size()));
+    out.flush();
+    if (!out) {
+      std::error_code ignored;
+      std::filesystem::remove(tmp, ignored);
+      throw error("safetensors: writing " + tmp.string() + " failed (disk full?)");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, file, ec);
+  if (ec) throw error("safetensors: cannot rename " + tmp.string() + " to " + file.string() + ": " + ec.message());
+}
+
+namespace detail {
+template <class Net>
+void check_spans(const char* what, std::size_t params, std::size_t buffers) {
+  if (params < Net::kParamSpan || buffers < Net::kBufferSpan)
+    throw shape_error(std::string("safetensors: ") + what + " got " + std::to_string(params) + " parameter and " +
+                      std::to_string(buffers) + " buffer floats, but the network needs " +
+                      std::to_string(Net::kParamSpan) + " and " + std::to_string(Net::kBufferSpan));
+}
+
+inline std::string name_list(const std::vector<std::string>& names) {
+  std::string s;
+  const std::size_t shown = std::min<std::size_t>(names.size(), 5);
+  for (std::size_t i = 0; i < shown; ++i) {
+    if (i) s += ", ";
+    s += names[i];
+  }
+  if (names.size() > shown) s += " and " + std::to_string(names.size() - shown) + " more";
+  return s;
+}
+}  // namespace detail
+
+/// Writes Net's state_dict from the flat `parameters` and `buffers` (a Model's parameters() and buffers());
+/// every BatchNorm's num_batches_tracked is `batches_tracked`.
+template <NamedNetwork Net>
+void save_safetensors(const std::filesystem::path& file, std::span<const float> parameters,
+                      std::span<const float> buffers, std::uint64_t batches_tracked = 0) {
+  detail::check_spans<Net>("save", parameters.size(), buffers.size());
+  const std::int64_t count = std::int64_t(batches_tracked);
+  std::vector<TensorRef> refs;
+  for (const StateEntry& e : state_dict_entries<Net>()) {
+    std::span<const std::byte> bytes;
+    if (e.source == StateSource::batches_tracked)
+      bytes = std::as_bytes(std::span(&count, 1));
+    else
+      bytes = std::as_bytes((e.is_parameter() ? parameters : buffers).subspan(e.offset, e.size()));
+    refs.push_back({e.key, e.source == StateSource::batches_tracked ? "I64" : "F32", e.shape(), bytes});
+  }
+  const std::pair<std::string, std::string> metadata[] = {{"format", "pt"}};
+  write_safetensors(file, refs, metadata);
+}
+
+/// Reads Net's state_dict from `file` into the flat `parameters` and `buffers`, strictly (see the top of this
+/// file). Returns the largest num_batches_tracked in the file, or nothing for a network without BatchNorm.
+template <NamedNetwork Net>
+std::optional<std::uint64_t> load_safetensors(const std::filesystem::path& file, std::span<float> parameters,
+                                              std::span<float> buffers) {
+  detail::check_spans<Net>("load", parameters.size(), buffers.size());
+  SafetensorsReader reader(file);
+  const auto& entries = state_dict_entries<Net>();
+  const std::string where = " in " + file.string();
+
+  // Every check first, so that a file that does not fit leaves the model as it was.
+  std::vector<std::string> missing, extra;
+  std::vector<const SafetensorsTensor*> found;
+  for (const StateEntry& e : entries) {
+    const SafetensorsTensor* t = reader.find(e.key);
+    found.push_back(t);
+    if (!t) {
+      missing.push_back(e.key);
+      continue;
+    }
+    const char* want = e.source == StateSource::batches_tracked ? "I64" : "F32";
+    if (t->dtype != want)
+      throw data_error("safetensors: tensor " + e.key + where + " is " + t->dtype + ", but the network keeps it as " +
+                       want + (e.source == StateSource::batches_tracked ? "" : " (convert the file to float32)"));
+    if (t->shape != e.shape())
+      throw data_error("safetensors: tensor " + e.key + where + " has shape " + shape_string(t->shape) +
+                       ", but the network's has " + shape_string(e.shape()) +
+                       " (a different input size, class count or network?)");
+  }
+  for (const SafetensorsTensor& t : reader.tensors())
+    if (std::none_of(entries.begin(), entries.end(), [&](const StateEntry& e) { return e.key == t.name; }))
+      extra.push_back(t.name);
+  if (!missing.empty())
+    throw data_error("safetensors: " + file.string() + " lacks " + std::to_string(missing.size()) +
+                     (missing.size() == 1 ? " tensor" : " tensors") + " that the network has: " +
+                     detail::name_list(missing) + (extra.empty() ? "" : "; it has instead " + detail::name_list(extra)));
+  if (!extra.empty())
+    throw data_error("safetensors: " + file.string() + " has " + std::to_string(extra.size()) +
+                     (extra.size() == 1 ? " tensor" : " tensors") + " that the network does not have: " +
+                     detail::name_list(extra) + " (a file of a different network?)");
+
+  std::optional<std::uint64_t> batches;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const StateEntry& e = entries[i];
+    if (e.source == StateSource::batches_tracked) {
+      std::int64_t n = 0;
+      reader.read(*found[i], std::as_writable_bytes(std::span(&n, 1)));
+      if (n < 0)
+        throw data_error("safetensors: tensor " + e.key + where + " counts " + std::to_string(n) +
+                         " batches; a count cannot be negative");
+      batches = std::max(batches.value_or(0), std::uint64_t(n));
+      continue;
+    }
+    reader.read(*found[i], std::as_writable_bytes((e.is_parameter() ? parameters : buffers).subspan(e.offset, e.size())));
+  }
+  return batches;
+}
+
+/// A Model: its network type, flat parameters and buffers, and its step count.
+template <class M>
+concept SavableModel = requires(M& m, const M& cm) {
+  typename M::network;
+  { cm.parameters() } -> std::convertible_to<std::span<const float>>;
+  { cm.buffers() } -> std::convertible_to<std::span<const float>>;
+  { m.parameters() } -> std::convertible_to<std::span<float>>;
+  { m.buffers() } -> std::convertible_to<std::span<float>>;
+  { cm.step() } -> std::convertible_to<std::uint64_t>;
+  m.set_step(std::uint64_t{});
+};
+
+/// Writes the model's state_dict (num_batches_tracked = model.step()).
+template <SavableModel M>
+void save_safetensors(const M& model, const std::filesystem::path& file) {
+  save_safetensors<typename M::network>(file, model.parameters(), model.buffers(), model.step());
+}
+
+/// Reads the model's state_dict; model.step() becomes the file's num_batches_tracked where it has one.
+template <SavableModel M>
+void load_safetensors(M& model, const std::filesystem::path& file) {
+  if (const auto batches = load_safetensors<typename M::network>(file, model.parameters(), model.buffers()))
+    model.set_step(*batches);
+}
+
+}  // namespace sinew::io

@@ -1,0 +1,419 @@
+// Weights in and out as safetensors: state_dict names, the file layout, round trips, and every way a file can
+// fail to fit (each error names the tensor and the file) or be corrupt (an error, never a crash).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "sinew/core/rng.hpp"
+#include "sinew/io.hpp"
+#include "sinew/nets.hpp"
+
+namespace {
+using namespace sinew;
+namespace fs = std::filesystem;
+
+// A net with every naming construct: Named layers, a Module of anonymous blocks, a Residual whose shortcut
+// projects (downsample.0/.1), and positional names at the top.
+using Block = Module<"", Residual<Chain<Named<"conv", Conv2d<8, 3, 2, 1, false>>, Named<"bn", BatchNorm2d>>,
+                                  ProjectIfNeeded<8, 2>>,
+                     ReLU>;
+using Small = Sequential<Input<3, 8, 8>, Named<"stem", Conv2d<4, 3, 1, 1, false>>, Named<"bn", BatchNorm2d>, ReLU,
+                         Module<"blocks", Block>, GlobalAvgPool, Flatten, Dense<5>>;
+
+/// A file name of its own for each test (ctest runs them as parallel processes).
+fs::path temp_file(const std::string& suffix = "") {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const fs::path dir = fs::temp_directory_path() / "sinew_test_io";
+  fs::create_directories(dir);
+  return dir / (std::string(info->name()) + suffix + ".safetensors");
+}
+
+/// Parameters and buffers of a network, filled with distinct values.
+template <class Net>
+struct State {
+  std::vector<float> params = std::vector<float>(Net::kParamSpan), buffers = std::vector<float>(Net::kBufferSpan);
+  void randomize(std::uint64_t seed) {
+    Rng rng(seed);
+    for (float& v : params) v = rng.normal();
+    for (float& v : buffers) v = rng.uniform(0.5f, 1.5f);
+  }
+  /// Whether every tensor (padding aside) equals other's.
+  bool same_tensors(const State& other) const {
+    for (const auto& e : state_dict_entries<Net>()) {
+      if (e.source == StateSource::batches_tracked) continue;
+      const auto& x = e.is_parameter() ? params : buffers;
+      const auto& y = e.is_parameter() ? other.params : other.buffers;
+      if (!std::equal(x.begin() + std::ptrdiff_t(e.offset), x.begin() + std::ptrdiff_t(e.offset + e.size()),
+                      y.begin() + std::ptrdiff_t(e.offset)))
+        return false;
+    }
+    return true;
+  }
+  void save(const fs::path& file, std::uint64_t batches = 0) const {
+    io::save_safetensors<Net>(file, params, buffers, batches);
+  }
+  std::optional<std::uint64_t> load(const fs::path& file) { return io::load_safetensors<Net>(file, params, buffers); }
+};
+
+/// Every tensor of a file with its bytes, to rewrite it with one thing changed.
+struct Blob {
+  std::string name, dtype;
+  std::vector<std::int64_t> shape;
+  std::vector<std::byte> bytes;
+};
+std::vector<Blob> read_blobs(const fs::path& file) {
+  io::SafetensorsReader r(file);
+  std::vector<Blob> out;
+  for (const auto& t : r.tensors()) {
+    Blob b{t.name, t.dtype, t.shape, std::vector<std::byte>(t.end - t.begin)};
+    r.read(t, b.bytes);
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+void write_blobs(const fs::path& file, const std::vector<Blob>& blobs) {
+  std::vector<io::TensorRef> refs;
+  for (const Blob& b : blobs) refs.push_back({b.name, b.dtype, b.shape, b.bytes});
+  io::write_safetensors(file, refs);
+}
+Blob* find(std::vector<Blob>& blobs, std::string_view name) {
+  for (Blob& b : blobs)
+    if (b.name == name) return &b;
+  return nullptr;
+}
+
+std::vector<char> read_bytes(const fs::path& file) {
+  std::ifstream f(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), {}};
+}
+void write_bytes(const fs::path& file, const std::vector<char>& bytes) {
+  std::ofstream f(file, std::ios::binary | std::ios::trunc);
+  f.write(bytes.data(), std::streamsize(bytes.size()));
+}
+
+/// The 8-byte little-endian length of `header`, then `header` (and whatever follows it in the string).
+std::vector<char> with_length(const std::string& header_and_data, std::size_t header_size = std::string::npos) {
+  const std::uint64_t n = std::min(header_size, header_and_data.size());
+  std::vector<char> out;
+  for (int i = 0; i < 8; ++i) out.push_back(char((n >> (8 * i)) & 0xff));
+  for (char c : header_and_data) out.push_back(c);
+  return out;
+}
+
+/// Runs `load` and expects a data_error whose message holds every one of `parts`.
+template <class F>
+void expect_data_error(F load, std::initializer_list<std::string> parts) {
+  try {
+    load();
+    ADD_FAILURE() << "no error; expected one mentioning " << *parts.begin();
+  } catch (const data_error& e) {
+    for (const auto& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
+  }
+}
+
+std::vector<std::string> keys_of(const std::vector<StateEntry>& entries) {
+  std::vector<std::string> keys;
+  for (const auto& e : entries) keys.push_back(e.key);
+  return keys;
+}
+
+TEST(state_dict, names_come_from_named_module_and_positions) {
+  const std::vector<std::string> want = {
+      "stem.weight",
+      "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var", "bn.num_batches_tracked",
+      "blocks.0.conv.weight",
+      "blocks.0.bn.weight", "blocks.0.bn.bias", "blocks.0.bn.running_mean", "blocks.0.bn.running_var",
+      "blocks.0.bn.num_batches_tracked",
+      "blocks.0.downsample.0.weight",
+      "blocks.0.downsample.1.weight", "blocks.0.downsample.1.bias", "blocks.0.downsample.1.running_mean",
+      "blocks.0.downsample.1.running_var", "blocks.0.downsample.1.num_batches_tracked",
+      "6.weight", "6.bias"};  // Dense is at position 6 of the top: stem, bn, relu, blocks, pool, flatten, dense
+  const auto& entries = state_dict_entries<Small>();
+  EXPECT_EQ(keys_of(entries), want);
+  EXPECT_EQ(entries[0].shape(), (std::vector<std::int64_t>{4, 3, 3, 3}));
+  EXPECT_EQ(entries[12].shape(), (std::vector<std::int64_t>{8, 4, 1, 1}));
+  EXPECT_EQ(entries.back().shape(), (std::vector<std::int64_t>{5}));
+  EXPECT_EQ(entries[5].rank, 0) << "num_batches_tracked is a scalar";
+}
+
+TEST(state_dict, tensors_tile_the_flat_buffers_without_overlap) {
+  // Every parameter float belongs to exactly one tensor (padding aside), and every buffer float too.
+  const auto& entries = state_dict_entries<nets::ResNet18<Input<3, 32, 32>, 10>>();
+  std::vector<int> params(nets::ResNet18<Input<3, 32, 32>, 10>::kParamSpan), buffers(
+                                                                                 nets::ResNet18<Input<3, 32, 32>, 10>::kBufferSpan);
+  std::size_t total = 0;
+  for (const auto& e : entries) {
+    if (e.source == StateSource::batches_tracked) continue;
+    auto& used = e.is_parameter() ? params : buffers;
+    ASSERT_LE(e.offset + e.size(), used.size()) << e.key;
+    for (std::size_t i = 0; i < e.size(); ++i) ++used[e.offset + i];
+    if (e.is_parameter()) total += e.size();
+  }
+  for (int u : params) ASSERT_LE(u, 1);
+  for (int u : buffers) ASSERT_LE(u, 1);
+  EXPECT_EQ(total, 11181642u) << "torchvision's resnet18(num_classes=10) parameter count";
+}
+
+TEST(state_dict, two_layers_with_one_name_are_an_error) {
+  using Clash = Sequential<Input<1, 4, 4>, Flatten, Named<"fc", Dense<3>>, Named<"fc", Dense<2>>>;
+  try {
+    state_dict_entries<Clash>();
+    ADD_FAILURE() << "no error for two layers named fc";
+  } catch (const error& e) {
+    EXPECT_NE(std::string(e.what()).find("fc.weight"), std::string::npos) << e.what();
+  }
+}
+
+TEST(safetensors, round_trip_restores_every_tensor_and_the_batch_count) {
+  const fs::path file = temp_file();
+  State<Small> a, b;
+  a.randomize(1);
+  a.save(file, 7);
+  const auto batches = b.load(file);
+  ASSERT_TRUE(batches.has_value());
+  EXPECT_EQ(*batches, 7u);
+  EXPECT_TRUE(a.same_tensors(b));
+  b.params[state_dict_entries<Small>().back().offset] += 1;  // the comparison can fail
+  EXPECT_FALSE(a.same_tensors(b));
+}
+
+TEST(safetensors, a_network_without_batch_norm_has_no_batch_count) {
+  const fs::path file = temp_file();
+  State<nets::LeNet5<>> a, b;
+  a.randomize(2);
+  a.save(file);
+  EXPECT_FALSE(b.load(file).has_value());
+  EXPECT_TRUE(a.same_tensors(b));
+}
+
+TEST(safetensors, the_file_has_hugging_face_layout) {
+  const fs::path file = temp_file();
+  State<Small> a;
+  a.randomize(3);
+  a.save(file, 5);
+  const std::vector<char> bytes = read_bytes(file);
+  std::uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);  // little-endian host (static_assert in the header)
+  ASSERT_LE(8 + n, bytes.size());
+  EXPECT_EQ(n % 8, 0u) << "the data starts 8-byte aligned";
+  const std::string header(bytes.data() + 8, n);
+  EXPECT_EQ(header.front(), '{');
+  EXPECT_NE(header.find("\"__metadata__\":{\"format\":\"pt\"}"), std::string::npos) << header;
+  EXPECT_NE(header.find("\"bn.num_batches_tracked\":{\"dtype\":\"I64\",\"shape\":[]"), std::string::npos);
+
+  io::SafetensorsReader r(file);
+  std::uint64_t next = 0;
+  for (const auto& t : r.tensors()) {
+    EXPECT_EQ(t.begin, next) << t.name << ": tensors follow each other";
+    next = t.end;
+  }
+  EXPECT_EQ(8 + n + next, bytes.size()) << "nothing after the last tensor";
+  // The last tensor is 6.bias: five floats, as they lie in the parameters.
+  const auto& e = state_dict_entries<Small>().back();
+  EXPECT_EQ(std::memcmp(bytes.data() + 8 + n + r.tensors().back().begin, a.params.data() + e.offset, 5 * sizeof(float)), 0);
+  // num_batches_tracked is an int64 5.
+  const auto* count = r.find("bn.num_batches_tracked");
+  ASSERT_NE(count, nullptr);
+  std::int64_t c = 0;
+  std::memcpy(&c, bytes.data() + 8 + n + count->begin, 8);
+  EXPECT_EQ(c, 5);
+}
+
+TEST(safetensors, a_missing_tensor_is_named_and_the_model_is_left_as_it_was) {
+  const fs::path file = temp_file();
+  State<Small> a, b;
+  a.randomize(4);
+  a.save(file);
+  auto blobs = read_blobs(file);
+  std::erase_if(blobs, [](const Blob& x) { return x.name == "blocks.0.bn.running_var"; });
+  write_blobs(file, blobs);
+  b.randomize(5);
+  const auto before = b.params;
+  expect_data_error([&] { b.load(file); }, {"blocks.0.bn.running_var", file.string(), "lacks 1 tensor"});
+  EXPECT_EQ(b.params, before);
+}
+
+TEST(safetensors, an_extra_tensor_is_named) {
+  const fs::path file = temp_file();
+  State<Small> a;
+  a.save(file);
+  auto blobs = read_blobs(file);
+  blobs.push_back({"head.weight", "F32", {2}, std::vector<std::byte>(8)});
+  write_blobs(file, blobs);
+  expect_data_error([&] { a.load(file); }, {"head.weight", file.string(), "does not have"});
+}
+
+TEST(safetensors, a_tensor_of_another_shape_is_named_with_both_shapes) {
+  const fs::path file = temp_file();
+  State<Small> a;
+  a.save(file);
+  auto blobs = read_blobs(file);
+  find(blobs, "6.weight")->shape = {8, 5};  // the same 40 floats, transposed
+  write_blobs(file, blobs);
+  expect_data_error([&] { a.load(file); }, {"6.weight", file.string(), "[8, 5]", "[5, 8]"});
+}
+
+TEST(safetensors, a_tensor_of_another_dtype_is_named) {
+  const fs::path file = temp_file();
+  State<Small> a;
+  a.save(file);
+  auto blobs = read_blobs(file);
+  Blob& w = *find(blobs, "stem.weight");
+  w.dtype = "F64";
+  w.bytes.resize(w.bytes.size() * 2);
+  write_blobs(file, blobs);
+  expect_data_error([&] { a.load(file); }, {"stem.weight", file.string(), "F64", "F32"});
+}
+
+TEST(safetensors, a_batch_count_that_is_not_int64_is_named) {
+  const fs::path file = temp_file();
+  State<Small> a;
+  a.save(file);
+  auto blobs = read_blobs(file);
+  Blob& c = *find(blobs, "blocks.0.downsample.1.num_batches_tracked");
+  c.dtype = "F32";
+  c.bytes.resize(4);
+  write_blobs(file, blobs);
+  expect_data_error([&] { a.load(file); }, {"blocks.0.downsample.1.num_batches_tracked", file.string(), "I64"});
+}
+
+TEST(safetensors, a_negative_batch_count_is_named) {
+  const fs::path file = temp_file();
+  State<Small> a;
+  a.save(file);
+  auto blobs = read_blobs(file);
+  const std::int64_t minus = -3;
+  std::memcpy(find(blobs, "bn.num_batches_tracked")->bytes.data(), &minus, 8);
+  write_blobs(file, blobs);
+  expect_data_error([&] { a.load(file); }, {"bn.num_batches_tracked", file.string(), "negative"});
+}
+
+TEST(safetensors, a_missing_file_is_named) {
+  State<Small> a;
+  expect_data_error([&] { a.load("/nonexistent/weights.safetensors"); }, {"/nonexistent/weights.safetensors"});
+}
+
+TEST(safetensors, files_shorter_than_the_header_length_are_refused) {
+  const fs::path file = temp_file();
+  State<Small> a;
+  write_bytes(file, {});
+  expect_data_error([&] { a.load(file); }, {file.string(), "is 0 bytes"});
+  write_bytes(file, {1, 2, 3, 4, 5, 6, 7});
+  expect_data_error([&] { a.load(file); }, {file.string(), "is 7 bytes"});
+}
+
+TEST(safetensors, an_absurd_or_overlong_header_length_is_refused) {
+  const fs::path file = temp_file();
+  State<Small> a;
+  std::vector<char> bytes = {-1, -1, -1, -1, -1, -1, -1, -1, '{', '}'};  // a length of 2^64 - 1
+  write_bytes(file, bytes);
+  expect_data_error([&] { a.load(file); }, {file.string(), "declares a header of 18446744073709551615 bytes"});
+  bytes = {100, 0, 0, 0, 0, 0, 0, 0, '{', '}'};
+  write_bytes(file, bytes);
+  expect_data_error([&] { a.load(file); }, {file.string(), "declares a header of 100 bytes but has only 2"});
+}
+
+TEST(safetensors, a_header_that_is_not_json_is_refused) {
+  const fs::path file = temp_file();
+  State<Small> a;
+  for (const std::string& header :
+       {std::string("{\"a\":"), std::string("[1,2]"), std::string("{\"x\":{\"dtype\":\"F32\"}}"), std::string(200, '[')}) {
+    write_bytes(file, with_length(header));
+    expect_data_error([&] { a.load(file); }, {file.string(), "corrupt"});
+  }
+}
+
+TEST(safetensors, truncated_data_names_the_tensor_that_runs_past_the_end) {
+  const fs::path file = temp_file();
+  State<Small> a;
+  a.save(file);
+  std::vector<char> bytes = read_bytes(file);
+  bytes.resize(bytes.size() - 4);  // the last float of 6.bias
+  write_bytes(file, bytes);
+  expect_data_error([&] { a.load(file); }, {"6.bias", file.string(), "truncated"});
+}
+
+TEST(safetensors, offsets_that_disagree_with_the_shape_name_the_tensor) {
+  const fs::path file = temp_file();
+  State<Small> a;
+  a.save(file);
+  std::vector<char> bytes = read_bytes(file);
+  std::uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  std::string header(bytes.data() + 8, n);
+  // Claim a huge shape for stem.weight: the element count must not overflow into a small number.
+  const std::string from = "\"stem.weight\":{\"dtype\":\"F32\",\"shape\":[4,3,3,3]";
+  const std::string to = "\"stem.weight\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296,16,1]";
+  const auto at = header.find(from);
+  ASSERT_NE(at, std::string::npos) << header;
+  header.replace(at, from.size(), to);
+  write_bytes(file, with_length(header + std::string(bytes.begin() + std::ptrdiff_t(8 + n), bytes.end()), header.size()));
+  expect_data_error([&] { a.load(file); }, {"stem.weight", file.string(), "shape"});
+}
+
+TEST(safetensors, every_truncation_of_a_file_is_an_error_not_a_crash) {
+  const fs::path file = temp_file(), cut = temp_file("_cut");
+  State<Small> a;
+  a.save(file);
+  const std::vector<char> bytes = read_bytes(file);
+  for (std::size_t size = 0; size < bytes.size(); ++size) {
+    write_bytes(cut, {bytes.begin(), bytes.begin() + std::ptrdiff_t(size)});
+    EXPECT_THROW(a.load(cut), data_error) << "cut at " << size << " of " << bytes.size() << " bytes";
+  }
+}
+
+TEST(safetensors, flipped_header_bytes_are_an_error_or_harmless_never_a_crash) {
+  const fs::path file = temp_file(), bad = temp_file("_bad");
+  State<Small> a;
+  a.save(file);
+  const std::vector<char> bytes = read_bytes(file);
+  std::uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  Rng rng(7);
+  int errors = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<char> b = bytes;
+    const std::size_t at = rng.below(8 + n);
+    b[at] = char(b[at] ^ char(1 + rng.below(255)));
+    write_bytes(bad, b);
+    try {
+      a.load(bad);  // a flip inside a number's digits of equal length may leave a valid, fitting file
+    } catch (const error&) {
+      ++errors;
+    }
+  }
+  EXPECT_GT(errors, 200) << "most flips break the header or its fit to the network";
+}
+
+/// What io::save_safetensors(model, file) needs of a Model, with the step it keeps.
+struct FakeModel {
+  using network = Small;
+  State<Small> state;
+  std::uint64_t steps = 0;
+  std::span<float> parameters() { return state.params; }
+  std::span<const float> parameters() const { return state.params; }
+  std::span<float> buffers() { return state.buffers; }
+  std::span<const float> buffers() const { return state.buffers; }
+  std::uint64_t step() const { return steps; }
+  void set_step(std::uint64_t s) { steps = s; }
+};
+static_assert(io::SavableModel<FakeModel>);
+
+TEST(safetensors, a_model_keeps_its_step_as_num_batches_tracked) {
+  const fs::path file = temp_file();
+  FakeModel a, b;
+  a.state.randomize(9);
+  a.steps = 12;
+  io::save_safetensors(a, file);
+  io::load_safetensors(b, file);
+  EXPECT_EQ(b.steps, 12u);
+  EXPECT_EQ(read_blobs(file).size(), state_dict_entries<Small>().size());
+}
+
+}  // namespace
