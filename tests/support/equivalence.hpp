@@ -1,0 +1,98 @@
+// tests/support/equivalence.hpp: the same network on OneDnn and Eigen from the same seed must give the same
+// outputs, parameter gradients, input gradients and running statistics. Include sinew/backend/eigen.hpp
+// before this header (EIGEN_USE_THREADS must precede the Tensor module).
+//
+// Dropout: both backends draw the mask of plain-NCHW element e from the model seed, the node and the step
+// (backend/simd/dropout.hpp), so training-mode steps compare identical masks; the evaluation step compares
+// the identity. BatchNorm2d: training steps compare batch statistics and the running statistics they leave,
+// the evaluation step normalises with those running statistics.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sinew/backend/onednn.hpp"
+#include "sinew/model.hpp"
+
+namespace sinew::test {
+
+/// |a - b| <= tol * max(1, max |ref|) entry by entry: a tolerance relative to the tensor's scale, so small
+/// entries of a large tensor are not held to a relative bound that float rounding cannot meet. Returns the
+/// largest |a - b| / max(1, max |ref|) seen, for the report.
+inline double expect_same(std::span<const float> ref, std::span<const float> got, const std::string& what,
+                          double tol = 1e-4) {
+  EXPECT_EQ(ref.size(), got.size()) << what << " has a different size on the two backends";
+  if (ref.size() != got.size()) return 1e30;
+  double scale = 1;
+  for (float v : ref) scale = std::max(scale, double(std::fabs(v)));
+  double worst = 0;
+  int reported = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    const double err = std::fabs(double(ref[i]) - double(got[i])) / scale;
+    worst = std::max(worst, std::isnan(err) ? 1e30 : err);
+    if (!(err <= tol) && reported++ < 5)
+      ADD_FAILURE() << what << "[" << i << "]: onednn " << ref[i] << ", eigen " << got[i] << " (scale " << scale
+                    << ")";
+  }
+  return worst;
+}
+
+struct EquivalenceOptions {
+  int batch = 3;
+  std::uint64_t seed = 5;
+  int eigen_threads = 0;    ///< 0: the hardware's
+  int training_steps = 2;   ///< the second reuses every plan and buffer, as training does
+  bool eval_step = true;    ///< then one step in evaluation mode (running statistics, no dropout)
+  double tol = 1e-4;
+};
+
+/// The same network on both backends with the same seed: equal initial parameters, then forward on the
+/// same batch and backward with the same output gradient must agree, step after step. Returns the largest
+/// scaled difference seen over all compared tensors (also recorded as the test's "max_scaled_error").
+template <class N>
+double expect_equivalent(EquivalenceOptions o = {}) {
+  using OneDnn = backend::OneDnn;
+  using EigenB = backend::Eigen;
+  OneDnn::context octx{BackendOptions{}};
+  EigenB::context ectx{BackendOptions{.threads = o.eigen_threads}};
+  Model<N, OneDnn> a(octx, ModelOptions{.seed = o.seed, .input_gradient = true});
+  Model<N, EigenB> b(ectx, ModelOptions{.seed = o.seed, .input_gradient = true});
+  EXPECT_TRUE(std::ranges::equal(a.parameters(), b.parameters())) << "the same seed drew different parameters";
+
+  Rng rng(o.seed + 1);
+  std::vector<float> x(std::size_t(o.batch) * N::input_shape::kSize);
+  std::vector<float> r(std::size_t(o.batch) * N::output_shape::kSize);
+  for (float& v : x) v = rng.normal();
+  for (float& v : r) v = rng.normal();
+  double worst = 0;
+  const int steps = o.training_steps + (o.eval_step ? 1 : 0);
+  for (int step = 0; step < steps; ++step) {
+    const bool training = step < o.training_steps;
+    a.set_training(training);
+    b.set_training(training);
+    const std::string at = std::string(training ? " at training step " : " at the evaluation step after step ") +
+                           std::to_string(training ? step : step - 1);
+    const auto ya = a.forward(x, o.batch);
+    const std::vector<float> ya_copy(ya.begin(), ya.end());
+    const auto yb = b.forward(x, o.batch);
+    worst = std::max(worst, expect_same(ya_copy, yb, "output" + at, o.tol));
+    a.backward(r);
+    b.backward(r);
+    worst = std::max(worst, expect_same(a.gradients(), b.gradients(), "parameter gradient" + at, o.tol));
+    worst = std::max(worst, expect_same(a.input_gradient(), b.input_gradient(), "input gradient" + at, o.tol));
+    worst = std::max(worst, expect_same(a.buffers(), b.buffers(), "running statistics" + at, o.tol));
+    for (float& v : x) v *= -0.5f;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", worst);
+  ::testing::Test::RecordProperty("max_scaled_error", text);
+  return worst;
+}
+
+}  // namespace sinew::test
