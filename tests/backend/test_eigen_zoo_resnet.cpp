@@ -8,8 +8,11 @@
 // there: moving every input float by one ulp moves OneDnn's own training-step output by 5.6e-4 of its scale
 // (ResNet-18; parameter gradients 6.4e-3) and by 0.78 (ResNet-50).
 // Batch 8, ImageNet stem, training step then evaluation step: ResNet-18 within 1e-4; ResNet-34 and -50
-// within 1e-4 or twice OneDnn's own one-ulp sensitivity, whichever is larger (ResNet-50's parameter
-// gradients move by 1.4e-3 of their scale under one ulp of input; Eigen differs from OneDnn by 1.5e-4).
+// within 1e-4 or twice OneDnn's own one-ulp sensitivity, whichever is larger. ResNet-34 stays within 1e-4
+// (3.5e-5). ResNet-50's training-step gradients are chaotic even at batch 8: one ulp of input moves OneDnn's
+// own parameter gradients by 0.14 of their scale (input gradients 0.16), and Eigen's differ from OneDnn's
+// by 0.095, so for ResNet-50 that step is only as strong a check as the float problem allows; its output
+// (tolerance 2.4e-4), its running statistics and the evaluation step are held to 1e-4.
 //
 // One translation unit for the four ResNets: their blocks' branch chains are the same types wherever the
 // input shape repeats, so they compile once, and each net's Model is instantiated once for both batches.
