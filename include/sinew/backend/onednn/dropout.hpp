@@ -1,5 +1,9 @@
-// sinew/backend/onednn/dropout.hpp: Dropout, on sinew's SIMD kernel (backend/simd/dropout.hpp), in whatever
-// layout its input arrives. In evaluation mode the output is a view of the input: nothing is copied.
+// sinew/backend/onednn/dropout.hpp: Dropout, on sinew's SIMD kernel (backend/simd/dropout.hpp), on plain
+// NCHW (or flat) data, so that the mask of an element depends on its position in the tensor and not on the
+// layout oneDNN chose for the layer before (a blocked nChw8c or nChw16c, which differs between instruction
+// sets): runs are reproducible across machines, and the Eigen backend draws the same mask. A blocked input
+// is reordered to plain first (the zoo's Dropouts follow Dense or Flatten, whose outputs are plain already).
+// On plain input, in evaluation mode, the output is a view of the input: nothing is copied.
 #pragma once
 
 #include "sinew/backend/onednn/common.hpp"
@@ -17,12 +21,14 @@ class dropout_op {
   void setup(context& ctx, const desc& src_md, float p, bool need_diff_src) {
     p_ = p;
     need_diff_src_ = need_diff_src;
-    floats_ = physical_floats(src_md);
-    own_dst_ = memory(src_md, ctx.engine());
-    dst_ = memory(src_md, ctx.engine(), DNNL_MEMORY_NONE);
+    const desc plain = plain_like(src_md);
+    to_plain_.setup(ctx, src_md, plain);
+    floats_ = physical_floats(plain);
+    own_dst_ = memory(plain, ctx.engine());
+    dst_ = memory(plain, ctx.engine(), DNNL_MEMORY_NONE);
     if (need_diff_src) {
-      own_diff_src_ = memory(src_md, ctx.engine());
-      diff_src_ = memory(src_md, ctx.engine(), DNNL_MEMORY_NONE);
+      own_diff_src_ = memory(plain, ctx.engine());
+      diff_src_ = memory(plain, ctx.engine(), DNNL_MEMORY_NONE);
     }
   }
 
@@ -36,14 +42,15 @@ class dropout_op {
     if (need_diff_src_) diff_dst_.setup(ctx, d, dst_.get_desc());
   }
 
-  void forward(context&, const memory& src) {
+  void forward(context& ctx, const memory& src) {
     last_ = mode_;
+    const memory& x = to_plain_(ctx, src);
     if (!last_.training) {
-      dst_.set_data_handle(src.get_data_handle());
+      dst_.set_data_handle(x.get_data_handle());
       return;
     }
     dst_.set_data_handle(own_dst_.get_data_handle());
-    simd::dropout_forward(static_cast<const float*>(src.get_data_handle()),
+    simd::dropout_forward(static_cast<const float*>(x.get_data_handle()),
                           static_cast<float*>(own_dst_.get_data_handle()), floats_, p_, last_.seed);
   }
 
@@ -65,7 +72,7 @@ class dropout_op {
   std::size_t floats_ = 0;
   ForwardMode mode_, last_;  ///< the mode of the next forward, and of the last one (which backward inverts)
   memory own_dst_, dst_, own_diff_src_, diff_src_;
-  converter diff_dst_;
+  converter to_plain_, diff_dst_;
 };
 
 }  // namespace sinew::backend::onednn

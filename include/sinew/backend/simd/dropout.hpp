@@ -48,6 +48,28 @@ inline void dropout_apply(const float* src, float* dst, std::size_t n, float p, 
     });
   });
 }
+
+/// dst[k] = keep(first + k * stride) ? src[k] * scale : 0 for k in [0, count), on the calling thread: the mask of
+/// a run of elements whose logical (plain NCHW) indices are an arithmetic sequence, so a kernel working on
+/// another memory layout (the channels of one NHWC pixel: stride H * W) draws the same mask per element.
+inline void dropout_apply_indexed(const float* src, float* dst, std::size_t count, std::uint32_t first,
+                                  std::uint32_t stride, float p, std::uint64_t seed) {
+  const float threshold = p * 16777216.0f, scale = p < 1 ? 1.0f / (1.0f - p) : 0.0f;
+  alignas(64) static constexpr std::uint32_t kIota[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  const index_batch offsets = index_batch::load_aligned(kIota) * index_batch(stride);
+  transform(0, count, [&](auto v, std::size_t k) {
+    using V = decltype(v);
+    const std::uint32_t at = first + std::uint32_t(k) * stride;
+    if constexpr (std::is_same_v<V, float>) {
+      const float u = float(dropout_bits(at, seed) >> 8);
+      dst[k] = u >= threshold ? src[k] * scale : 0.0f;
+    } else {
+      const index_batch idx = index_batch(at) + offsets;
+      const V u = xsimd::to_float(xsimd::bitwise_cast<xsimd::batch<std::int32_t>>(dropout_bits(idx, seed) >> 8));
+      store(dst + k, xsimd::select(u >= V(threshold), load<V>(src + k) * V(scale), V(0.0f)));
+    }
+  });
+}
 }  // namespace detail
 
 /// Whether element i survives dropout with probability p under `seed` (the scalar reference of the kernels).

@@ -1,0 +1,131 @@
+// sinew/backend/eigen/adaptive_pooling.hpp: AdaptiveAvgPool and GlobalAvgPool with PyTorch's bins, on NHWC.
+//
+// Output cell (i, j) averages input rows [floor(i H / OH), ceil((i + 1) H / OH)) and the columns likewise; the
+// bins may differ in size, overlap, or replicate pixels (AlexNet's 1x1 -> 6x6). GlobalAvgPool is the one bin
+// covering the whole map. Forward runs over output rows on the Eigen pool; backward gathers, for each input
+// row, the gradients of the bins that cover it (bins are monotone, so those form one range per axis), so
+// rows run in parallel without atomics. Both sum C-float runs of one pixel with xsimd: Eigen has no
+// expression for bins of varying size (TensorFlow has no adaptive pooling op; it computes a global average
+// as a `mean` reduction, which is this op's one-bin case).
+#pragma once
+
+#include <vector>
+
+#include "sinew/backend/eigen/common.hpp"
+
+namespace sinew::backend::eigen {
+
+class adaptive_pool_op {
+ public:
+  struct config {
+    int batch, channels, in_h, in_w, out_h, out_w;
+  };
+
+  template <NodeType N>
+  void setup(context& ctx, const tensor_desc& src_desc, int batch, ParamSlots, bool need_diff_src) {
+    using In = typename N::input;
+    using L = typename N::layer;
+    setup(ctx, src_desc, config{batch, In::kChannels, In::kHeight, In::kWidth, L::kOutHeight, L::kOutWidth},
+          need_diff_src);
+  }
+
+  void setup(context& ctx, const tensor_desc& src_desc, const config& c, bool need_diff_src) {
+    c_ = c;
+    need_diff_src_ = need_diff_src;
+    const tensor_desc in = make_desc(c.batch, c.channels, c.in_h, c.in_w, layout::nhwc);
+    src_.setup(ctx, src_desc, in);
+    dst_.allocate(make_desc(c.batch, c.channels, c.out_h, c.out_w, layout::nhwc));
+    if (need_diff_src) diff_src_.allocate(in);
+    rows_ = bins(c.in_h, c.out_h);
+    cols_ = bins(c.in_w, c.out_w);
+  }
+
+  tensor_desc dst_desc() const { return dst_.desc(); }
+  const tensor& dst() const noexcept { return dst_.get(); }
+  tensor_desc diff_src_desc() const { return diff_src_ ? diff_src_.desc() : tensor_desc{}; }
+  const tensor& diff_src() const noexcept { return diff_src_.get(); }
+  void bind_diff_dst(context& ctx, const tensor_desc& d) {
+    if (need_diff_src_) diff_dst_.setup(ctx, d, dst_.desc());
+  }
+
+  void forward(context& ctx, const tensor& src) {
+    const float* x = src_(ctx, src).data;
+    const int C = c_.channels, OH = c_.out_h, OW = c_.out_w, H = c_.in_h, W = c_.in_w;
+    const double cost = double(H) * W * C / OH + double(OW) * C;
+    parallel_for(ctx.dev(), index(c_.batch) * OH, cost, [&](index begin, index end) {
+      for (index row = begin; row < end; ++row) {
+        const int n = int(row / OH), i = int(row % OH);
+        for (int j = 0; j < OW; ++j) {
+          float* out = dst_.data() + ((index(n) * OH + i) * OW + j) * C;
+          std::fill(out, out + C, 0.0f);
+          for (int r = rows_.begin[i]; r < rows_.end[i]; ++r)
+            for (int s = cols_.begin[j]; s < cols_.end[j]; ++s)
+              accumulate(out, x + ((index(n) * H + r) * W + s) * C, 1.0f, C);
+          const float scale = 1.0f / float((rows_.end[i] - rows_.begin[i]) * (cols_.end[j] - cols_.begin[j]));
+          for (int ch = 0; ch < C; ++ch) out[ch] *= scale;
+        }
+      }
+    });
+  }
+
+  /// dx[n, r, s, :] = the sum of dy[n, i, j, :] / |bin (i, j)| over the bins that cover (r, s).
+  void backward(context& ctx, const tensor&, const tensor& diff_dst) {
+    if (!need_diff_src_) return;  // no parameters: nothing else to compute
+    const float* dy = diff_dst_(ctx, diff_dst).data;
+    const int C = c_.channels, OH = c_.out_h, OW = c_.out_w, H = c_.in_h, W = c_.in_w;
+    parallel_for(ctx.dev(), index(c_.batch) * H, double(W) * C * 2, [&](index begin, index end) {
+      for (index row = begin; row < end; ++row) {
+        const int n = int(row / H), r = int(row % H);
+        for (int s = 0; s < W; ++s) {
+          float* out = diff_src_.data() + ((index(n) * H + r) * W + s) * C;
+          std::fill(out, out + C, 0.0f);
+          for (int i = rows_.first_cover[r]; i < rows_.last_cover[r]; ++i)
+            for (int j = cols_.first_cover[s]; j < cols_.last_cover[s]; ++j) {
+              const float scale =
+                  1.0f / float((rows_.end[i] - rows_.begin[i]) * (cols_.end[j] - cols_.begin[j]));
+              accumulate(out, dy + ((index(n) * OH + i) * OW + j) * C, scale, C);
+            }
+        }
+      }
+    });
+  }
+
+ private:
+  /// PyTorch's bins along one axis, and for each input position the range of bins that cover it.
+  struct axis {
+    std::vector<int> begin, end;              ///< bin i covers [begin[i], end[i])
+    std::vector<int> first_cover, last_cover;  ///< position r lies in bins [first_cover[r], last_cover[r])
+  };
+  static axis bins(int in, int out) {
+    axis a;
+    for (int i = 0; i < out; ++i) {
+      a.begin.push_back(i * in / out);
+      a.end.push_back(((i + 1) * in + out - 1) / out);
+    }
+    for (int r = 0; r < in; ++r) {
+      int first = 0;
+      while (a.end[std::size_t(first)] <= r) ++first;
+      int last = first;
+      while (last < out && a.begin[std::size_t(last)] <= r) ++last;
+      a.first_cover.push_back(first);
+      a.last_cover.push_back(last);
+    }
+    return a;
+  }
+
+  /// out[0, C) += scale * in[0, C).
+  static void accumulate(float* out, const float* in, float scale, int C) {
+    simd::transform(0, std::size_t(C), [&](auto v, std::size_t k) {
+      using V = decltype(v);
+      simd::store(out + k, simd::fma(simd::load<V>(in + k), V(scale), simd::load<V>(out + k)));
+    });
+  }
+
+  config c_{};
+  bool need_diff_src_ = false;
+  axis rows_, cols_;
+  converter src_, diff_dst_;
+  owned_tensor dst_, diff_src_;
+};
+
+}  // namespace sinew::backend::eigen

@@ -1,0 +1,97 @@
+// sinew/backend/eigen/dropout.hpp: Dropout in whatever layout its input arrives, with the same mask as the
+// OneDnn backend: element e of the plain NCHW tensor is kept when simd::dropout_keeps(e, p, seed), so both
+// backends drop the same elements for the same model seed, step and node, and their results can be compared.
+//
+// On plain (or flat) input the logical index is the memory index, and the kernel is simd's counter-based
+// mask on chunks spread over the Eigen pool. On NHWC input the C channels of one pixel lie contiguously but
+// their logical indices step by H * W, so the kernel hashes an arithmetic sequence of indices (xsimd: Eigen
+// has no integer hash expression). In evaluation mode the output is a view of the input: nothing is copied.
+#pragma once
+
+#include <cstdint>
+
+#include "sinew/backend/eigen/common.hpp"
+#include "sinew/backend/simd/dropout.hpp"
+
+namespace sinew::backend::eigen {
+
+class dropout_op {
+ public:
+  template <NodeType N>
+  void setup(context& ctx, const tensor_desc& src_desc, int, ParamSlots, bool need_diff_src) {
+    setup(ctx, src_desc, N::layer::kP, need_diff_src);
+  }
+
+  void setup(context&, const tensor_desc& src_desc, float p, bool need_diff_src) {
+    p_ = p;
+    need_diff_src_ = need_diff_src;
+    own_dst_.allocate(src_desc);
+    dst_.desc = src_desc;
+    if (need_diff_src) {
+      own_diff_src_.allocate(src_desc);
+      diff_src_.desc = src_desc;
+    }
+  }
+
+  void set_mode(const ForwardMode& mode) noexcept { mode_ = mode; }
+
+  tensor_desc dst_desc() const { return dst_.desc; }
+  const tensor& dst() const noexcept { return dst_; }
+  tensor_desc diff_src_desc() const { return need_diff_src_ ? diff_src_.desc : tensor_desc{}; }
+  const tensor& diff_src() const noexcept { return diff_src_; }
+  void bind_diff_dst(context& ctx, const tensor_desc& d) {
+    if (need_diff_src_) diff_dst_.setup(ctx, d, dst_.desc);
+  }
+
+  void forward(context& ctx, const tensor& src) {
+    last_ = mode_;
+    if (!last_.training) {
+      dst_.data = src.data;
+      return;
+    }
+    dst_.data = own_dst_.data();
+    apply(ctx.dev(), src.data, own_dst_.data());
+  }
+
+  void backward(context& ctx, const tensor&, const tensor& diff_dst) {
+    if (!need_diff_src_) return;  // no parameters: nothing else to compute
+    const float* dy = diff_dst_(ctx, diff_dst).data;
+    if (!last_.training) {
+      diff_src_.data = const_cast<float*>(dy);
+      return;
+    }
+    diff_src_.data = own_diff_src_.data();
+    apply(ctx.dev(), dy, own_diff_src_.data());
+  }
+
+ private:
+  /// y = mask * x / (1 - p) with the mask of the last forward's seed, indexed by plain NCHW position.
+  void apply(const device& dev, const float* x, float* y) const {
+    const tensor_desc& d = dst_.desc;
+    const float p = p_;
+    const std::uint64_t seed = last_.seed;
+    if (!d.is_nhwc()) {
+      for_chunks(dev, d.size(), [&](std::size_t b, std::size_t e) {
+        simd::detail::dropout_apply_indexed(x + b, y + b, e - b, std::uint32_t(b), 1, p, seed);
+      });
+      return;
+    }
+    const index pixels = index(d.h) * d.w, c = d.c;
+    parallel_for(dev, index(d.n) * pixels, double(c) * 8, [&](index begin, index end) {
+      for (index q = begin; q < end; ++q) {
+        const index n = q / pixels, hw = q % pixels;
+        simd::detail::dropout_apply_indexed(x + q * c, y + q * c, std::size_t(c), std::uint32_t(n * c * pixels + hw),
+                                            std::uint32_t(pixels), p, seed);
+      }
+    });
+  }
+
+  float p_ = 0.5f;
+  bool need_diff_src_ = false;
+  ForwardMode mode_, last_;  ///< the mode of the next forward, and of the last one (which backward inverts)
+  owned_tensor own_dst_, own_diff_src_;
+  tensor dst_, diff_src_;
+  converter diff_dst_;
+};
+
+}  // namespace sinew::backend::eigen

@@ -1,0 +1,39 @@
+// The zoo's networks without residual blocks on OneDnn and Eigen from the same seed: outputs, parameter
+// gradients, input gradients and running statistics within 1e-4 of each tensor's scale
+// (tests/support/equivalence.hpp), one training step then one evaluation step, batch 2.
+//
+// Dropout (AlexNet, VGG) is compared with identical masks: both backends draw the mask of each plain-NCHW
+// element from the model seed, the node and the step, so the training step drops the same activations and
+// the evaluation step passes them all. AlexNet at 3x64x64 ends its features at 1x1 and replicates the pixel
+// to 6x6; VGG at 3x32x32 replicates 1x1 to 7x7.
+//
+// VGG16BN uses seed 7: with seed 5 one BatchNorm+ReLU output of the third block lies within float rounding of
+// ReLU's kink, the two backends take different sides, and BatchNorm's backward spreads that one element's
+// gradient over its channel (parameter gradients then differ by 2.7e-3 of their scale below that layer).
+#include <gtest/gtest.h>
+
+#include "sinew/backend/eigen.hpp"  // first: EIGEN_USE_THREADS before any Tensor include
+#include "../support/equivalence.hpp"
+#include "sinew/nets/alexnet.hpp"
+#include "sinew/nets/lenet5.hpp"
+#include "sinew/nets/vgg.hpp"
+
+namespace {
+using namespace sinew;
+using Cifar = Input<3, 32, 32>;
+constexpr test::EquivalenceOptions kTrainThenEval{.batch = 2, .seed = 5, .training_steps = 1, .eval_step = true};
+
+TEST(equivalence_zoo, lenet5_3x32x32_batch2_train_then_eval) {
+  test::expect_equivalent<nets::LeNet5<Cifar>>(kTrainThenEval);
+}
+TEST(equivalence_zoo, alexnet_3x64x64_batch2_train_then_eval) {
+  test::expect_equivalent<nets::AlexNet<Input<3, 64, 64>, 10>>(kTrainThenEval);
+}
+TEST(equivalence_zoo, vgg16_3x32x32_batch2_train_then_eval) {
+  test::expect_equivalent<nets::VGG16<Cifar, 10>>(kTrainThenEval);
+}
+TEST(equivalence_zoo, vgg16bn_3x32x32_batch2_train_then_eval) {
+  test::expect_equivalent<nets::VGG16BN<Cifar, 10>>({.batch = 2, .seed = 7, .training_steps = 1, .eval_step = true});
+}
+
+}  // namespace

@@ -1,0 +1,61 @@
+// The ResNets of the model zoo on OneDnn and Eigen from the same seed: outputs, parameter gradients, input
+// gradients and running statistics (tests/support/equivalence.hpp), at 3x32x32.
+//
+// Batch 2, CIFAR stem: one training step (batch statistics) then one evaluation step, within 1e-4.
+// Batch 2, ImageNet stem: the evaluation step within 1e-4. A training step is not compared at batch 2: the
+// last stage runs on 1x1 maps, where BatchNorm normalises 2 values per channel and its output is +-gamma
+// with a slope of 1 / (2 sqrt(eps)) = 158 in their difference. No float implementation can be held to 1e-4
+// there: moving every input float by one ulp moves OneDnn's own training-step output by 5.6e-4 of its scale
+// (ResNet-18; parameter gradients 6.4e-3) and by 0.78 (ResNet-50).
+// Batch 8, ImageNet stem, training step then evaluation step: ResNet-18 within 1e-4; ResNet-34 and -50
+// within 1e-4 or twice OneDnn's own one-ulp sensitivity, whichever is larger. ResNet-34 stays within 1e-4
+// (3.5e-5). ResNet-50's training-step gradients are chaotic even at batch 8: one ulp of input moves OneDnn's
+// own parameter gradients by 0.14 of their scale (input gradients 0.16), and Eigen's differ from OneDnn's
+// by 0.095, so for ResNet-50 that step is only as strong a check as the float problem allows; its output
+// (tolerance 2.4e-4), its running statistics and the evaluation step are held to 1e-4.
+//
+// One translation unit for the four ResNets: their blocks' branch chains are the same types wherever the
+// input shape repeats, so they compile once, and each net's Model is instantiated once for both batches.
+#include <gtest/gtest.h>
+
+#include "sinew/backend/eigen.hpp"  // first: EIGEN_USE_THREADS before any Tensor include
+#include "../support/equivalence.hpp"
+#include "sinew/nets/resnet.hpp"
+
+namespace {
+using namespace sinew;
+using Cifar = Input<3, 32, 32>;
+using ResNet18ImageNetStem = nets::ResNet18<Cifar, 10>;
+using ResNet34ImageNetStem = nets::ResNet34<Cifar, 10>;
+using ResNet50ImageNetStem = nets::ResNet50<Cifar, 10>;
+using ResNet18CifarStem = nets::ResNet18<Cifar, 10, nets::CifarStem>;
+
+constexpr test::EquivalenceOptions kTrainThenEval{.batch = 2, .training_steps = 1, .eval_step = true};
+constexpr test::EquivalenceOptions kEvalOnly{.batch = 2, .training_steps = 0, .eval_step = true};
+constexpr test::EquivalenceOptions kTrainBatch8{.batch = 8, .training_steps = 1, .eval_step = true};
+constexpr test::EquivalenceOptions kTrainBatch8Calibrated{
+    .batch = 8, .training_steps = 1, .eval_step = true, .sensitivity = 2};
+
+TEST(equivalence_zoo, resnet18_cifar_stem_3x32x32_batch2_train_then_eval) {
+  test::expect_equivalent<ResNet18CifarStem>(kTrainThenEval);
+}
+TEST(equivalence_zoo, resnet18_imagenet_stem_3x32x32_batch2_eval) {
+  test::expect_equivalent<ResNet18ImageNetStem>(kEvalOnly);
+}
+TEST(equivalence_zoo, resnet34_imagenet_stem_3x32x32_batch2_eval) {
+  test::expect_equivalent<ResNet34ImageNetStem>(kEvalOnly);
+}
+TEST(equivalence_zoo, resnet50_imagenet_stem_3x32x32_batch2_eval) {
+  test::expect_equivalent<ResNet50ImageNetStem>(kEvalOnly);
+}
+TEST(equivalence_zoo, resnet18_imagenet_stem_3x32x32_batch8_train_then_eval) {
+  test::expect_equivalent<ResNet18ImageNetStem>(kTrainBatch8);
+}
+TEST(equivalence_zoo, resnet34_imagenet_stem_3x32x32_batch8_train_then_eval_calibrated) {
+  test::expect_equivalent<ResNet34ImageNetStem>(kTrainBatch8Calibrated);
+}
+TEST(equivalence_zoo, resnet50_imagenet_stem_3x32x32_batch8_train_then_eval_calibrated) {
+  test::expect_equivalent<ResNet50ImageNetStem>(kTrainBatch8Calibrated);
+}
+
+}  // namespace

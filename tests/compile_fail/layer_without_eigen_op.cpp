@@ -1,0 +1,16 @@
+// Must not compile: a layer kind the Eigen backend does not implement (a deliberately op-less test layer:
+// the Eigen backend now computes every layer sinew ships).
+#include "sinew/backend/eigen.hpp"
+#include "sinew/model.hpp"
+struct Mystery {
+  static constexpr std::string_view kName = "mystery";
+  template <sinew::FeatureShape In>
+  struct at {
+    using output = In;
+    static constexpr std::size_t kWeights = 0, kBias = 0;
+  };
+};
+using Net = sinew::Sequential<sinew::Input<1, 4, 4>, Mystery>;
+sinew::Model<Net, sinew::backend::Eigen>* make(sinew::backend::Eigen::context& c) {
+  return new sinew::Model<Net, sinew::backend::Eigen>(c);
+}

@@ -1,0 +1,141 @@
+// tests/support/equivalence.hpp: the same network on OneDnn and Eigen from the same seed must give the same
+// outputs, parameter gradients, input gradients and running statistics. Include sinew/backend/eigen.hpp
+// before this header (EIGEN_USE_THREADS must precede the Tensor module).
+//
+// Dropout: both backends draw the mask of plain-NCHW element e from the model seed, the node and the step
+// (backend/simd/dropout.hpp), so training-mode steps compare identical masks; the evaluation step compares
+// the identity. BatchNorm2d: training steps compare batch statistics and the running statistics they leave,
+// the evaluation step normalises with those running statistics.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sinew/backend/onednn.hpp"
+#include "sinew/model.hpp"
+
+namespace sinew::test {
+
+/// The largest |a - b| / max(1, max |a|): how far apart two tensors are, relative to the first one's scale.
+inline double scaled_difference(std::span<const float> a, std::span<const float> b) {
+  double scale = 1, worst = 0;
+  for (float v : a) scale = std::max(scale, double(std::fabs(v)));
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i)
+    worst = std::max(worst, std::fabs(double(a[i]) - double(b[i])) / scale);
+  return worst;
+}
+
+/// |a - b| <= tol * max(1, max |ref|) entry by entry: a tolerance relative to the tensor's scale, so small
+/// entries of a large tensor are not held to a relative bound that float rounding cannot meet. Returns the
+/// largest |a - b| / max(1, max |ref|) seen, for the report.
+inline double expect_same(std::span<const float> ref, std::span<const float> got, const std::string& what,
+                          double tol = 1e-4) {
+  EXPECT_EQ(ref.size(), got.size()) << what << " has a different size on the two backends";
+  if (ref.size() != got.size()) return 1e30;
+  double scale = 1;
+  for (float v : ref) scale = std::max(scale, double(std::fabs(v)));
+  double worst = 0;
+  int reported = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    const double err = std::fabs(double(ref[i]) - double(got[i])) / scale;
+    worst = std::max(worst, std::isnan(err) ? 1e30 : err);
+    if (!(err <= tol) && reported++ < 5)
+      ADD_FAILURE() << what << "[" << i << "]: onednn " << ref[i] << ", eigen " << got[i] << " (scale " << scale
+                    << ")";
+  }
+  return worst;
+}
+
+struct EquivalenceOptions {
+  int batch = 3;
+  std::uint64_t seed = 5;
+  int eigen_threads = 0;    ///< 0: the hardware's
+  int training_steps = 2;   ///< the second reuses every plan and buffer, as training does
+  bool eval_step = true;    ///< then one step in evaluation mode (running statistics, no dropout)
+  double tol = 1e-4;
+  /// When > 0, each tensor's tolerance is max(tol, sensitivity * d), where d is how far OneDnn's own result
+  /// moves when every input float moves by one ulp (a third model, run alongside). For training steps whose
+  /// float result is ill-conditioned (deep BatchNorm networks at initialisation, with few values per channel),
+  /// no float implementation can hold 1e-4; the check then asks that Eigen stay within a few times the
+  /// rounding sensitivity of the reference itself.
+  double sensitivity = 0;
+};
+
+/// The same network on both backends with the same seed: equal initial parameters, then forward on the
+/// same batch and backward with the same output gradient must agree, step after step. Returns the largest
+/// scaled difference seen over all compared tensors (also recorded as the test's "max_scaled_error" and
+/// printed, so CI logs show how close the backends came).
+template <class N>
+double expect_equivalent(EquivalenceOptions o = {}) {
+  using OneDnn = backend::OneDnn;
+  using EigenB = backend::Eigen;
+  OneDnn::context octx{BackendOptions{}};
+  EigenB::context ectx{BackendOptions{.threads = o.eigen_threads}};
+  Model<N, OneDnn> a(octx, ModelOptions{.seed = o.seed, .input_gradient = true});
+  Model<N, EigenB> b(ectx, ModelOptions{.seed = o.seed, .input_gradient = true});
+  EXPECT_TRUE(std::ranges::equal(a.parameters(), b.parameters())) << "the same seed drew different parameters";
+  std::unique_ptr<Model<N, OneDnn>> c;  // OneDnn on the input moved by one ulp (with o.sensitivity)
+  if (o.sensitivity > 0) c = std::make_unique<Model<N, OneDnn>>(octx, ModelOptions{.seed = o.seed, .input_gradient = true});
+
+  Rng rng(o.seed + 1);
+  std::vector<float> x(std::size_t(o.batch) * N::input_shape::kSize);
+  std::vector<float> r(std::size_t(o.batch) * N::output_shape::kSize);
+  for (float& v : x) v = rng.normal();
+  for (float& v : r) v = rng.normal();
+  std::vector<float> x_moved(x.size());
+  std::vector<float> yc, gc, dxc, bc;
+  double worst = 0;
+  const int steps = o.training_steps + (o.eval_step ? 1 : 0);
+  for (int step = 0; step < steps; ++step) {
+    const bool training = step < o.training_steps;
+    a.set_training(training);
+    b.set_training(training);
+    const std::string at = training ? " at training step " + std::to_string(step)
+                                    : " at the evaluation step after " + std::to_string(o.training_steps) +
+                                          " training steps";
+    if (c) {
+      c->set_training(training);
+      for (std::size_t i = 0; i < x.size(); ++i) x_moved[i] = std::nextafter(x[i], 2 * x[i] + 1);
+      const auto y = c->forward(x_moved, o.batch);
+      yc.assign(y.begin(), y.end());
+      c->backward(r);
+      gc.assign(c->gradients().begin(), c->gradients().end());
+      dxc = c->input_gradient();
+      bc.assign(c->buffers().begin(), c->buffers().end());
+    }
+    // The tolerance for a tensor: o.tol, or a multiple of OneDnn's own one-ulp sensitivity if larger.
+    auto tol = [&](std::span<const float> ref, const std::vector<float>& moved, const char* what) {
+      if (!c) return o.tol;
+      const double t = std::max(o.tol, o.sensitivity * scaled_difference(ref, moved));
+      std::printf("%s%s: tolerance %.3g\n", what, at.c_str(), t);
+      return t;
+    };
+    const auto ya = a.forward(x, o.batch);
+    const std::vector<float> ya_copy(ya.begin(), ya.end());
+    const auto yb = b.forward(x, o.batch);
+    worst = std::max(worst, expect_same(ya_copy, yb, "output" + at, tol(ya_copy, yc, "output")));
+    a.backward(r);
+    b.backward(r);
+    worst = std::max(worst, expect_same(a.gradients(), b.gradients(), "parameter gradient" + at,
+                                        tol(a.gradients(), gc, "parameter gradient")));
+    const std::vector<float> dxa = a.input_gradient();
+    worst = std::max(worst, expect_same(dxa, b.input_gradient(), "input gradient" + at, tol(dxa, dxc, "input gradient")));
+    worst = std::max(worst, expect_same(a.buffers(), b.buffers(), "running statistics" + at,
+                                        tol(a.buffers(), bc, "running statistics")));
+    for (float& v : x) v *= -0.5f;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", worst);
+  ::testing::Test::RecordProperty("max_scaled_error", text);
+  std::printf("largest difference between the backends: %s of the tensor's scale (tolerance %.3g)\n", text, o.tol);
+  return worst;
+}
+
+}  // namespace sinew::test
