@@ -54,7 +54,7 @@ int train(const Settings& s) {
     trainer.set_schedule(sinew::optim::WarmupCosine{.warmup = steps_per_epoch, .total = steps_per_epoch * s.epochs});
   }
   std::printf("%s (%zu parameters) on CIFAR-10 (%zu train, %zu held-out images%s), %s backend, %d threads, batch %d\n",
-              s.net.c_str(), trainer.model().parameters().size(), train.size(), held_out.size(),
+              s.net.c_str(), Net::kParams, train.size(), held_out.size(),
               s.augment ? ", augmented" : "", std::string(Backend::kName).c_str(), trainer.context().threads(),
               s.loader.batch_size);
 

@@ -2,7 +2,7 @@
 // thread count, best of NCHW and channels_last) in the same run, the peak resident memory of each side, and
 // single-thread inference at batch 1 and 42.
 //
-//   zoo [--net alexnet,resnet18,resnet18_cifar,resnet50,vgg16_bn] [--batch 42,128] [--backend onednn]
+//   zoo [--net alexnet,resnet18,resnet18_cifar,resnet50,vgg16_bn] [--batch 42,128] [--backend onednn,eigen]
 //       [--threads 2] [--warmup 10] [--steps 10] [--no-inference] [--no-pytorch] [--profile] [--json FILE]
 //
 // Every configuration runs in a process of its own (this program started again with --child, and one
@@ -24,6 +24,7 @@
 
 namespace sinew::bench::zoo {
 int measure_onednn(const Config& c);
+int measure_eigen(const Config& c);
 }
 
 namespace {
@@ -91,7 +92,8 @@ int child(sinew::cli::Args& args) {
   c.profile = args.flag("profile");
   args.check_unused();
   if (backend == "onednn") return zoo::measure_onednn(c);
-  std::fprintf(stderr, "zoo: unknown backend %s (onednn)\n", backend.c_str());
+  if (backend == "eigen") return zoo::measure_eigen(c);
+  std::fprintf(stderr, "zoo: unknown backend %s (onednn or eigen)\n", backend.c_str());
   return 2;
 }
 
@@ -100,7 +102,7 @@ int child(sinew::cli::Args& args) {
 int main(int argc, char** argv) try {
   sinew::cli::Args args(
       argc, argv,
-      "usage: zoo [--net alexnet,resnet18,resnet18_cifar,resnet50,vgg16_bn] [--batch 42,128] [--backend onednn]\n"
+      "usage: zoo [--net alexnet,resnet18,resnet18_cifar,resnet50,vgg16_bn] [--batch 42,128] [--backend onednn,eigen]\n"
       "           [--threads 2] [--warmup 10] [--steps 10] [--no-inference] [--no-pytorch] [--profile]\n"
       "           [--json FILE]");
   if (args.flag("child")) return child(args);
