@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "sinew/sinew.hpp"
+#include "support/child.hpp"
 #include "support/cli.hpp"
 
 namespace {
@@ -103,26 +104,12 @@ int run_one(const std::string& config, const Settings& s) {
   return 2;
 }
 
-std::map<std::string, double> run_child(const std::string& command, std::string& info) {
-  std::map<std::string, double> values;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return values;
-  std::string all;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, pipe)) {
-    all += buf;
-    std::istringstream in(buf);
-    std::string tag, key;
-    double v = 0;
-    in >> tag;
-    if (tag == "result" && in >> key >> v) values[key] = v;
-    if (tag == "info") info = std::string(buf + 5, std::strlen(buf + 5) - 1);
-  }
-  if (pclose(pipe) != 0) {
-    std::fprintf(stderr, "dist: %s failed:\n%s", command.c_str(), all.c_str());
-    values.clear();
-  }
-  return values;
+// The child's results, or none (after saying why) when it failed.
+std::map<std::string, double> run_child(const std::string& command) {
+  sinew::bench::ChildOutput c = sinew::bench::run_child(command);
+  if (c.failure.empty()) return c.results;
+  std::fprintf(stderr, "dist: %s", c.failure.c_str());
+  return {};
 }
 
 }  // namespace
@@ -161,12 +148,10 @@ int main(int argc, char** argv) try {
               "load", "forward", "backward", "exposed", "hidden", "update", "exposed comm");
   std::map<std::string, double> ddp;
   if (pytorch) {
-    std::string info;
     ddp = run_child("/usr/bin/python3 " SINEW_SOURCE_DIR "/bench/pytorch/ddp.py --ranks " + std::to_string(ranks) +
                         " --threads " + std::to_string(s.threads) + " --batch " + std::to_string(s.batch) +
                         " --bind " + bind + " --warmup " + std::to_string(s.warmup) + " --steps " +
-                        std::to_string(s.steps),
-                    info);
+                        std::to_string(s.steps));
     if (!ddp.empty())
       std::printf("%-12s %8.1f %7s | step %.1f ms, of which %.1f%% waiting for the all-reduce (no_sync difference)\n",
                   "pytorch-ddp", ddp["images_per_second"], "1.00", 1e3 * ddp["step_seconds"],
@@ -175,11 +160,10 @@ int main(int argc, char** argv) try {
   auto out = sinew::metrics::Json::make_array();
   for (const std::string& config : kConfigs) {
     if (!only.empty() && ("," + only + ",").find("," + config + ",") == std::string::npos) continue;
-    std::string info;
     const std::string mpirun = "mpirun -np " + std::to_string(ranks) +
                                " --allow-run-as-root --oversubscribe --bind-to " + bind + " " + self + " --run " +
                                config + common;
-    auto r = run_child(mpirun, info);
+    auto r = run_child(mpirun);
     if (r.empty()) continue;
     const double step = r["load"] + r["forward"] + r["backward"] + r["comm_exposed"] + r["update"];
     const double vs = ddp.count("images_per_second") ? r["images_per_second"] / ddp["images_per_second"] : 0;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "support/anchor.hpp"
+#include "support/child.hpp"
 #include "support/cli.hpp"
 #include "zoo/measure.hpp"
 
@@ -42,35 +43,13 @@ std::vector<std::string> split(const std::string& list) {
 
 struct Measurement {
   std::map<std::string, double> values;  // images_per_second, peak_rss_bytes, ...
-  std::vector<std::string> operators;    // "node 3 conv2d+relu: forward ... ms" with --profile
+  std::vector<std::string> operators;    // "convolution 23.64 ms" with --profile
   std::string failure;
 };
 
-// Runs `command` and reads its "result KEY VALUE" and "operator ..." lines.
 Measurement run_child(const std::string& command) {
-  Measurement m;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return m.failure = "could not start " + command, m;
-  std::string all;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, pipe)) {
-    std::string line(buf);
-    all += line;
-    if (!line.empty() && line.back() == '\n') line.pop_back();
-    std::istringstream in(line);
-    std::string tag, key;
-    in >> tag;
-    if (tag == "result") {
-      double v = 0;
-      in >> key >> v;
-      m.values[key] = v;
-    } else if (tag == "operator") {
-      m.operators.push_back(line.substr(9));
-    }
-  }
-  const int status = pclose(pipe);
-  if (status != 0) m.failure = "exit status " + std::to_string(status >> 8) + ": " + all;
-  return m;
+  sinew::bench::ChildOutput c = sinew::bench::run_child(command);
+  return {std::move(c.results), std::move(c.lines["operator"]), std::move(c.failure)};
 }
 
 std::string child_command(const zoo::Config& c, const std::string& backend) {
