@@ -25,6 +25,7 @@
 #include <string>
 #include <thread>
 
+#include "sinew/core/detail/vector_intrinsics.hpp"  // first: see its comment
 #include <unsupported/Eigen/CXX11/Tensor>
 
 #include "sinew/backend/backend_spec.hpp"

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "sinew/core/detail/vector_intrinsics.hpp"  // first: see its comment
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "sinew/backend/backend_spec.hpp"

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstddef>
 
+#include "sinew/core/detail/vector_intrinsics.hpp"  // first: see its comment
 #include <xsimd/xsimd.hpp>
 
 namespace sinew::simd {
