@@ -348,6 +348,15 @@ TEST(parameter_server, async_1_server_trains_lenet5_on_synthetic_squares_to_95_p
   auto mine = trainer.model().parameters();
   std::vector<float> worker0(mine.begin(), mine.end());
   world.broadcast(worker0, 0);
+  // The job's counters, gathered on every rank: each worker's pushes, the server's gradients.
+  const dist::JobCounters job = trainer.dist().gather_counters();
+  ASSERT_EQ(job.steps_per_worker.size(), std::size_t(workers));
+  for (int w = 0; w < workers; ++w)
+    EXPECT_EQ(job.steps_per_worker[std::size_t(w)], std::size_t(kAsyncEpochs * (w == 0 ? 21 : 20))) << "worker " << w;
+  ASSERT_EQ(job.servers.size(), 1u);
+  EXPECT_EQ(float(job.servers[0].gradients), worker_steps);
+  EXPECT_EQ(job.servers[0].steps, job.servers[0].gradients) << "Async: one step per gradient";
+  EXPECT_EQ(job.held_replies, 0u) << "Async holds nothing back";
   if (!trainer.dist().is_worker()) {
     EXPECT_EQ(float(steps), worker_steps);
     EXPECT_EQ(steps, trainer.dist().counters().gradients);
