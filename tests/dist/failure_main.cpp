@@ -19,7 +19,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -129,6 +131,12 @@ int main(int argc, char** argv) try {
   comm::Mpi world;
   const std::string strategy = argc > 1 ? argv[1] : "", fault = argc > 2 ? argv[2] : "";
   const int p = world.size();
+  const std::string faults[] = {"loader_throws", "throws_between_epochs", "aborts", "killed", "stopped",
+                                "missing_file", "other_batch", "other_net", "other_buckets"};
+  if (std::find(std::begin(faults), std::end(faults), fault) == std::end(faults)) {
+    std::fprintf(stderr, "failure_main: unknown fault '%s'\n", fault.c_str());
+    return 2;
+  }
   if (strategy == "ring") return run<dist::RingAllReduce<comm::Mpi>>(world, fault, p - 1);
   if (strategy == "mpi") return run<dist::MpiAllReduce<comm::Mpi>>(world, fault, p - 1);
   if (strategy == "ps_sync") return run<dist::ParameterServer<comm::Mpi, 1>>(world, fault, p - 2);

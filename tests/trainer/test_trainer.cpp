@@ -161,4 +161,13 @@ TEST(trainer, trains_a_given_number_of_steps_and_calls_back_after_each) {
   EXPECT_EQ(trainer.steps_done(), 11);
 }
 
+// strategy_spec.hpp's way to extend a strategy: derive, define the member, call the base's.
+TEST(trainer, a_strategy_extended_by_deriving_is_the_one_the_trainer_calls) {
+  using Extended = dist::example::counting_updates<dist::Local>;
+  auto train = loader_for(corners(64, 1));
+  Trainer<SmallNet, backend::OneDnn, Extended> trainer({.threads = 1}, {.lr = 0.05f}, Extended(dist::Local::options{}));
+  trainer.train_epoch(train, 3);
+  EXPECT_EQ(trainer.dist().updates, 3u);
+}
+
 }  // namespace

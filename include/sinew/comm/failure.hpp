@@ -8,7 +8,8 @@
 //     rank holds a comm::unwinding_guard. A guard destroyed by an exception's stack unwinding notes that this
 //     rank leaves its coupled work (note_leaving); the Trainer also notes the exception's text as it passes.
 //     An exception caught inside the program, with the guards alive, notes nothing: a rank may catch a
-//     collective error (every rank throws it alike) and go on.
+//     collective error (every rank throws it alike) and go on. A program that recovers on every rank from an
+//     exception that did take a guard down calls clear_leaving().
 //   * The exit hook. comm::Mpi registers, when it first initialises MPI, an exit hook that runs before MPI is
 //     finalised: if this rank noted leaving, it prints "sinew: rank R aborts the job: it leaves through an
 //     exception: <what>" and calls MPI_Abort, which ends every rank within about a second, instead of
@@ -58,6 +59,13 @@ inline void note_leaving(int rank) {
 inline void note_exception(std::string_view what) {
   std::lock_guard lock(detail::leaving_mutex());
   detail::leaving_state().what = std::string(what);
+}
+
+/// Forgets a noted leaving: for a program that caught, on every rank alike, an exception that took a trainer
+/// or communicator down (a disagreement, say) and goes on together.
+inline void clear_leaving() {
+  std::lock_guard lock(detail::leaving_mutex());
+  detail::leaving_state() = leaving_note{};
 }
 
 /// What note_leaving recorded (rank -1 if nothing).
