@@ -15,6 +15,8 @@
 //   other_batch            it uses local batch 16, the others 8
 //   other_net              its network differs from the others' (Tanh -> ReLU) with the same parameter count
 //   other_buckets          (mpi) its gradient bucket size differs
+//   server_stopped         (ps_*) at its fourth batch it sends SIGSTOP to the server (the last rank): the
+//                          workers' watchdog must name the server
 // The catch in main prints and returns 1, as the examples do: the job must end all the same.
 #include <signal.h>
 #include <unistd.h>
@@ -26,6 +28,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "../support/corners.hpp"
 #include "sinew/comm/mpi.hpp"
@@ -51,8 +54,8 @@ void announce_fault(int rank) {
 /// A CachedLoader whose rank fails as `fault` says at its fourth batch.
 class faulty_loader {
  public:
-  faulty_loader(data::CachedLoader inner, std::string fault, int rank, bool failing)
-      : inner_(std::move(inner)), fault_(std::move(fault)), rank_(rank), failing_(failing) {}
+  faulty_loader(data::CachedLoader inner, std::string fault, int rank, bool failing, pid_t server = 0)
+      : inner_(std::move(inner)), fault_(std::move(fault)), rank_(rank), failing_(failing), server_(server) {}
   int channels() const { return inner_.channels(); }
   int height() const { return inner_.height(); }
   int width() const { return inner_.width(); }
@@ -62,8 +65,10 @@ class faulty_loader {
   void start_epoch(int epoch) { inner_.start_epoch(epoch); }
   std::size_t next(std::span<float> images, std::span<std::int32_t> labels) {
     if (failing_ && ++calls_ == 4) {
-      if (fault_ == "loader_throws" || fault_ == "aborts" || fault_ == "killed" || fault_ == "stopped")
+      if (fault_ == "loader_throws" || fault_ == "aborts" || fault_ == "killed" || fault_ == "stopped" ||
+          fault_ == "server_stopped")
         announce_fault(rank_);
+      if (fault_ == "server_stopped") kill(server_, SIGSTOP);
       if (fault_ == "loader_throws")
         throw std::runtime_error("the loader of rank " + std::to_string(rank_) + " fails at step 3");
       if (fault_ == "aborts") std::abort();
@@ -78,6 +83,7 @@ class faulty_loader {
   std::string fault_;
   int rank_;
   bool failing_;
+  pid_t server_;
   std::size_t calls_ = 0;
 };
 
@@ -108,7 +114,12 @@ int train(comm::Mpi& world, const std::string& fault, int failing_rank) {
     announce_fault(r);
     (void)data::load_fashion_mnist(data::Split::train, "/nonexistent/sinew-failure-main");
   }
-  faulty_loader loader(data::CachedLoader(test::corners(std::size_t(20 * 8 * workers), 3), o), fault, r, failing);
+  // Every rank's process id (exact as floats below 2^24), for server_stopped: the ranks share one host.
+  std::vector<float> pids(std::size_t(world.size()), 0.0f);
+  pids[std::size_t(r)] = float(getpid());
+  world.allreduce_sum(pids);
+  faulty_loader loader(data::CachedLoader(test::corners(std::size_t(20 * 8 * workers), 3), o), fault, r, failing,
+                       pid_t(pids.back()));
   for (int epoch = 0; epoch < 2; ++epoch) {
     trainer.train_epoch(loader);
     if (fault == "throws_between_epochs" && failing) {
@@ -132,7 +143,7 @@ int main(int argc, char** argv) try {
   const std::string strategy = argc > 1 ? argv[1] : "", fault = argc > 2 ? argv[2] : "";
   const int p = world.size();
   const std::string faults[] = {"loader_throws", "throws_between_epochs", "aborts", "killed", "stopped",
-                                "missing_file", "other_batch", "other_net", "other_buckets"};
+                                "missing_file", "other_batch", "other_net", "other_buckets", "server_stopped"};
   if (std::find(std::begin(faults), std::end(faults), fault) == std::end(faults)) {
     std::fprintf(stderr, "failure_main: unknown fault '%s'\n", fault.c_str());
     return 2;
