@@ -166,16 +166,14 @@ class Trainer {
   }
 
   /// Trains `steps` steps: whole epochs, then the first steps of one more (each epoch begins anew, as with
-  /// train_epoch). Returns the stats of the epochs (or first parts) it trained.
+  /// train_epoch). Returns the stats of the epochs (or first parts) it trained. Epochs are counted by the
+  /// loader's batches_per_epoch(), so every rank (a parameter server's servers too, with the loader they pass)
+  /// calls train_epoch equally often when their loaders promise as many batches.
   std::vector<EpochStats> train_steps(L& loader, std::size_t steps) {
     std::vector<EpochStats> epochs;
-    while (steps > 0) {
-      const std::size_t per_epoch = loader.batches_per_epoch();
-      if (per_epoch == 0) break;  // no batch would ever come
+    const std::size_t per_epoch = loader.batches_per_epoch();
+    for (; steps > 0 && per_epoch > 0; steps -= std::min(steps, per_epoch))
       epochs.push_back(train_epoch(loader, std::min(steps, per_epoch)));
-      if (epochs.back().steps == 0) break;
-      steps -= std::min(steps, epochs.back().steps);
-    }
     return epochs;
   }
 

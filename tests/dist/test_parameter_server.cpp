@@ -407,6 +407,24 @@ TEST(parameter_server, sync_nan_loss_on_one_worker_stops_every_rank_without_hang
   expect_nan_stops_every_rank<SmallNet>(trainer, local);
 }
 
+// train_steps on every rank, servers included: 6 steps of 4-batch epochs are an epoch and the first 2 steps of
+// another on every rank, so no rank waits for an epoch the others never start.
+TEST(parameter_server, async_train_steps_runs_as_many_epochs_on_servers_and_workers) {
+  Mpi world;
+  AsyncTrainer trainer({.threads = 1}, {.lr = 0.02f}, Ps<1>({.timeout_seconds = 20}, world));
+  const data::Dataset d = squares(std::size_t(64 * trainer.dist().workers()), 8);
+  auto local = squares_loader(d, trainer.dist().worker_index(), trainer.dist().workers(), true);
+  ASSERT_EQ(local.batches_per_epoch(), 4u);
+  std::size_t called = 0;
+  trainer.set_step_callback([&](const StepInfo&) { ++called; });
+  const std::vector<EpochStats> epochs = trainer.train_steps(local, 6);
+  ASSERT_EQ(epochs.size(), 2u);
+  const dist::JobCounters job = trainer.dist().gather_counters();
+  for (const std::size_t steps : job.steps_per_worker) EXPECT_EQ(steps, 6u);
+  EXPECT_EQ(job.servers[0].gradients, 6u * std::size_t(trainer.dist().workers()));
+  EXPECT_EQ(called, trainer.dist().is_worker() ? 6u : 0u) << "servers train no steps of their own";
+}
+
 TEST(parameter_server, async_nan_loss_on_one_worker_stops_every_rank_without_hanging) {
   Mpi world;
   AsyncTrainer trainer({.threads = 1}, {.lr = 0.02f}, Ps<1>({}, world));
