@@ -16,6 +16,8 @@
 //     finalising. The program's own message (printed by its catch in main) comes first.
 //   * An exception that nothing catches reaches std::terminate, whose default handler names it, and abort()
 //     ends the process; Open MPI then ends the job and names the rank, as for a crash or kill -9.
+//   * A rank that fails before it first builds a comm::Mpi (before MPI is initialised) exits with its non-zero
+//     code, and Open MPI ends a job one of whose processes does so (about 1 s).
 //   * A rank that hangs or is stopped (SIGSTOP) cannot abort anything: the strategies' watchdogs
 //     (options.timeout_seconds) end the job from the other ranks, naming it.
 // Data can therefore be opened and checked before or after the trainer is built: a rank whose file is
