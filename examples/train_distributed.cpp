@@ -88,6 +88,15 @@ int run(sinew::cli::Args& args, const std::string& strategy_name) {
     }
     records.push_back(r);
   }
+  if constexpr (requires { trainer.dist().gather_counters(); }) {
+    // Collective: every rank takes part; rank 0 prints what each worker and server did.
+    const sinew::dist::JobCounters c = trainer.dist().gather_counters();
+    if (root) {
+      std::printf("parameter server: steps per worker");
+      for (const std::size_t s : c.steps_per_worker) std::printf(" %zu", s);
+      std::printf(", max lead %d, replies held back %zu\n", c.max_lead, c.held_replies);
+    }
+  }
   if (root && !json.empty()) {
     auto config = sinew::metrics::Json::make_object();
     config.set("net", "lenet5");

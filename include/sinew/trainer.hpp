@@ -16,18 +16,30 @@
 // A strategy with overlap hooks (dist/strategy_spec.hpp) hears from backward as each layer's gradients are
 // final. A strategy with require_agreement checks at construction that every rank built the same trainer, and
 // at each epoch that every rank has the same batch size and number of batches: a mismatch is an error naming
-// the rank, not a hang.
+// the rank, not a hang. (A parameter server's servers take part without a loader of their own, and its Async
+// and BoundedStaleness modes allow workers uneven numbers of batches: mode<M>::kUnevenEpochs.)
+//
+// Steps, not only epochs: train_epoch(loader, max_steps) ends the epoch after max_steps steps (every rank must
+// pass the same), and train_steps(loader, n) trains n steps over as many epochs as that takes. A per-step
+// callback (set_step_callback) sees each step's loss and phases as it ends; it may throw to stop training.
+//
+// A Trainer of more than one rank holds a comm::unwinding_guard (comm/failure.hpp): if an exception takes it
+// down, this rank ends the whole job when it exits, instead of leaving the others waiting for it.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
+#include <exception>
 #include <functional>
+#include <limits>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "sinew/backend.hpp"
 #include "sinew/comm/agreement.hpp"
+#include "sinew/comm/failure.hpp"
 #include "sinew/core/error.hpp"
 #include "sinew/data/cached_loader.hpp"
 #include "sinew/data/loader_spec.hpp"
@@ -62,6 +74,16 @@ struct EpochStats {
   metrics::PhaseSeconds phases;  ///< summed over the epoch's steps
 };
 
+/// What one training step did, for Trainer::set_step_callback.
+struct StepInfo {
+  int epoch = 0;
+  std::size_t step = 0;           ///< steps before this one in the epoch
+  std::int64_t steps_done = 0;    ///< steps of this trainer so far, this one included
+  std::size_t samples = 0;        ///< of this rank in this step
+  double loss = 0;                ///< this rank's mean loss over the step's samples
+  metrics::PhaseSeconds phases;   ///< this step's
+};
+
 /// What an evaluation pass measured.
 struct EvalStats {
   std::size_t samples = 0;
@@ -88,6 +110,10 @@ class Trainer {
   using input_shape = typename Net::input_shape;
   /// Learning rate at a step, from the base rate: see optim/schedule.hpp.
   using schedule_fn = std::function<float(float base_lr, std::int64_t step)>;
+  /// Called after every training step (see set_step_callback).
+  using step_callback = std::function<void(const StepInfo&)>;
+  /// train_epoch's default: the loader's whole epoch.
+  static constexpr std::size_t kWholeEpoch = std::numeric_limits<std::size_t>::max();
 
   explicit Trainer(TrainerOptions options = {}, typename O::options optimizer = {}, S strategy = {})
       : options_(options),
@@ -107,6 +133,8 @@ class Trainer {
                                    comm::fingerprint(type), true}};
       strategy_.require_agreement(facts, "trainer");
     }
+    // Only now: ranks that disagreed above all throw alike and need not abort the job.
+    if (strategy_.world_size() > 1) guard_ = std::make_unique<comm::unwinding_guard>(strategy_.rank());
   }
 
   model_type& model() noexcept { return model_; }
@@ -118,18 +146,52 @@ class Trainer {
   /// Sets the learning-rate schedule (default: the optimizer's rate throughout).
   void set_schedule(schedule_fn schedule) { schedule_ = std::move(schedule); }
 
+  /// Calls `callback` after every training step with what the step did (an empty function: none). An exception
+  /// it throws leaves train_epoch as one from the loader would (with several ranks, ending the job).
+  void set_step_callback(step_callback callback) { step_callback_ = std::move(callback); }
+
   /// Images per second of this process over every step after the warm-up so far.
   double images_per_second() const { return timed_seconds_ > 0 ? double(timed_images_) / timed_seconds_ : 0; }
 
-  /// One pass over the loader's epoch `epoch_` (counted by the trainer), updating the parameters.
-  EpochStats train_epoch(L& loader) {
+  /// One pass over the loader's epoch `epoch_` (counted by the trainer), updating the parameters; with
+  /// max_steps, the epoch ends after that many steps (every rank must pass the same).
+  EpochStats train_epoch(L& loader, std::size_t max_steps = kWholeEpoch) {
+    try {
+      return train_epoch_steps(loader, max_steps);
+    } catch (const std::exception& e) {
+      // Kept for the message that ends the job, should this exception take the trainer down (comm/failure.hpp).
+      if (guard_) comm::note_exception(e.what());
+      throw;
+    }
+  }
+
+  /// Trains `steps` steps: whole epochs, then the first steps of one more (each epoch begins anew, as with
+  /// train_epoch). Returns the stats of the epochs (or first parts) it trained. Epochs are counted by the
+  /// loader's batches_per_epoch(), so every rank (a parameter server's servers too, with the loader they pass)
+  /// calls train_epoch equally often when their loaders promise as many batches.
+  std::vector<EpochStats> train_steps(L& loader, std::size_t steps) {
+    std::vector<EpochStats> epochs;
+    const std::size_t per_epoch = loader.batches_per_epoch();
+    for (; steps > 0 && per_epoch > 0; steps -= std::min(steps, per_epoch))
+      epochs.push_back(train_epoch(loader, std::min(steps, per_epoch)));
+    return epochs;
+  }
+
+ private:
+  EpochStats train_epoch_steps(L& loader, std::size_t max_steps) {
     check_shape(loader);
     if constexpr (has_agreement) {
       // A rank with another batch size would average its gradient with wrong weights; one with more batches
-      // would wait forever in an all-reduce the others never start.
+      // would wait forever in an all-reduce the others never start. A rank that does not train (a parameter
+      // server) takes part without being compared.
+      const std::uint64_t batches = std::min<std::uint64_t>(loader.batches_per_epoch(), max_steps);
       const comm::Fact facts[] = {{"local batch size", std::uint64_t(loader.batch_size())},
-                                  {"number of batches in this epoch", loader.batches_per_epoch()}};
-      strategy_.require_agreement(facts, "trainer");
+                                  {"number of batches in this epoch", batches}};
+      const std::span<const comm::Fact> checked(facts, kUnevenEpochs ? 1 : 2);
+      if constexpr (requires { strategy_.require_agreement(checked, "trainer", true); })
+        strategy_.require_agreement(checked, "trainer", strategy_.is_worker());
+      else
+        strategy_.require_agreement(checked, "trainer");
     }
     EpochStats stats;
     stats.epoch = epoch_;
@@ -141,7 +203,7 @@ class Trainer {
     double loss_sum = 0, timed_s = 0;
     std::size_t correct = 0, timed_images = 0;
     metrics::Stopwatch epoch_watch;
-    for (;;) {
+    while (stats.steps < max_steps) {
       metrics::PhaseSeconds phases;
       metrics::Stopwatch watch;
       const std::size_t n = loader.next(images_.span(), labels_);
@@ -175,6 +237,8 @@ class Trainer {
         timed_images += n;
       }
       ++step_;
+      if (step_callback_)
+        step_callback_(StepInfo{epoch_, stats.steps - 1, step_, n, value.loss, phases});
     }
     // A parameter server's worker ends the epoch with the servers' final parameters.
     if constexpr (requires { strategy_.template finish_epoch<M>(model_.parameters(), stats.phases); })
@@ -192,6 +256,7 @@ class Trainer {
     return stats;
   }
 
+ public:
   /// Loss and accuracy over one pass of `loader` in evaluation mode (running statistics, no dropout), without
   /// changing the parameters or the buffers. A rank that does not train (a parameter server, whose model is
   /// current only in its shard) evaluates nothing: 0 samples.
@@ -233,6 +298,13 @@ class Trainer {
 
   static constexpr bool has_agreement =
       requires(S& s, std::span<const comm::Fact> facts) { s.require_agreement(facts, "trainer"); };
+  // Whether the workers may take other numbers of batches in an epoch (a parameter server in Async mode).
+  static constexpr bool kUnevenEpochs = [] {
+    if constexpr (requires { S::template mode<M>::kUnevenEpochs; })
+      return bool(S::template mode<M>::kUnevenEpochs);
+    else
+      return false;
+  }();
 
   /// Stops on a NaN or infinite loss, before the step changes any parameter. With several processes all
   /// ranks learn of it together (a strategy's all_agree), so none is left waiting in a collective; with a
@@ -273,6 +345,8 @@ class Trainer {
   S strategy_;
   float base_lr_;
   schedule_fn schedule_;
+  step_callback step_callback_;
+  std::unique_ptr<comm::unwinding_guard> guard_;  // with more than one rank (see the file comment)
   AlignedBuffer<float> images_;
   std::vector<std::int32_t> labels_;
   int epoch_ = 0;

@@ -8,9 +8,13 @@
 
 #include <algorithm>
 #include <numeric>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "sinew/comm/agreement.hpp"
+#include "sinew/comm/failure.hpp"
 #include "sinew/comm/mpi.hpp"
 
 namespace {
@@ -107,6 +111,60 @@ TEST(mpi, probe_any_names_each_sender_whose_message_is_then_received) {
     std::iota(everyone.begin(), everyone.end(), 1);
     EXPECT_EQ(senders, everyone);
   }
+}
+
+TEST(mpi, iprobe_any_answers_minus_one_until_a_message_has_come) {
+  Mpi world;
+  const int p = world.size(), r = world.rank();
+  EXPECT_EQ(world.iprobe_any(12), -1) << "nothing was sent with tag 12 yet";
+  if (p == 1) return;
+  world.barrier();
+  if (r == p - 1) world.send(std::vector<float>(1, 5.0f), 0, 12);
+  if (r == 0) {
+    int sender = -1;
+    while (sender < 0) sender = world.iprobe_any(12);
+    EXPECT_EQ(sender, p - 1);
+    std::vector<float> message(1);
+    world.recv(message, sender, 12);
+    EXPECT_EQ(message[0], 5.0f);
+  }
+  world.barrier();
+}
+
+TEST(mpi, require_agreement_skips_the_facts_of_ranks_that_do_not_count) {
+  Mpi world;
+  const int p = world.size(), r = world.rank();
+  if (p == 1) GTEST_SKIP() << "needs two ranks";
+  // The last rank holds another value: ignored when it does not count, named when it does.
+  const sinew::comm::Fact facts[] = {{"batch size", r == p - 1 ? 99u : 7u}};
+  EXPECT_NO_THROW(sinew::comm::require_agreement(world, std::span<const sinew::comm::Fact>(facts), "test", r != p - 1));
+  std::string error = "no comm_error";
+  try {
+    sinew::comm::require_agreement(world, std::span<const sinew::comm::Fact>(facts), "test");
+  } catch (const sinew::comm_error& e) {
+    error = e.what();
+  }
+  EXPECT_EQ(error, "test: rank " + std::to_string(p - 1) + " disagrees with rank 0 on the batch size (99 vs 7); " +
+                       "every rank must run the same network, optimizer and options");
+}
+
+// comm/failure.hpp: an exception that takes a guard down notes that this rank leaves; one caught inside the
+// guard's scope does not. The test clears the note: otherwise the exit hook would abort this run.
+TEST(mpi, a_guard_destroyed_by_an_exception_notes_that_the_rank_leaves) {
+  Mpi world;
+  try {
+    sinew::comm::unwinding_guard guard(world.rank());
+    try {
+      throw std::runtime_error("caught inside");
+    } catch (const std::runtime_error&) {
+    }
+    EXPECT_EQ(sinew::comm::leaving().rank, -1);
+    throw std::runtime_error("leaves the guard's scope");
+  } catch (const std::runtime_error&) {
+  }
+  EXPECT_EQ(sinew::comm::leaving().rank, world.rank());
+  sinew::comm::clear_leaving();
+  EXPECT_EQ(sinew::comm::leaving().rank, -1);
 }
 
 TEST(mpi, allreduce_sum_and_iallreduce_sum_add_every_rank) {

@@ -348,6 +348,15 @@ TEST(parameter_server, async_1_server_trains_lenet5_on_synthetic_squares_to_95_p
   auto mine = trainer.model().parameters();
   std::vector<float> worker0(mine.begin(), mine.end());
   world.broadcast(worker0, 0);
+  // The job's counters, gathered on every rank: each worker's pushes, the server's gradients.
+  const dist::JobCounters job = trainer.dist().gather_counters();
+  ASSERT_EQ(job.steps_per_worker.size(), std::size_t(workers));
+  for (int w = 0; w < workers; ++w)
+    EXPECT_EQ(job.steps_per_worker[std::size_t(w)], std::size_t(kAsyncEpochs * (w == 0 ? 21 : 20))) << "worker " << w;
+  ASSERT_EQ(job.servers.size(), 1u);
+  EXPECT_EQ(float(job.servers[0].gradients), worker_steps);
+  EXPECT_EQ(job.servers[0].steps, job.servers[0].gradients) << "Async: one step per gradient";
+  EXPECT_EQ(job.held_replies, 0u) << "Async holds nothing back";
   if (!trainer.dist().is_worker()) {
     EXPECT_EQ(float(steps), worker_steps);
     EXPECT_EQ(steps, trainer.dist().counters().gradients);
@@ -396,6 +405,24 @@ TEST(parameter_server, sync_nan_loss_on_one_worker_stops_every_rank_without_hang
   const data::Dataset d = corners(std::size_t(4 * kLocalBatch * trainer.dist().workers()), 5);
   auto local = loader_for(d, kLocalBatch, trainer.dist().worker_index(), trainer.dist().workers());
   expect_nan_stops_every_rank<SmallNet>(trainer, local);
+}
+
+// train_steps on every rank, servers included: 6 steps of 4-batch epochs are an epoch and the first 2 steps of
+// another on every rank, so no rank waits for an epoch the others never start.
+TEST(parameter_server, async_train_steps_runs_as_many_epochs_on_servers_and_workers) {
+  Mpi world;
+  AsyncTrainer trainer({.threads = 1}, {.lr = 0.02f}, Ps<1>({.timeout_seconds = 20}, world));
+  const data::Dataset d = squares(std::size_t(64 * trainer.dist().workers()), 8);
+  auto local = squares_loader(d, trainer.dist().worker_index(), trainer.dist().workers(), true);
+  ASSERT_EQ(local.batches_per_epoch(), 4u);
+  std::size_t called = 0;
+  trainer.set_step_callback([&](const StepInfo&) { ++called; });
+  const std::vector<EpochStats> epochs = trainer.train_steps(local, 6);
+  ASSERT_EQ(epochs.size(), 2u);
+  const dist::JobCounters job = trainer.dist().gather_counters();
+  for (const std::size_t steps : job.steps_per_worker) EXPECT_EQ(steps, 6u);
+  EXPECT_EQ(job.servers[0].gradients, 6u * std::size_t(trainer.dist().workers()));
+  EXPECT_EQ(called, trainer.dist().is_worker() ? 6u : 0u) << "servers train no steps of their own";
 }
 
 TEST(parameter_server, async_nan_loss_on_one_worker_stops_every_rank_without_hanging) {

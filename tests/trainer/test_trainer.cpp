@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
+#include <vector>
 
 #include "sinew/data.hpp"
 #include "sinew/nets/lenet5.hpp"
@@ -127,6 +129,45 @@ TEST(trainer, learning_rate_schedule_is_applied_each_step) {
   ASSERT_EQ(seen.size(), 4u);
   EXPECT_EQ(seen.back(), 3);
   EXPECT_FLOAT_EQ(trainer.optimizer().learning_rate(), 0.1f / 4);
+}
+
+TEST(trainer, trains_a_given_number_of_steps_and_calls_back_after_each) {
+  auto train = loader_for(corners(64, 1));  // 4 steps per epoch
+  Trainer<SmallNet, backend::OneDnn> trainer({.threads = 1}, {.lr = 0.05f});
+  std::vector<StepInfo> seen;
+  trainer.set_step_callback([&](const StepInfo& s) { seen.push_back(s); });
+  EXPECT_EQ(trainer.train_epoch(train, 3).steps, 3u);
+  const std::vector<EpochStats> epochs = trainer.train_steps(train, 6);  // 4 + 2
+  ASSERT_EQ(epochs.size(), 2u);
+  EXPECT_EQ(epochs[0].steps, 4u);
+  EXPECT_EQ(epochs[1].steps, 2u);
+  EXPECT_EQ(epochs[1].epoch, 2);
+  EXPECT_EQ(trainer.steps_done(), 9);
+  ASSERT_EQ(seen.size(), 9u);
+  EXPECT_EQ(seen[2].epoch, 0);
+  EXPECT_EQ(seen[2].step, 2u);
+  EXPECT_EQ(seen[3].epoch, 1);
+  EXPECT_EQ(seen[3].step, 0u);
+  EXPECT_EQ(seen[8].steps_done, 9);
+  EXPECT_EQ(seen[8].samples, 16u);
+  EXPECT_TRUE(std::isfinite(seen[8].loss) && seen[8].loss > 0);
+  EXPECT_GT(seen[8].phases.forward, 0.0);
+
+  // A callback that throws stops training after the step it saw.
+  trainer.set_step_callback([](const StepInfo& s) {
+    if (s.step == 1) throw std::runtime_error("stop here");
+  });
+  EXPECT_THROW(trainer.train_epoch(train), std::runtime_error);
+  EXPECT_EQ(trainer.steps_done(), 11);
+}
+
+// strategy_spec.hpp's way to extend a strategy: derive, define the member, call the base's.
+TEST(trainer, a_strategy_extended_by_deriving_is_the_one_the_trainer_calls) {
+  using Extended = dist::example::counting_updates<dist::Local>;
+  auto train = loader_for(corners(64, 1));
+  Trainer<SmallNet, backend::OneDnn, Extended> trainer({.threads = 1}, {.lr = 0.05f}, Extended(dist::Local::options{}));
+  trainer.train_epoch(train, 3);
+  EXPECT_EQ(trainer.dist().updates, 3u);
 }
 
 }  // namespace

@@ -45,17 +45,21 @@ inline std::string show(const Fact& fact, std::uint64_t value) {
 }
 }  // namespace detail
 
-/// Collective: throws comm_error on every rank if some rank's facts differ from rank 0's, naming the first such
-/// rank and the first fact it differs in. `who` starts the message ("dist::RingAllReduce"). Every rank must
-/// pass as many facts, in the same order.
+/// Collective: throws comm_error on every rank if some rank's facts differ from the first counted rank's
+/// (rank 0 unless it passes counted false), naming the first such rank and the first fact it differs in. `who`
+/// starts the message ("dist::RingAllReduce"). Every rank must pass as many facts, in the same order; a rank
+/// with `counted` false takes part in the collective but its facts are not compared (a parameter server's
+/// batch size, which it never uses).
 template <Communicator C>
-void require_agreement(C& comm, std::span<const Fact> facts, std::string_view who) {
-  const std::size_t ranks = std::size_t(comm.size()), per_rank = facts.size() * detail::kPiecesPerValue;
+void require_agreement(C& comm, std::span<const Fact> facts, std::string_view who, bool counted = true) {
+  // Each rank's slot: its facts, then one piece saying whether it counts.
+  const std::size_t ranks = std::size_t(comm.size()), per_rank = facts.size() * detail::kPiecesPerValue + 1;
   std::vector<float> all(ranks * per_rank, 0.0f);
   float* mine = all.data() + std::size_t(comm.rank()) * per_rank;
   for (std::size_t f = 0; f < facts.size(); ++f)
     for (std::size_t p = 0; p < detail::kPiecesPerValue; ++p)
       mine[f * detail::kPiecesPerValue + p] = float((facts[f].value >> (16 * p)) & 0xffffu);
+  mine[per_rank - 1] = counted ? 1.0f : 0.0f;
   comm.allreduce_sum(std::span<float>(all));
 
   const auto value = [&](std::size_t rank, std::size_t f) {
@@ -64,13 +68,17 @@ void require_agreement(C& comm, std::span<const Fact> facts, std::string_view wh
       v |= std::uint64_t(all[rank * per_rank + f * detail::kPiecesPerValue + p]) << (16 * p);
     return v;
   };
-  for (std::size_t rank = 1; rank < ranks; ++rank)
-    for (std::size_t f = 0; f < facts.size(); ++f)
-      if (value(rank, f) != value(0, f))
-        throw comm_error(std::string(who) + ": rank " + std::to_string(rank) + " disagrees with rank 0 on the " +
-                         std::string(facts[f].name) + " (" + detail::show(facts[f], value(rank, f)) + " vs " +
-                         detail::show(facts[f], value(0, f)) +
-                         "); every rank must run the same network, optimizer and options");
+  const auto counts = [&](std::size_t rank) { return all[rank * per_rank + per_rank - 1] != 0.0f; };
+  std::size_t first = 0;
+  while (first < ranks && !counts(first)) ++first;
+  for (std::size_t rank = first + 1; rank < ranks; ++rank)
+    if (counts(rank))
+      for (std::size_t f = 0; f < facts.size(); ++f)
+        if (value(rank, f) != value(first, f))
+          throw comm_error(std::string(who) + ": rank " + std::to_string(rank) + " disagrees with rank " +
+                           std::to_string(first) + " on the " + std::string(facts[f].name) + " (" +
+                           detail::show(facts[f], value(rank, f)) + " vs " + detail::show(facts[f], value(first, f)) +
+                           "); every rank must run the same network, optimizer and options");
 }
 
 }  // namespace sinew::comm

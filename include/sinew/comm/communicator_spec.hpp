@@ -22,6 +22,8 @@
 // Optional (req::has_probe_any; dist::ParameterServer needs it):
 //   c.probe_any(tag) -> int        blocks until a message with `tag` from any rank can be received and returns
 //                                  that rank (MPI_Probe with MPI_ANY_SOURCE); the message stays to be recv'd.
+//   c.iprobe_any(tag) -> int       the same without blocking: -1 when no such message has come (MPI_Iprobe);
+//                                  the parameter server's watchdog polls with it.
 // Collectives must be called by every rank in the same order. Failures throw sinew::comm_error naming the
 // operation and the peer. Counts are ints in MPI, so one call moves at most INT_MAX floats.
 #pragma once
@@ -73,6 +75,7 @@ concept has_barrier_and_abort = requires(C& c, int code, std::string_view messag
 template <class C>
 concept has_probe_any = requires(C& c, int tag) {
   { c.probe_any(tag) } -> std::convertible_to<int>;
+  { c.iprobe_any(tag) } -> std::convertible_to<int>;
 };
 }  // namespace req
 
@@ -101,6 +104,7 @@ struct single_process {
   void broadcast(std::span<float>, int) {}
   void barrier() {}
   int probe_any(int) { return 0; }
+  int iprobe_any(int) { return -1; }
   [[noreturn]] void abort(int, std::string_view) { std::abort(); }
 };
 static_assert(Communicator<single_process> && req::has_probe_any<single_process>);

@@ -14,6 +14,10 @@
 // naming the operation and the peer, while the program's own communicators keep their error handlers.
 // Copies of an Mpi share one duplicate. Data moves through the raw MPI handle that Boost.MPI exposes: Boost.MPI
 // 1.74 adds nothing for contiguous floats and has no non-blocking collectives (MPI_Iallreduce).
+//
+// Failing together (comm/failure.hpp): the copies of an Mpi of more than one rank share an unwinding_guard,
+// and the environment registers an exit hook that calls MPI_Abort instead of letting MPI_Finalize wait, when
+// this rank leaves through an exception: a rank that throws and returns from main ends the whole job.
 #pragma once
 
 #include <mpi.h>
@@ -26,12 +30,14 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <utility>
 
 #include "sinew/comm/communicator_spec.hpp"
+#include "sinew/comm/failure.hpp"
 #include "sinew/core/error.hpp"
 
 namespace sinew::comm {
@@ -80,11 +86,30 @@ inline int mpi_count(std::size_t n, int self, const mpi_site& site) {
   return int(n);
 }
 
+/// The exit hook of comm/failure.hpp: runs before the environment finalises MPI.
+inline void abort_if_leaving() {
+  const leaving_note note = leaving();
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (note.rank < 0 || !initialized || finalized) return;
+  std::fprintf(stderr,
+               "sinew: rank %d aborts the job: it leaves through an exception%s%s%s, and the other ranks would "
+               "wait for it forever\n",
+               note.rank, note.what.empty() ? " (the program's message above names it)" : " (the last the trainer saw: ",
+               note.what.c_str(), note.what.empty() ? "" : ")");
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
 }  // namespace detail
 
-/// The process's MPI environment, shared by every Mpi (see the file comment). Initialises MPI on first use.
+/// The process's MPI environment, shared by every Mpi (see the file comment). Initialises MPI on first use
+/// and registers the exit hook of comm/failure.hpp, which therefore runs before the environment finalises.
 inline boost::mpi::environment& mpi_environment() {
   static boost::mpi::environment environment(boost::mpi::threading::funneled, /*abort_on_exception=*/true);
+  static const bool hooked = std::atexit(detail::abort_if_leaving) == 0;
+  (void)hooked;
   return environment;
 }
 
@@ -166,7 +191,11 @@ class Mpi {
   Mpi() : Mpi(MPI_COMM_WORLD) {}
 
   /// The processes of `parent` (duplicated). Collective over `parent`.
-  explicit Mpi(MPI_Comm parent) : comm_(duplicate(parent)), rank_(comm_.rank()), size_(comm_.size()) {}
+  explicit Mpi(MPI_Comm parent)
+      : comm_(duplicate(parent)),
+        rank_(comm_.rank()),
+        size_(comm_.size()),
+        guard_(std::make_shared<unwinding_guard>(size_ > 1 ? rank_ : -1)) {}
 
   int rank() const noexcept { return rank_; }
   int size() const noexcept { return size_; }
@@ -229,6 +258,15 @@ class Mpi {
     detail::check_mpi(MPI_Barrier(native()), rank_, {"barrier"});
   }
 
+  /// The sender of a message with `tag` that can be received now, or -1 if none has come; never blocks.
+  int iprobe_any(int tag) {
+    int flag = 0;
+    MPI_Status status;
+    detail::check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, tag, native(), &flag, &status), rank_,
+                      {"iprobe_any", nullptr, -1, tag});
+    return flag ? status.MPI_SOURCE : -1;
+  }
+
   /// Blocks until a message with `tag` from any rank can be received; returns the sender, whose message is then
   /// taken with recv(data, sender, tag).
   int probe_any(int tag) {
@@ -268,6 +306,7 @@ class Mpi {
 
   boost::mpi::communicator comm_;
   int rank_ = 0, size_ = 1;
+  std::shared_ptr<unwinding_guard> guard_;  // shared by the copies: the last one destroyed decides
 };
 
 static_assert(Communicator<Mpi>);

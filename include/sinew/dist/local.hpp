@@ -12,6 +12,12 @@ namespace sinew::dist {
 struct Local {
   static constexpr std::string_view kName = "local";
 
+  /// Nothing to set (one process); here so that every strategy is built the same way: S(S::options{...}).
+  struct options {};
+
+  Local() = default;
+  explicit Local(options) {}
+
   template <class M>
   struct mode {
     static_assert(dependent_false<M>,

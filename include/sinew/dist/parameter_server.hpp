@@ -41,13 +41,30 @@
 // rank ends with a training_error naming the worker whose loss was not finite, and none waits forever. A worker
 // that was told to stop holds the servers' latest parameters; the strategy cannot be used after a stop.
 //
+// Agreement. start() checks the parameter count, optimizer, configuration text, servers and sync mode on every
+// rank; through require_agreement the trainer checks its type (network, backend, optimizer, mode) on every rank
+// and, at each epoch, the workers' batch size and, in Sync, their number of batches (Async and
+// BoundedStaleness<K> allow uneven epochs: mode<M>::kUnevenEpochs).
+//
+// Watchdog (options.timeout_seconds, 0: wait forever). A server that has heard nothing for timeout_seconds from
+// a worker it waits for (one it has answered and that has not ended its epoch) aborts the job naming that
+// worker: a worker that hangs or is stopped ends the job within timeout_seconds of its last message. A worker
+// that waits for a server's reply for timeout_seconds plus a grace (a fifth of it, 1 to 5 s) aborts the job
+// naming that server; the grace lets a server that waits for a silent worker name it first. A rank that dies
+// or leaves through an exception ends the job itself (Open MPI, comm/failure.hpp). The trainer's agreement
+// between epochs is not watched: ranks may reach it far apart.
+//
+// Counters: counters() on each rank, gather_counters() (collective) for the whole job on every rank.
+//
 // Timing, per worker step: the slowest server's update time (it travels in the reply) counts as `update`, the
 // rest of the push and pull as exposed `comm`.
 #pragma once
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <concepts>
+#include <cstdio>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -56,6 +73,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -95,6 +113,14 @@ struct ServerCounters {
   int max_lead = 0;              ///< the largest lead of a worker when its reply was sent
 };
 
+/// The whole job's counters (ParameterServer::gather_counters), the same on every rank.
+struct JobCounters {
+  std::vector<std::size_t> steps_per_worker;  ///< gradients each worker pushed since construction
+  std::vector<ServerCounters> servers;        ///< each server's, in server order
+  int max_lead = 0;                           ///< the largest over the servers
+  std::size_t held_replies = 0;               ///< summed over the servers
+};
+
 /// Comm: the communicator (comm::Mpi); it must offer probe_any. Servers: how many of the ranks, the last ones,
 /// hold parameter shards and run the optimizer.
 template <Communicator Comm, int Servers = 1>
@@ -115,11 +141,16 @@ class ParameterServer {
     /// Free text every rank must agree on (batch size, data set ...), checked by start() with the parameter
     /// count, the optimizer, the number of servers and the sync mode.
     std::string configuration;
+    /// A server waiting longer for a worker's message, or a worker for a server's reply (plus a grace), aborts
+    /// the job naming the silent rank (see the file comment); 0: never.
+    double timeout_seconds = 25;
   };
 
-  /// Every sync mode runs on servers.
+  /// Every sync mode runs on servers; Async and BoundedStaleness<K> let workers take uneven numbers of steps.
   template <class M>
-  struct mode {};
+  struct mode {
+    static constexpr bool kUnevenEpochs = !std::same_as<M, Sync>;
+  };
 
   ParameterServer() : ParameterServer(options{}) {}
   /// Throws comm_error unless the job has more ranks than servers.
@@ -145,6 +176,36 @@ class ParameterServer {
 
   /// On a server: what it saw so far. On a worker: max_lead is the largest lead the servers reported to it.
   const ServerCounters& counters() const noexcept { return counters_; }
+
+  /// Collective over every rank, servers included: comm::require_agreement (the trainer checks its type, and
+  /// its workers' batches with counted false on the servers).
+  void require_agreement(std::span<const comm::Fact> facts, std::string_view who, bool counted = true) {
+    comm::require_agreement(comm_, facts, who, counted);
+  }
+
+  /// Collective over every rank: every worker's steps and every server's counters, the same on every rank.
+  JobCounters gather_counters() {
+    constexpr std::size_t kPerServer = 4;
+    const std::size_t w = std::size_t(workers());
+    std::vector<float> all(w + kPerServer * std::size_t(Servers), 0.0f);
+    if (is_worker()) {
+      all[std::size_t(worker_index())] = float(pushed_);
+    } else {
+      float* mine = all.data() + w + kPerServer * std::size_t(server_index());
+      mine[0] = float(counters_.gradients), mine[1] = float(counters_.steps);
+      mine[2] = float(counters_.held_replies), mine[3] = float(counters_.max_lead);
+    }
+    comm_.allreduce_sum(all);
+    JobCounters job;
+    for (std::size_t i = 0; i < w; ++i) job.steps_per_worker.push_back(std::size_t(all[i]));
+    for (int s = 0; s < Servers; ++s) {
+      const float* c = all.data() + w + kPerServer * std::size_t(s);
+      job.servers.push_back({std::size_t(c[0]), std::size_t(c[1]), std::size_t(c[2]), int(c[3])});
+      job.max_lead = std::max(job.max_lead, int(c[3]));
+      job.held_replies += std::size_t(c[2]);
+    }
+    return job;
+  }
 
   /// Not collective: a worker with `ok` false tells every server to stop (see the file comment) and returns
   /// false; true otherwise. The other ranks learn of it at their next exchange with a server.
@@ -183,6 +244,7 @@ class ParameterServer {
     clocks_.assign(std::size_t(workers()), 0);
     held_.assign(std::size_t(workers()), false);
     update_seconds_.assign(std::size_t(workers()), 0.0f);
+    last_heard_.assign(std::size_t(workers()), metrics::clock::now());
   }
 
   /// On a worker: pushes each gradient shard to its server and pulls the shard's parameters back into params.
@@ -191,7 +253,7 @@ class ParameterServer {
   void update(std::span<float> params, std::span<float> grads, O& optimizer, metrics::PhaseSeconds& phases) {
     const detail::ps_header push = {float(detail::ps_kind::gradient), optimizer.learning_rate(), 0, 0};
     exchange(params, push, grads, phases);
-    ++step_;
+    ++step_, ++pushed_;
   }
 
   /// On a worker, after its last step of an epoch: tells the servers and receives every shard's final
@@ -199,7 +261,9 @@ class ParameterServer {
   template <SyncMode M>
   void finish_epoch(std::span<float> params, metrics::PhaseSeconds& phases) {
     const detail::ps_header done = {float(detail::ps_kind::done), 0, 0, 0};
-    exchange(params, done, {}, phases);
+    // With uneven epochs the servers answer done only once the worker with the most steps is done too, which
+    // may take long: not watched.
+    exchange(params, done, {}, phases, /*watched=*/!mode<M>::kUnevenEpochs);
     ++epoch_;
     step_ = 0;
   }
@@ -214,6 +278,7 @@ class ParameterServer {
     std::fill(clocks_.begin(), clocks_.end(), 0);
     std::fill(held_.begin(), held_.end(), false);
     const std::size_t steps_before = counters_.steps;
+    std::fill(last_heard_.begin(), last_heard_.end(), metrics::clock::now());
     metrics::Stopwatch watch;
     update_time_ = 0;
     if constexpr (std::same_as<M, Sync>)
@@ -262,7 +327,7 @@ class ParameterServer {
   // ---- worker side ----
 
   void exchange(std::span<float> params, const detail::ps_header& push, std::span<const float> grads,
-                metrics::PhaseSeconds& phases) {
+                metrics::PhaseSeconds& phases, bool watched = true) {
     require_usable();
     metrics::Stopwatch watch;
     const bool with_gradient = push[0] == float(detail::ps_kind::gradient);
@@ -275,7 +340,7 @@ class ParameterServer {
       requests_.push_back(comm_.isend(push, server_rank(s), detail::kPushHeaderTag));
       if (with_gradient) requests_.push_back(comm_.isend(slice(grads, s), server_rank(s), detail::kPushPayloadTag));
     }
-    for (request& r : requests_) r.wait();
+    wait_for_servers(watched);
     requests_.clear();
 
     double update = 0;
@@ -306,12 +371,87 @@ class ParameterServer {
     phases.comm += total - update;
   }
 
+  // Waits for every request of this step: requests_ holds each server's two receives, then the sends. After
+  // timeout_seconds plus the grace, aborts the job naming the servers that have not replied.
+  void wait_for_servers(bool watched) {
+    if (options_.timeout_seconds <= 0 || !watched) {
+      for (request& r : requests_) r.wait();
+      return;
+    }
+    const auto start = metrics::clock::now();
+    const auto limit = std::chrono::duration<double>(options_.timeout_seconds + grace());
+    for (;;) {
+      bool all = true;
+      for (request& r : requests_) all = bool(r.test()) && all;
+      if (all) return;
+      if (metrics::clock::now() - start > limit) break;
+      std::this_thread::yield();
+    }
+    std::string silent;
+    for (int s = 0; s < Servers; ++s)
+      if (!requests_[std::size_t(2 * s)].test() || !requests_[std::size_t(2 * s + 1)].test())
+        silent += (silent.empty() ? "" : ", ") + std::to_string(server_rank(s));
+    comm_.abort(2, "dist::ParameterServer: worker rank " + std::to_string(rank()) + " waited " +
+                       seconds(options_.timeout_seconds + grace()) + " for the reply of server rank " +
+                       (silent.empty() ? std::string("?") : silent) + " at epoch " + std::to_string(epoch_) +
+                       ", step " + std::to_string(step_) +
+                       ": the server has probably died or hangs (options.timeout_seconds sets this limit; 0 "
+                       "waits forever)");
+  }
+
+  double grace() const {
+    const double t = options_.timeout_seconds;
+    return std::clamp(t / 5, std::min(1.0, t / 2), 5.0);
+  }
+
+  static std::string seconds(double s) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g s", s);
+    return text;
+  }
+
   // ---- server side ----
+
+  // Aborts the job if worker w, whose message the server waits for, has been silent beyond the limit.
+  void check_silence(int w) {
+    if (options_.timeout_seconds <= 0) return;
+    const std::chrono::duration<double> silent = metrics::clock::now() - last_heard_[std::size_t(w)];
+    if (silent.count() <= options_.timeout_seconds) return;
+    comm_.abort(2, "dist::ParameterServer: server rank " + std::to_string(rank()) + " has heard nothing for " +
+                       seconds(options_.timeout_seconds) + " from worker rank " + std::to_string(w) +
+                       ", whose next message it waits for at epoch " + std::to_string(epoch_) +
+                       ": the worker has probably died or hangs (options.timeout_seconds sets this limit; 0 "
+                       "waits forever)");
+  }
+
+  // A receive from worker w, watched.
+  void receive_from(int w, std::span<float> data, int tag) {
+    if (options_.timeout_seconds <= 0) return comm_.recv(data, w, tag);
+    request r = comm_.irecv(data, w, tag);
+    while (!r.test()) {
+      check_silence(w);
+      std::this_thread::yield();
+    }
+    last_heard_[std::size_t(w)] = metrics::clock::now();
+  }
 
   detail::ps_header receive_header(int w) {
     detail::ps_header h{};
-    comm_.recv(h, w, detail::kPushHeaderTag);
+    receive_from(w, h, detail::kPushHeaderTag);
     return h;
+  }
+
+  // The next worker whose message has come (Async): watches every worker the server waits for.
+  int next_sender() {
+    if (options_.timeout_seconds <= 0) return comm_.probe_any(detail::kPushHeaderTag);
+    for (;;) {
+      // Every time, not only when nothing came: the other workers' messages must not hide a silent one.
+      for (int v = 0; v < workers(); ++v)
+        if (peers_[std::size_t(v)] == peer::running) check_silence(v);
+      const int w = comm_.iprobe_any(detail::kPushHeaderTag);
+      if (w >= 0) return w;
+      std::this_thread::yield();
+    }
   }
 
   void reply(int w, detail::ps_kind kind, std::span<const float> mine, float seconds, int lead) {
@@ -319,6 +459,7 @@ class ParameterServer {
         kind == detail::ps_kind::stop ? stop_ : detail::ps_header{float(kind), seconds, float(lead), 0};
     comm_.send(h, w, detail::kReplyHeaderTag);
     comm_.send(mine, w, detail::kReplyPayloadTag);
+    last_heard_[std::size_t(w)] = metrics::clock::now();  // its next message is due from now
   }
 
   float timed_step(std::span<float> mine, std::span<const float> gradient, float lr) {
@@ -353,8 +494,8 @@ class ParameterServer {
         const detail::ps_header h = receive_header(w);
         switch (detail::ps_kind(int(h[0]))) {
           case detail::ps_kind::gradient:
-            comm_.recv(gradients == 0 ? std::span<float>(sum_) : std::span<float>(gradient_), w,
-                       detail::kPushPayloadTag);
+            receive_from(w, gradients == 0 ? std::span<float>(sum_) : std::span<float>(gradient_),
+                         detail::kPushPayloadTag);
             if (gradients > 0) detail::add_into(sum_, gradient_.data());
             ++gradients, ++counters_.gradients;
             lr = h[1];
@@ -379,11 +520,11 @@ class ParameterServer {
   template <class M>
   void serve_arrivals(std::span<float> mine) {
     while (any({peer::running, peer::waiting})) {
-      const int w = comm_.probe_any(detail::kPushHeaderTag);
+      const int w = next_sender();
       const detail::ps_header h = receive_header(w);
       switch (detail::ps_kind(int(h[0]))) {
         case detail::ps_kind::gradient:
-          comm_.recv(gradient_, w, detail::kPushPayloadTag);
+          receive_from(w, gradient_, detail::kPushPayloadTag);
           update_seconds_[std::size_t(w)] = timed_step(mine, gradient_, h[1]);
           ++clocks_[std::size_t(w)], ++counters_.gradients;
           peers_[std::size_t(w)] = peer::waiting;
@@ -429,7 +570,7 @@ class ParameterServer {
     for (int w = 0; w < workers(); ++w) {
       if (peers_[std::size_t(w)] != peer::running) continue;
       const detail::ps_header h = receive_header(w);
-      if (h[0] == float(detail::ps_kind::gradient)) comm_.recv(gradient_, w, detail::kPushPayloadTag);
+      if (h[0] == float(detail::ps_kind::gradient)) receive_from(w, gradient_, detail::kPushPayloadTag);
       if (h[0] != float(detail::ps_kind::stop)) reply(w, detail::ps_kind::stop, mine, 0, 0);
       peers_[std::size_t(w)] = peer::gone;
     }
@@ -440,6 +581,7 @@ class ParameterServer {
   std::size_t parameters_ = 0;
   int epoch_ = 0;           // epochs finished (worker) or served (server)
   std::int64_t step_ = 0;   // worker: steps in this epoch
+  std::size_t pushed_ = 0;  // worker: gradients pushed since construction
   bool stopped_ = false;
   detail::ps_header stop_{};  // the stop message: {stop, worker, epoch, step}
   ServerCounters counters_;
@@ -455,6 +597,7 @@ class ParameterServer {
   std::vector<std::int64_t> clocks_;  // gradients from each worker this epoch
   std::vector<bool> held_;            // whether the worker's pending reply has been held back
   std::vector<float> update_seconds_; // of each waiting worker's gradient
+  std::vector<metrics::clock::time_point> last_heard_;  // a message from, or a reply to, each worker
   double update_time_ = 0;
 };
 

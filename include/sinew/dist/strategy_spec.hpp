@@ -41,6 +41,17 @@
 // update() adds the time spent in them to phases.comm and takes it off phases.backward, which the trainer
 // measured around them. phases.comm_hidden is the time communication was in flight while backward computed.
 // dist::example::counting_hooks below is the smallest strategy with hooks.
+//
+// Optional, for every strategy: a nested `options` type (S(S::options{...}, comm) builds it; dist::Local's is
+// empty); s.require_agreement(facts, who, counted) for the trainer's agreement (see trainer.hpp); and
+// S::mode<M>::kUnevenEpochs, true when workers may take uneven numbers of steps in an epoch.
+//
+// Extending a strategy. The trainer names the strategy as a type and calls its members directly (nothing is
+// virtual), so a strategy is extended by deriving from it and defining the member to extend, which calls the
+// base's: the derived class is the policy the trainer gets. Inherit the constructors (using S::S), keep the
+// base's kName and mode<M> (or define them anew), and call the base from each member you define, as
+// dist::example::counting_updates below does for update<M>. Members that need the communicator reach it
+// through s.communicator() (the all-reduce strategies and ParameterServer have it).
 #pragma once
 
 #include <concepts>
@@ -115,6 +126,19 @@ struct counting_hooks {
 template <>
 struct counting_hooks::mode<Sync> {};
 static_assert(Strategy<counting_hooks> && req::has_overlap_hooks<counting_hooks>);
+
+/// A strategy extended as described above: S, counting the updates it made.
+template <Strategy S>
+struct counting_updates : S {
+  using S::S;
+  template <SyncMode M, class O>
+  void update(std::span<float> params, std::span<float> grads, O& optimizer, metrics::PhaseSeconds& phases) {
+    S::template update<M>(params, grads, optimizer, phases);
+    ++updates;
+  }
+  std::size_t updates = 0;
+};
+static_assert(Strategy<counting_updates<counting_hooks>>);
 }  // namespace dist::example
 
 }  // namespace sinew

@@ -81,8 +81,8 @@ class allreduce_base {
 
   /// Collective: comm::require_agreement on this strategy's communicator (the trainer checks its batch size
   /// and network with it).
-  void require_agreement(std::span<const comm::Fact> facts, std::string_view who) {
-    comm::require_agreement(comm_, facts, who);
+  void require_agreement(std::span<const comm::Fact> facts, std::string_view who, bool counted = true) {
+    comm::require_agreement(comm_, facts, who, counted);
   }
 
   // The overlap hooks (see strategy_spec.hpp).
@@ -150,9 +150,11 @@ class allreduce_base {
     phases.update += watch.lap();
   }
 
-  /// Calls done() until it returns true. After options.timeout_seconds, asks every rank to answer a roll call
-  /// and aborts the job naming the ranks that did not: a rank that died or hangs would otherwise leave the
-  /// others blocked forever (Open MPI ends the job itself when a process exits, but not when one hangs).
+  /// Calls done() until it returns true. If it is not done within options.timeout_seconds, aborts the job
+  /// naming the ranks that did not answer a roll call: a rank that died or hangs would otherwise leave the
+  /// others blocked forever (Open MPI ends the job itself when a process exits, but not when one hangs). The
+  /// roll call is part of the budget: it starts roll_call_grace() before the limit and ends by it, so the job
+  /// ends within timeout_seconds of the moment this rank began to wait (plus the second MPI_Abort takes).
   /// Only the collectives inside a training step are watched. The start-up agreement and the trainer's
   /// agreement at each epoch wait without limit: ranks may arrive there far apart for good reasons (loading
   /// data, evaluating or checkpointing on one rank), and once past them they run in step, so a wait beyond the
@@ -165,9 +167,16 @@ class allreduce_base {
       return;
     }
     const auto start = metrics::clock::now();
-    const auto limit = std::chrono::duration<double>(options_.timeout_seconds);
+    const auto limit = std::chrono::duration<double>(options_.timeout_seconds - roll_call_grace());
     for (unsigned spins = 1; !done(); ++spins)
       if (spins % 1024 == 0 && metrics::clock::now() - start > limit) roll_call_and_abort(what);
+  }
+
+  /// How long the roll call waits for answers (the ranks reach it up to a step apart): the last fifth of the
+  /// budget, at least 1 s (half the budget if that is shorter) and at most 5 s.
+  double roll_call_grace() const {
+    const double t = options_.timeout_seconds;
+    return std::clamp(t / 5, std::min(1.0, t / 2), 5.0);
   }
 
   Comm comm_;
@@ -200,7 +209,7 @@ class allreduce_base {
 
   [[noreturn]] void roll_call_and_abort(std::string_view what) {
     const int p = comm_.size(), self = comm_.rank();
-    const double grace = std::clamp(options_.timeout_seconds / 5, 1.0, 5.0);
+    const double grace = roll_call_grace();
     float here = 1.0f;
     std::vector<float> answers(std::size_t(p), 0.0f);
     using request = decltype(comm_.irecv(std::span<float>(), 0, 0));
