@@ -154,4 +154,36 @@ TEST(ReadCifar100, size_not_a_multiple_of_3074_is_an_error) {
                        "train.bin is 3174 bytes, expected a multiple of 3074"));
 }
 
+// Hostile files: a CIFAR file has no header, so only a bound on its size keeps them from filling the memory.
+
+TEST(ReadCifar10, a_device_such_as_dev_zero_is_refused_before_reading) {
+  EXPECT_TRUE(contains(data_error_message([] { read_cifar10("/dev/zero"); }),
+                       "cifar: /dev/zero is not a regular file"));
+}
+
+TEST(ReadCifar10, a_file_larger_than_the_bound_is_refused_before_reading) {
+  TempDir dir;
+  const auto path = dir / "huge.bin";
+  write_plain(path, cifar10_file({1}));
+  std::filesystem::resize_file(path, std::uintmax_t(1) << 40);  // sparse: 1 TiB that takes no disk
+  EXPECT_TRUE(contains(data_error_message([&] { read_cifar10(path); }),
+                       "huge.bin is 1099511627776 bytes, more than the 131072 records of 3073 bytes"));
+}
+
+TEST(ReadCifar10, a_gzip_file_is_read_record_by_record_and_checked_like_a_plain_one) {
+  TempDir dir;
+  Bytes bytes = cifar10_file({1, 2, 3});
+  write_gzip(dir / "three.bin.gz", bytes);
+  EXPECT_EQ(read_cifar10(dir / "three.bin.gz").labels, (std::vector<std::int32_t>{1, 2, 3}));
+  bytes.pop_back();
+  write_gzip(dir / "cut.bin.gz", bytes);
+  EXPECT_TRUE(contains(data_error_message([&] { read_cifar10(dir / "cut.bin.gz"); }),
+                       "cut.bin.gz is 9218 bytes, expected a multiple of 3073"));
+  Bytes junk = sinew::data::testing::read_plain(dir / "three.bin.gz");
+  junk.push_back(0);
+  write_plain(dir / "junk.bin.gz", junk);
+  EXPECT_TRUE(contains(data_error_message([&] { read_cifar10(dir / "junk.bin.gz"); }),
+                       "bytes after the end of the gzip stream"));
+}
+
 }  // namespace
