@@ -191,11 +191,15 @@ class SafetensorsReader {
     std::uint64_t next = 0;
     const SafetensorsTensor* previous = nullptr;
     const auto range = [](const SafetensorsTensor& t) {
-      return "[" + std::to_string(t.begin) + ", " + std::to_string(t.end) + ")";
+      std::string r = "[";  // appended piece by piece: GCC 12 warns falsely (-Wrestrict) on "[" + std::string&&
+      r += std::to_string(t.begin);
+      r += ", ";
+      r += std::to_string(t.end);
+      return r + ")";
     };
     for (const SafetensorsTensor* t : order) {
       if (t->begin > next)
-        corrupt("bytes [" + std::to_string(next) + ", " + std::to_string(t->begin) +
+        corrupt(std::string("bytes [").append(std::to_string(next)).append(", ").append(std::to_string(t->begin)) +
                 ") of the data belong to no tensor (a gap before " + t->name + "; the tensors must tile the data)");
       if (t->begin < next)
         corrupt("tensor " + t->name + " at bytes " + range(*t) + " of the data overlaps " + previous->name + " at " +
