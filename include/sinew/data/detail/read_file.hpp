@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <memory>
 #include <new>
 #include <string>
 #include <string_view>
@@ -41,7 +42,7 @@ class file_source {
  public:
   /// `area` ("idx", "cifar") starts every message.
   file_source(const std::filesystem::path& path, std::string_view area)
-      : path_(path), where_(std::string(area) + ": " + file_name(path)) {
+      : where_(std::string(area) + ": " + file_name(path)) {
     const std::string prefix = std::string(area) + ": ";
     std::error_code ec;
     const auto status = std::filesystem::status(path, ec);
@@ -55,17 +56,14 @@ class file_source {
     disk_size_ = std::filesystem::file_size(path, ec);
     if (ec) throw data_error(prefix + path.string() + ": cannot read its size (" + ec.message() + ")");
     errno = 0;
-    file_ = std::fopen(path.string().c_str(), "rb");
+    file_.reset(std::fopen(path.string().c_str(), "rb"));
     if (file_ == nullptr)
       throw data_error(prefix + path.string() + ": cannot open (" +
                        (errno != 0 ? std::generic_category().message(errno) : std::string("unknown error")) + ")");
     fill();
     compressed_ = in_end_ >= 2 && in_[0] == 0x1f && in_[1] == 0x8b;
     if (compressed_) {
-      if (inflateInit2(&z_, 16 + MAX_WBITS) != Z_OK) {
-        std::fclose(file_);
-        throw data_error(where_ + ": cannot start zlib (out of memory)");
-      }
+      if (inflateInit2(&z_, 16 + MAX_WBITS) != Z_OK) throw data_error(where_ + ": cannot start zlib (out of memory)");
       z_open_ = true;
     }
   }
@@ -73,7 +71,6 @@ class file_source {
   file_source& operator=(const file_source&) = delete;
   ~file_source() {
     if (z_open_) inflateEnd(&z_);
-    std::fclose(file_);
   }
 
   bool compressed() const noexcept { return compressed_; }
@@ -111,8 +108,8 @@ class file_source {
   /// Refills the input buffer from the file; false at the end of the file.
   bool fill() {
     in_pos_ = 0;
-    in_end_ = std::fread(in_.data(), 1, in_.size(), file_);
-    if (in_end_ == 0 && std::ferror(file_)) throw data_error(where_ + ": reading failed (" + io_error() + ")");
+    in_end_ = std::fread(in_.data(), 1, in_.size(), file_.get());
+    if (in_end_ == 0 && std::ferror(file_.get())) throw data_error(where_ + ": reading failed (" + io_error() + ")");
     return in_end_ > 0;
   }
   std::string io_error() const { return errno != 0 ? std::generic_category().message(errno) : "I/O error"; }
@@ -165,13 +162,15 @@ class file_source {
   }
   /// Where in the file the next byte not yet handed to zlib lies.
   std::uint64_t garbage_offset() const {
-    const long at = std::ftell(file_);
+    const long at = std::ftell(file_.get());
     return at < 0 ? 0 : std::uint64_t(at) - (in_end_ - in_pos_);
   }
 
-  std::filesystem::path path_;
   std::string where_;
-  std::FILE* file_ = nullptr;
+  struct closer {
+    void operator()(std::FILE* f) const noexcept { std::fclose(f); }
+  };
+  std::unique_ptr<std::FILE, closer> file_;  // closed also when the constructor throws after opening
   std::uint64_t disk_size_ = 0, consumed_ = 0;
   std::vector<std::uint8_t> in_ = std::vector<std::uint8_t>(kChunk);
   std::size_t in_pos_ = 0, in_end_ = 0;
