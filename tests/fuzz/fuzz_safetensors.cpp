@@ -1,8 +1,10 @@
 // Fuzz target: the safetensors reader and a strict load into a network with every naming construct and a
 // BatchNorm (so the I64 num_batches_tracked path runs). Any input may be refused with a sinew::error; a
-// crash, a sanitizer report or another exception is a bug.
+// crash, a sanitizer report, another exception, or a refused load that changed the model is a bug.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "fuzz_input_file.hpp"
@@ -29,10 +31,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   } catch (const sinew::error&) {
   }
+  // A refused load leaves the model bit-identical (io/safetensors.hpp checks everything before the first write).
   static std::vector<float> params(Net::kParamSpan), buffers(Net::kBufferSpan);
+  static const std::vector<float> pattern = [] {
+    std::vector<float> p(Net::kParamSpan + Net::kBufferSpan);
+    for (std::size_t i = 0; i < p.size(); ++i) p[i] = float(i % 1009) * 0.5f - 7.25f;
+    return p;
+  }();
+  std::copy_n(pattern.begin(), params.size(), params.begin());
+  std::copy_n(pattern.begin() + std::ptrdiff_t(params.size()), buffers.size(), buffers.begin());
   try {
     io::load_safetensors<Net>(path, params, buffers);
   } catch (const sinew::error&) {
+    if (std::memcmp(params.data(), pattern.data(), params.size() * sizeof(float)) != 0 ||
+        std::memcmp(buffers.data(), pattern.data() + params.size(), buffers.size() * sizeof(float)) != 0)
+      __builtin_trap();  // a refused file changed the model
   }
   return 0;
 }
