@@ -1,8 +1,10 @@
 // Weights in and out as safetensors: state_dict names, the file layout, round trips, and every way a file can
 // fail to fit (each error names the tensor and the file) or be corrupt (an error, never a crash).
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -577,6 +579,31 @@ std::vector<std::string> temporaries(const fs::path& dir) {
   for (const auto& f : fs::directory_iterator(dir))
     if (f.path().extension() == ".tmp") found.push_back(f.path().string());
   return found;
+}
+
+TEST(safetensors, a_write_that_fails_part_way_leaves_neither_the_file_nor_a_temporary_one) {
+  // The file size capped at 1000 bytes (the file is about 4 KB): the write fails with EFBIG part-way. In a
+  // child process, so that the cap stays there.
+  const fs::path dir = temp_file("_full");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  EXPECT_EXIT(
+      {
+        std::signal(SIGXFSZ, SIG_IGN);  // a write past the cap then fails instead of killing the process
+        rlimit limit{};
+        limit.rlim_cur = limit.rlim_max = 1000;
+        setrlimit(RLIMIT_FSIZE, &limit);
+        State<Small> a;
+        try {
+          a.save(dir / "w.safetensors");
+        } catch (const error& e) {
+          const bool named = std::string(e.what()).find("w.safetensors.tmp failed") != std::string::npos;
+          std::_Exit(named && fs::is_empty(dir) ? 0 : 2);
+        }
+        std::_Exit(3);
+      },
+      ::testing::ExitedWithCode(0), "");
+  fs::remove_all(dir);
 }
 
 TEST(safetensors, saving_onto_a_directory_is_an_error_and_leaves_no_temporary_file) {
