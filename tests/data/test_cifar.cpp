@@ -2,10 +2,14 @@
 #include "sinew/data/cifar.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "test_files.hpp"
@@ -152,6 +156,70 @@ TEST(ReadCifar100, size_not_a_multiple_of_3074_is_an_error) {
   write_plain(dir / "train.bin", bytes);
   EXPECT_TRUE(contains(data_error_message([&] { read_cifar100(dir / "train.bin"); }),
                        "train.bin is 3174 bytes, expected a multiple of 3074"));
+}
+
+// Hostile files: a CIFAR file has no header, so only a bound on its size keeps them from filling the memory.
+
+TEST(ReadCifar10, a_device_such_as_dev_zero_is_refused_before_reading) {
+  EXPECT_TRUE(contains(data_error_message([] { read_cifar10("/dev/zero"); }),
+                       "cifar: /dev/zero is not a regular file"));
+}
+
+TEST(ReadCifar10, a_file_larger_than_the_bound_is_refused_before_reading) {
+  TempDir dir;
+  const auto path = dir / "huge.bin";
+  write_plain(path, cifar10_file({1}));
+  std::filesystem::resize_file(path, std::uintmax_t(1) << 40);  // sparse: 1 TiB that takes no disk
+  EXPECT_TRUE(contains(data_error_message([&] { read_cifar10(path); }),
+                       "huge.bin is 1099511627776 bytes, more than the 131072 records of 3073 bytes"));
+}
+
+TEST(ReadCifar10, a_gzip_file_is_read_record_by_record_and_checked_like_a_plain_one) {
+  TempDir dir;
+  Bytes bytes = cifar10_file({1, 2, 3});
+  write_gzip(dir / "three.bin.gz", bytes);
+  EXPECT_EQ(read_cifar10(dir / "three.bin.gz").labels, (std::vector<std::int32_t>{1, 2, 3}));
+  bytes.pop_back();
+  write_gzip(dir / "cut.bin.gz", bytes);
+  EXPECT_TRUE(contains(data_error_message([&] { read_cifar10(dir / "cut.bin.gz"); }),
+                       "cut.bin.gz is 9218 bytes, expected a multiple of 3073"));
+  Bytes junk = sinew::data::testing::read_plain(dir / "three.bin.gz");
+  junk.push_back(0);
+  write_plain(dir / "junk.bin.gz", junk);
+  EXPECT_TRUE(contains(data_error_message([&] { read_cifar10(dir / "junk.bin.gz"); }),
+                       "bytes after the end of the gzip stream"));
+}
+
+TEST(ReadCifar10, allocation_failure_is_a_data_error_naming_the_file) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a sanitizer reserves terabytes of address space, so a cap on it fails the sanitizer first";
+#endif
+  // A sparse file of 100000 records (307 MB, within the bound) read with the address space capped at 64 MiB
+  // more than in use. In a child process, so the cap stays there.
+  TempDir dir;
+  const auto path = dir / "sparse.bin";
+  write_plain(path, cifar10_file({1}));
+  std::filesystem::resize_file(path, std::uintmax_t(100000) * 3073);
+  EXPECT_EXIT(
+      {
+        rlimit limit{};
+        getrlimit(RLIMIT_AS, &limit);
+        std::ifstream status("/proc/self/statm");
+        std::uint64_t pages = 0;
+        status >> pages;
+        limit.rlim_cur = pages * std::uint64_t(sysconf(_SC_PAGESIZE)) + (std::uint64_t(64) << 20);
+        setrlimit(RLIMIT_AS, &limit);
+        try {
+          read_cifar10(path);
+        } catch (const sinew::data_error& e) {
+          const std::string m = e.what();
+          std::_Exit(m.find("sparse.bin: cannot allocate memory for its 100000 images") != std::string::npos ? 0 : 2);
+        } catch (...) {
+          std::_Exit(3);
+        }
+        std::_Exit(4);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

@@ -2,9 +2,12 @@
 #include "sinew/data/idx.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -150,10 +153,138 @@ TEST(ReadIdx, extra_bytes_after_the_data_are_an_error) {
   TempDir dir;
   Bytes images = idx_images(3, 2, 3, kPixels);
   images.insert(images.end(), {1, 2, 3, 4, 5});
+  write_plain(dir / "long-images", images);
   write_gzip(dir / "long-images.gz", images);
   write_plain(dir / "labels", idx_labels(kLabels));
+  EXPECT_TRUE(contains(data_error_message([&] { read_idx(dir / "long-images", dir / "labels"); }),
+                       "long-images has 5 extra bytes after the 18 bytes of pixel data"));
+  // A gzip file is inflated only one byte past the promise, so the excess is not counted.
   EXPECT_TRUE(contains(data_error_message([&] { read_idx(dir / "long-images.gz", dir / "labels"); }),
-                       "long-images.gz has 5 extra bytes after the 18 bytes of pixel data"));
+                       "long-images.gz inflates to more than the 18 bytes of pixel data the header promises"));
+}
+
+// Hostile files: each would cost gigabytes of memory, or end in a bare std::bad_alloc, if the reader trusted it.
+
+/// `member` (a whole gzip file) repeated `times`: one valid multi-member gzip stream, as `cat a.gz b.gz` makes.
+Bytes repeated_member(const Bytes& member, int times) {
+  Bytes out;
+  for (int i = 0; i < times; ++i) out.insert(out.end(), member.begin(), member.end());
+  return out;
+}
+
+/// The peak resident memory of this process so far, in bytes.
+std::uint64_t peak_rss() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return std::uint64_t(usage.ru_maxrss) * 1024;
+}
+
+TEST(ReadIdx, a_small_gzip_that_inflates_to_far_more_than_declared_is_read_only_one_byte_past_the_promise) {
+  TempDir dir;
+  // 512 members of 1 MiB of zeros each: a 0.5 MB file that inflates to 512 MiB after its 18 declared bytes.
+  write_gzip(dir / "zeros.gz", Bytes(1u << 20));
+  Bytes bomb = sinew::data::testing::read_plain(dir / "zeros.gz");
+  write_gzip(dir / "head.gz", idx_images(3, 2, 3, kPixels));
+  Bytes file = sinew::data::testing::read_plain(dir / "head.gz");
+  const Bytes tail = repeated_member(bomb, 512);
+  file.insert(file.end(), tail.begin(), tail.end());
+  write_plain(dir / "bomb-images.gz", file);
+  write_plain(dir / "labels", idx_labels(kLabels));
+  const std::uint64_t before = peak_rss();
+  EXPECT_TRUE(contains(data_error_message([&] { read_idx(dir / "bomb-images.gz", dir / "labels"); }),
+                       "bomb-images.gz inflates to more than the 18 bytes of pixel data"));
+  EXPECT_LT(peak_rss() - before, std::uint64_t(64) << 20) << "the reader held far more than the header promises";
+}
+
+TEST(ReadIdx, concatenated_gzip_members_are_one_stream) {
+  TempDir dir;
+  const Bytes images = idx_images(3, 2, 3, kPixels);
+  write_gzip(dir / "a.gz", Bytes(images.begin(), images.begin() + 10));
+  write_gzip(dir / "b.gz", Bytes(images.begin() + 10, images.end()));
+  Bytes joined = sinew::data::testing::read_plain(dir / "a.gz");
+  const Bytes b = sinew::data::testing::read_plain(dir / "b.gz");
+  joined.insert(joined.end(), b.begin(), b.end());
+  write_plain(dir / "images.gz", joined);
+  write_plain(dir / "labels", idx_labels(kLabels));
+  expect_the_three_known_images(read_idx(dir / "images.gz", dir / "labels"));
+}
+
+TEST(ReadIdx, trailing_garbage_after_the_gzip_stream_is_an_error) {
+  TempDir dir;
+  write_gzip(dir / "images.gz", idx_images(3, 2, 3, kPixels));
+  Bytes bytes = sinew::data::testing::read_plain(dir / "images.gz");
+  const std::size_t end = bytes.size();
+  bytes.insert(bytes.end(), {'j', 'u', 'n', 'k'});
+  write_plain(dir / "junk-images.gz", bytes);
+  write_plain(dir / "labels", idx_labels(kLabels));
+  EXPECT_TRUE(contains(data_error_message([&] { read_idx(dir / "junk-images.gz", dir / "labels"); }),
+                       "junk-images.gz: bytes after the end of the gzip stream (at byte " + std::to_string(end) +
+                           " of the file) are not gzip data"));
+}
+
+TEST(ReadIdx, headers_declaring_absurd_sizes_are_refused_before_any_allocation) {
+  TempDir dir;
+  write_plain(dir / "labels", idx_labels(kLabels));
+  // 2^20 x 2^20 x 2^20 = 2^60 bytes of pixels, in a 16-byte file, plain and gzip.
+  write_plain(dir / "huge-images", idx_images(1u << 20, 1u << 20, 1u << 20, {}));
+  write_gzip(dir / "huge-images.gz", idx_images(1u << 20, 1u << 20, 1u << 20, {}));
+  for (const char* f : {"huge-images", "huge-images.gz"})
+    EXPECT_TRUE(contains(data_error_message([&] { read_idx(dir / f, dir / "labels"); }),
+                         std::string(f) + " declares more than 4294967296 bytes of pixel data"));
+  // 2^31 labels.
+  Bytes labels;
+  append_big_endian(labels, 0x00000801);
+  append_big_endian(labels, 1u << 31);
+  write_plain(dir / "many-labels", labels);
+  write_plain(dir / "images", idx_images(3, 2, 3, kPixels));
+  EXPECT_TRUE(contains(data_error_message([&] { read_idx(dir / "images", dir / "many-labels"); }),
+                       "many-labels declares 2147483648 labels"));
+  // 60000 images of 28x28 (47 MB) from a .gz of a few dozen bytes: more than deflate can inflate it to.
+  write_gzip(dir / "small-images.gz", idx_images(60000, 28, 28, {}));
+  EXPECT_TRUE(contains(data_error_message([&] { read_idx(dir / "small-images.gz", dir / "labels"); }),
+                       "which cannot inflate to the 47040000 bytes of pixel data its header promises"));
+  // The same as a plain file: its size tells before reading.
+  write_plain(dir / "small-images", idx_images(60000, 28, 28, {}));
+  EXPECT_TRUE(contains(data_error_message([&] { read_idx(dir / "small-images", dir / "labels"); }),
+                       "small-images holds 0 bytes of pixel data, header promises 47040000"));
+}
+
+TEST(ReadIdx, allocation_failure_is_a_data_error_naming_the_file) {
+  // A sparse 3 GiB file that is exactly what its header promises, read with the address space capped at
+  // 1 GiB more than in use: the allocation fails, and the error names the file. In a child process, so the
+  // cap stays there.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a sanitizer reserves terabytes of address space, so a cap on it fails the sanitizer first";
+#endif
+  TempDir dir;
+  const auto path = dir / "sparse-images";
+  write_plain(path, idx_images(3, 1u << 15, 1u << 15, {}));
+  std::filesystem::resize_file(path, 16 + (std::uintmax_t(3) << 30));
+  Bytes labels;
+  append_big_endian(labels, 0x00000801);
+  append_big_endian(labels, 3);
+  labels.insert(labels.end(), {0, 1, 2});
+  write_plain(dir / "labels", labels);
+  EXPECT_EXIT(
+      {
+        rlimit limit{};
+        getrlimit(RLIMIT_AS, &limit);
+        std::ifstream status("/proc/self/statm");
+        std::uint64_t pages = 0;
+        status >> pages;
+        limit.rlim_cur = pages * std::uint64_t(sysconf(_SC_PAGESIZE)) + (std::uint64_t(1) << 30);
+        setrlimit(RLIMIT_AS, &limit);
+        try {
+          read_idx(path, dir / "labels");
+        } catch (const sinew::data_error& e) {
+          const std::string m = e.what();
+          std::_Exit(m.find("sparse-images: cannot allocate 3221225472 bytes") != std::string::npos ? 0 : 2);
+        } catch (...) {
+          std::_Exit(3);
+        }
+        std::_Exit(4);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 TEST(ReadIdx, label_out_of_range_names_file_value_and_index) {

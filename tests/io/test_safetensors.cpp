@@ -1,11 +1,14 @@
 // Weights in and out as safetensors: state_dict names, the file layout, round trips, and every way a file can
 // fail to fit (each error names the tensor and the file) or be corrupt (an error, never a crash).
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -160,15 +163,12 @@ TEST(state_dict, tensors_tile_the_flat_buffers_without_overlap) {
   EXPECT_EQ(total, 11181642u) << "torchvision's resnet18(num_classes=10) parameter count";
 }
 
-TEST(state_dict, two_layers_with_one_name_are_an_error) {
-  using Clash = Sequential<Input<1, 4, 4>, Flatten, Named<"fc", Dense<3>>, Named<"fc", Dense<2>>>;
-  try {
-    state_dict_entries<Clash>();
-    ADD_FAILURE() << "no error for two layers named fc";
-  } catch (const error& e) {
-    EXPECT_NE(std::string(e.what()).find("fc.weight"), std::string::npos) << e.what();
-  }
-}
+// Two layers under one key do not compile (tests/compile_fail/state_dict_key_clash.cpp); the check that
+// finds them must also let every distinct naming through, and find a clash where there is one.
+static_assert(detail::clashing_key<Small>().size == 0);
+static_assert(detail::clashing_key<nets::ResNet50<>>().size == 0);
+static_assert(detail::clashing_key<Sequential<Input<1, 4, 4>, Flatten, Named<"fc", Dense<3>>, Named<"fc", Dense<2>>>>()
+                  .view() == "fc.bias");  // the first clash in sorted order
 
 TEST(safetensors, round_trip_restores_every_tensor_and_the_batch_count) {
   const fs::path file = temp_file();
@@ -404,6 +404,228 @@ struct FakeModel {
   void set_step(std::uint64_t s) { steps = s; }
 };
 static_assert(io::SavableModel<FakeModel>);
+
+// The format's own rules (Rust safetensors' reader): tensors tile the data, keys are unique, the header length
+// ends the JSON. Each hostile file is built by hand from a valid one's tensors.
+
+/// A safetensors file written by hand: `header` as it stands (its length declared as `declared`, or its
+/// size), then `data`.
+void write_raw(const fs::path& file, const std::string& header, const std::vector<std::byte>& data,
+               std::uint64_t declared = ~std::uint64_t(0)) {
+  const std::uint64_t n = declared == ~std::uint64_t(0) ? header.size() : declared;
+  std::vector<char> bytes;
+  for (int i = 0; i < 8; ++i) bytes.push_back(char((n >> (8 * i)) & 0xff));
+  bytes.insert(bytes.end(), header.begin(), header.end());
+  for (std::byte b : data) bytes.push_back(char(b));
+  write_bytes(file, bytes);
+}
+
+/// The header entry of blob b at data bytes [begin, end).
+std::string entry(const Blob& b, std::uint64_t begin, std::uint64_t end) {
+  std::string shape;
+  for (std::size_t d = 0; d < b.shape.size(); ++d) {
+    if (d) shape += ',';
+    shape += std::to_string(b.shape[d]);
+  }
+  return "\"" + b.name + "\":{\"dtype\":\"" + b.dtype + "\",\"shape\":[" + shape + "],\"data_offsets\":[" +
+         std::to_string(begin) + "," + std::to_string(end) + "]}";
+}
+
+/// The hostile variants of one valid file of Small, each with the words its error must hold.
+struct Hostile {
+  std::string what;
+  std::function<void(const fs::path&, const std::vector<Blob>&)> write;
+  std::vector<std::string> message;
+};
+
+/// Header and data of `blobs` laid out as the writer does, with `gap` zero bytes inserted before tensor `at`.
+std::pair<std::string, std::vector<std::byte>> layout(const std::vector<Blob>& blobs, std::size_t at = SIZE_MAX,
+                                                      std::size_t gap = 0) {
+  std::string header = "{";
+  std::vector<std::byte> data;
+  for (std::size_t i = 0; i < blobs.size(); ++i) {
+    if (i == at) data.resize(data.size() + gap);
+    if (i) header += ',';
+    header += entry(blobs[i], data.size(), data.size() + blobs[i].bytes.size());
+    data.insert(data.end(), blobs[i].bytes.begin(), blobs[i].bytes.end());
+  }
+  return {header + "}", data};
+}
+
+std::vector<Hostile> hostile_files() {
+  std::vector<Hostile> h;
+  h.push_back({"header length one byte short, the JSON still whole (padding)",
+               [](const fs::path& f, const std::vector<Blob>& b) {
+                 auto [header, data] = layout(b);
+                 write_raw(f, header + "  ", data, header.size() + 1);  // the second space becomes data byte 0
+               },
+               {"1 bytes after the end of the last tensor", "header length too short"}});
+  h.push_back({"header length four bytes long: data bytes inside the JSON",
+               [](const fs::path& f, const std::vector<Blob>& b) {
+                 auto [header, data] = layout(b);
+                 write_raw(f, header, data, header.size() + 4);
+               },
+               {"not valid JSON"}});
+  h.push_back({"a gap of 4 bytes before the third tensor",
+               [](const fs::path& f, const std::vector<Blob>& b) {
+                 auto [header, data] = layout(b, 2, 4);
+                 write_raw(f, header, data);
+               },
+               {"belong to no tensor", "a gap before bn.bias"}});
+  h.push_back({"two tensors on the same bytes",
+               [](const fs::path& f, const std::vector<Blob>& b) {
+                 // bn.running_mean and bn.running_var (4 floats each) both at running_mean's bytes; the data
+                 // then has 16 bytes fewer, so the file is as long as the tensors claim.
+                 auto [header, data] = layout(b);
+                 const std::size_t mean = 3, var = 4;
+                 std::uint64_t begin = 0;
+                 for (std::size_t i = 0; i < mean; ++i) begin += b[i].bytes.size();
+                 std::string rebuilt = "{";
+                 std::vector<std::byte> d;
+                 for (std::size_t i = 0; i < b.size(); ++i) {
+                   const std::uint64_t at = i == var ? begin : d.size();
+                   if (i) rebuilt += ',';
+                   rebuilt += entry(b[i], at, at + b[i].bytes.size());
+                   if (i != var) d.insert(d.end(), b[i].bytes.begin(), b[i].bytes.end());
+                 }
+                 write_raw(f, rebuilt + "}", d);
+               },
+               {"overlaps", "bn.running_var", "bn.running_mean"}});
+  h.push_back({"4 bytes after the last tensor",
+               [](const fs::path& f, const std::vector<Blob>& b) {
+                 auto [header, data] = layout(b);
+                 data.resize(data.size() + 4);
+                 write_raw(f, header, data);
+               },
+               {"4 bytes after the end of the last tensor"}});
+  h.push_back({"a tensor listed twice",
+               [](const fs::path& f, const std::vector<Blob>& b) {
+                 auto [header, data] = layout(b);
+                 header.pop_back();
+                 write_raw(f, header + "," + entry(b[0], 0, b[0].bytes.size()) + "}", data);
+               },
+               {"\"stem.weight\" appears twice"}});
+  h.push_back({"data_offsets twice in one tensor (Python's json keeps the last)",
+               [](const fs::path& f, const std::vector<Blob>& b) {
+                 auto [header, data] = layout(b);
+                 const std::string first = "\"data_offsets\":[0,";
+                 const auto at = header.find(first);
+                 header.insert(at, "\"data_offsets\":[4,8],");
+                 write_raw(f, header, data);
+               },
+               {"\"data_offsets\" appears twice"}});
+  h.push_back({"a negative num_batches_tracked (read before any float is written)",
+               [](const fs::path& f, std::vector<Blob> b) {
+                 const std::int64_t minus = -1;
+                 std::memcpy(find(b, "blocks.0.downsample.1.num_batches_tracked")->bytes.data(), &minus, 8);
+                 auto [header, data] = layout(b);
+                 write_raw(f, header, data);
+               },
+               {"blocks.0.downsample.1.num_batches_tracked", "negative"}});
+  h.push_back({"a header that does not start with {",
+               [](const fs::path& f, const std::vector<Blob>& b) {
+                 auto [header, data] = layout(b);
+                 header.insert(header.begin(), ' ');
+                 write_raw(f, header, data);
+               },
+               {"does not start with '{'"}});
+  return h;
+}
+
+TEST(safetensors, a_file_written_by_hand_as_the_writer_does_loads) {
+  // The baseline of the hostile files below: the hand layout itself is valid.
+  const fs::path file = temp_file(), raw = temp_file("_raw");
+  State<Small> a, b;
+  a.randomize(20);
+  a.save(file, 3);
+  auto [header, data] = layout(read_blobs(file));
+  write_raw(raw, header, data);
+  EXPECT_EQ(b.load(raw).value_or(0), 3u);
+  EXPECT_TRUE(a.same_tensors(b));
+}
+
+TEST(safetensors, every_refused_file_leaves_parameters_buffers_and_step_bit_identical) {
+  const fs::path file = temp_file(), bad = temp_file("_bad");
+  State<Small> a;
+  a.randomize(21);
+  a.save(file, 9);
+  const std::vector<Blob> blobs = read_blobs(file);
+  for (const Hostile& h : hostile_files()) {
+    SCOPED_TRACE(h.what);
+    h.write(bad, blobs);
+    FakeModel m;
+    m.state.randomize(22);
+    m.steps = 5;
+    const FakeModel before = m;
+    try {
+      io::load_safetensors(m, bad);
+      ADD_FAILURE() << "loaded without an error";
+    } catch (const data_error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(bad.string()), std::string::npos) << what;
+      for (const auto& part : h.message) EXPECT_NE(what.find(part), std::string::npos) << what;
+    }
+    ASSERT_EQ(m.state.params.size(), before.state.params.size());
+    EXPECT_EQ(std::memcmp(m.state.params.data(), before.state.params.data(), m.state.params.size() * sizeof(float)), 0);
+    EXPECT_EQ(std::memcmp(m.state.buffers.data(), before.state.buffers.data(), m.state.buffers.size() * sizeof(float)),
+              0);
+    EXPECT_EQ(m.steps, 5u);
+  }
+}
+
+/// Files in `dir` whose name ends in ".tmp".
+std::vector<std::string> temporaries(const fs::path& dir) {
+  std::vector<std::string> found;
+  for (const auto& f : fs::directory_iterator(dir))
+    if (f.path().extension() == ".tmp") found.push_back(f.path().string());
+  return found;
+}
+
+TEST(safetensors, a_write_that_fails_part_way_leaves_neither_the_file_nor_a_temporary_one) {
+  // The file size capped at 1000 bytes (the file is about 4 KB): the write fails with EFBIG part-way. In a
+  // child process, so that the cap stays there.
+  const fs::path dir = temp_file("_full");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  EXPECT_EXIT(
+      {
+        std::signal(SIGXFSZ, SIG_IGN);  // a write past the cap then fails instead of killing the process
+        rlimit limit{};
+        limit.rlim_cur = limit.rlim_max = 1000;
+        setrlimit(RLIMIT_FSIZE, &limit);
+        State<Small> a;
+        try {
+          a.save(dir / "w.safetensors");
+        } catch (const error& e) {
+          const bool named = std::string(e.what()).find("w.safetensors.tmp failed") != std::string::npos;
+          std::_Exit(named && fs::is_empty(dir) ? 0 : 2);
+        }
+        std::_Exit(3);
+      },
+      ::testing::ExitedWithCode(0), "");
+  fs::remove_all(dir);
+}
+
+TEST(safetensors, saving_onto_a_directory_is_an_error_and_leaves_no_temporary_file) {
+  const fs::path dir = temp_file("_dir");
+  fs::remove_all(dir);
+  fs::create_directories(dir / "inside");
+  const fs::path parent = dir.parent_path();
+  State<Small> a;
+  try {
+    a.save(dir);
+    ADD_FAILURE() << "saved onto a directory";
+  } catch (const error& e) {
+    EXPECT_NE(std::string(e.what()).find(dir.string() + " is a directory"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(temporaries(parent).empty());
+  EXPECT_TRUE(fs::is_directory(dir / "inside")) << "the directory is untouched";
+  EXPECT_THROW(a.save(dir / "missing" / "w.safetensors"), error);
+  EXPECT_TRUE(temporaries(dir).empty());
+  fs::remove_all(dir);
+}
+
+
 
 TEST(safetensors, a_model_keeps_its_step_as_num_batches_tracked) {
   const fs::path file = temp_file();

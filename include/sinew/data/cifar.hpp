@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <initializer_list>
+#include <new>
 #include <span>
 #include <string>
 #include <string_view>
@@ -44,37 +45,67 @@ struct cifar_label_field {
 inline constexpr std::array<cifar_label_field, 1> kCifar10Fields{{{"label", 10}}};
 inline constexpr std::array<cifar_label_field, 2> kCifar100Fields{{{"coarse label", 20}, {"fine label", 100}}};
 
+/// The most records one CIFAR file may hold: the largest official file, CIFAR-100's train.bin, has 50000.
+/// A file has no header, so this bound is what keeps /dev/zero or a gzip bomb from filling the memory.
+inline constexpr std::size_t kCifarMaxRecords = std::size_t(1) << 17;
+
 /// Appends the records of `path` to `out`, keeping label byte `chosen`. Every label byte is checked,
-/// the unused one too: a byte out of range means the file is not what the caller thinks it is.
+/// the unused one too: a byte out of range means the file is not what the caller thinks it is. A plain
+/// file's size is checked before reading; a gzip file is inflated record by record, never past the bound.
 inline void append_cifar_file(const std::filesystem::path& path, std::span<const cifar_label_field> fields,
                               std::size_t chosen, Dataset& out) {
-  const std::vector<std::uint8_t> bytes = read_file(path, "cifar");
-  const std::string name = "cifar: " + file_name(path);
+  file_source source(path, "cifar");
+  const std::string& name = source.where();
+  const bool cifar10 = fields.size() == 1;
   const std::size_t record = fields.size() + kCifarImageBytes;
-  if (bytes.empty()) throw data_error(name + " is empty (0 bytes; truncated download?)");
-  if (bytes.size() % record != 0) {
-    const bool cifar10 = fields.size() == 1;
+  const std::uint64_t bound = std::uint64_t(kCifarMaxRecords) * record;
+  const auto too_large = [&](const std::string& size) {
+    return data_error(name + " is " + size + " bytes, more than the " + std::to_string(kCifarMaxRecords) +
+                      " records of " + std::to_string(record) + " bytes a CIFAR file may hold (not a CIFAR-" +
+                      (cifar10 ? "10" : "100") + " file? split it into files of at most that many records)");
+  };
+  const auto not_a_multiple = [&](std::uint64_t size) {
     const std::size_t other_record = cifar10 ? record + 1 : record - 1;
-    const std::string hint = bytes.size() % other_record != 0 ? "truncated download?"
-                             : cifar10 ? "a CIFAR-100 file? use read_cifar100"
-                                       : "a CIFAR-10 file? use read_cifar10";
-    throw data_error(name + " is " + std::to_string(bytes.size()) + " bytes, expected a multiple of " +
-                     std::to_string(record) + " (" + hint + ")");
+    const std::string hint = size % other_record != 0 ? "truncated download?"
+                             : cifar10                ? "a CIFAR-100 file? use read_cifar100"
+                                                      : "a CIFAR-10 file? use read_cifar10";
+    return data_error(name + " is " + std::to_string(size) + " bytes, expected a multiple of " +
+                      std::to_string(record) + " (" + hint + ")");
+  };
+  if (!source.compressed()) {
+    if (source.disk_size() > bound) throw too_large(std::to_string(source.disk_size()));
+    if (source.disk_size() % record != 0 && source.disk_size() != 0) throw not_a_multiple(source.disk_size());
+    const std::size_t count = static_cast<std::size_t>(source.disk_size() / record);
+    try {
+      out.labels.reserve(out.size() + count);
+      out.pixels.reserve(out.pixels.size() + count * kCifarImageBytes);
+    } catch (const std::bad_alloc&) {
+      throw data_error(name + ": cannot allocate memory for its " + std::to_string(count) +
+                       " images (not enough memory; read fewer files at once)");
+    }
   }
-  const std::size_t count = bytes.size() / record;
+
   const std::size_t first = out.size();
-  out.labels.reserve(first + count);
-  out.pixels.resize((first + count) * kCifarImageBytes);
-  for (std::size_t r = 0; r < count; ++r) {
-    const std::uint8_t* in = bytes.data() + r * record;
+  std::vector<std::uint8_t> in(record);
+  for (std::size_t r = 0;; ++r) {
+    const std::size_t got = source.read(in.data(), record);
+    if (got == 0) break;
+    if (got < record) throw not_a_multiple(std::uint64_t(r) * record + got);
+    if (r == kCifarMaxRecords) throw too_large("more than " + std::to_string(bound));
     for (std::size_t f = 0; f < fields.size(); ++f)
       if (in[f] >= fields[f].num_classes)
         throw data_error(name + ": record " + std::to_string(r) + " has " + std::string(fields[f].name) + " " +
                          std::to_string(in[f]) + ", expected 0.." + std::to_string(fields[f].num_classes - 1) +
-                         " (corrupt file, or not CIFAR-" + (fields.size() == 1 ? "10" : "100") + "?)");
-    out.labels.push_back(in[chosen]);
-    std::memcpy(out.pixels.data() + (first + r) * kCifarImageBytes, in + fields.size(), kCifarImageBytes);
+                         " (corrupt file, or not CIFAR-" + (cifar10 ? "10" : "100") + "?)");
+    try {
+      out.labels.push_back(in[chosen]);
+      out.pixels.insert(out.pixels.end(), in.begin() + std::ptrdiff_t(fields.size()), in.end());
+    } catch (const std::bad_alloc&) {
+      throw data_error(name + ": cannot allocate memory for record " + std::to_string(r) + " (" +
+                       std::to_string(out.pixels.size()) + " bytes of images held; not enough memory)");
+    }
   }
+  if (out.size() == first) throw data_error(name + " is empty (0 bytes; truncated download?)");
 }
 
 inline Dataset read_cifar(std::span<const std::filesystem::path> files, std::span<const cifar_label_field> fields,

@@ -5,9 +5,12 @@
 //   images  0x00000803  count, rows, columns
 //   labels  0x00000801  count
 // Every size is checked against the file, so a truncated download, a swapped pair or a file with bytes
-// left over is an error that names the file, never a silently wrong dataset.
+// left over is an error that names the file, never a silently wrong dataset. The header is checked before the
+// elements are read, and they are read only up to what it promises (detail/read_file.hpp): a header declaring
+// 2^60 bytes or 2^31 images, or a .gz that inflates to far more than declared, costs no memory.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -46,50 +49,81 @@ struct idx_contents {
   std::vector<std::uint8_t> elements;
 };
 
+/// The most element bytes an IDX file may hold (4 GiB; MNIST's training images are 47 MB, EMNIST's largest
+/// split 640 MB): a header that promises more is corrupt, and is refused before anything is allocated.
+inline constexpr std::uint64_t kIdxMaxBytes = std::uint64_t(1) << 32;
+/// The most images or labels an IDX file may count (a Dataset indexes them with int).
+inline constexpr std::uint64_t kIdxMaxCount = (std::uint64_t(1) << 31) - 1;
+
 /// Reads the IDX file at `path`, which must carry `magic` (images or labels) and hold exactly the
-/// elements its header promises. `element` ("pixel", "label") names them in messages.
+/// elements its header promises. `element` ("pixel", "label") names them in messages. The header is read
+/// first; the elements are read only up to the promised count (and one byte more, to tell that there are
+/// too many), so a small .gz that inflates to gigabytes costs no more memory than its header promises.
 inline idx_contents read_idx_file(const std::filesystem::path& path, std::uint32_t magic, std::string_view element) {
-  std::vector<std::uint8_t> bytes = read_file(path, "idx");
-  const std::string name = "idx: " + file_name(path);
+  file_source source(path, "idx");
+  const std::string& name = source.where();
   const bool images = magic == kIdxImagesMagic;
   const std::string kind = images ? "an images file" : "a labels file";
   const std::size_t ndims = magic & 0xFF;
   const std::size_t header = 4 + 4 * ndims;
 
-  if (bytes.empty()) throw data_error(name + " is empty (0 bytes; truncated download?)");
-  if (bytes.size() < 4)
-    throw data_error(name + " is " + std::to_string(bytes.size()) + " bytes, too short for the " +
-                     std::to_string(header) + "-byte header of " + kind + " (truncated download?)");
-  if (const std::uint32_t found = read_big_endian_u32(bytes.data()); found != magic) {
+  std::uint8_t head[4 + 4 * 3] = {};
+  static_assert(sizeof head >= 4 + 4 * (kIdxImagesMagic & 0xFF));
+  const std::size_t got = source.read(head, header);
+  if (got == 0) throw data_error(name + " is empty (0 bytes; truncated download?)");
+  if (got < 4)
+    throw data_error(name + " is " + std::to_string(got) + " bytes, too short for the " + std::to_string(header) +
+                     "-byte header of " + kind + " (truncated download?)");
+  if (const std::uint32_t found = read_big_endian_u32(head); found != magic) {
     const std::uint32_t other = images ? kIdxLabelsMagic : kIdxImagesMagic;
     const std::string hint = found == other ? kind + "; did you swap images and labels?"
                                             : kind + "; is this an IDX file of unsigned bytes?";
     throw data_error(name + ": wrong magic " + hex32(found) + ", expected " + hex32(magic) + " (" + hint + ")");
   }
-  if (bytes.size() < header)
-    throw data_error(name + " is " + std::to_string(bytes.size()) + " bytes, too short for the " +
-                     std::to_string(header) + "-byte header of " + kind + " (truncated download?)");
+  if (got < header)
+    throw data_error(name + " is " + std::to_string(got) + " bytes, too short for the " + std::to_string(header) +
+                     "-byte header of " + kind + " (truncated download?)");
 
   idx_contents contents;
-  std::size_t promised = 1;
-  bool overflow = false;
+  std::uint64_t promised = 1;  // at most (2^32 - 1)^3: below 2^96, so compared step by step against the bound
+  bool too_large = false;
   for (std::size_t d = 0; d < ndims; ++d) {
-    const std::size_t dim = read_big_endian_u32(bytes.data() + 4 + 4 * d);
-    contents.dims.push_back(dim);
-    if (dim != 0 && promised > std::numeric_limits<std::size_t>::max() / dim) overflow = true;
-    promised *= dim;
+    const std::uint64_t dim = read_big_endian_u32(head + 4 + 4 * d);
+    contents.dims.push_back(static_cast<std::size_t>(dim));
+    if (dim != 0 && promised > kIdxMaxBytes / dim) too_large = true;
+    else promised *= dim;
   }
-  const std::size_t held = bytes.size() - header;
-  if (overflow || held < promised)
-    throw data_error(name + " holds " + std::to_string(held) + " bytes of " + std::string(element) +
-                     " data, header promises " + (overflow ? std::string("more than 2^64") : std::to_string(promised)) +
-                     " (truncated download?)");
-  if (held > promised)
-    throw data_error(name + " has " + std::to_string(held - promised) + " extra bytes after the " +
+  if (contents.dims[0] > kIdxMaxCount)
+    throw data_error(name + " declares " + std::to_string(contents.dims[0]) + (images ? " images" : " labels") +
+                     ", more than the " + std::to_string(kIdxMaxCount) + " a dataset can hold (corrupt header?)");
+  if (too_large || promised > kIdxMaxBytes)
+    throw data_error(name + " declares more than " + std::to_string(kIdxMaxBytes) + " bytes of " +
+                     std::string(element) + " data, more than an IDX data set holds (corrupt header?)");
+  // What the file can hold: its size if plain (exact, so a short file is reported before reading), 1032 times
+  // it if gzip (deflate's limit, so a header that promises more is refused before allocating).
+  const std::uint64_t can_hold = source.max_content_size() - std::min<std::uint64_t>(header, source.max_content_size());
+  if (promised > can_hold) {
+    if (!source.compressed())
+      throw data_error(name + " holds " + std::to_string(can_hold) + " bytes of " + std::string(element) +
+                       " data, header promises " + std::to_string(promised) + " (truncated download?)");
+    throw data_error(name + " is " + std::to_string(source.disk_size()) + " bytes of gzip, which cannot inflate to the " +
+                     std::to_string(promised) + " bytes of " + std::string(element) +
+                     " data its header promises (corrupt header, or truncated download?)");
+  }
+  if (!source.compressed() && can_hold > promised)
+    throw data_error(name + " has " + std::to_string(can_hold - promised) + " extra bytes after the " +
                      std::to_string(promised) + " bytes of " + std::string(element) +
                      " data the header promises (wrong header, or two files joined?)");
-  bytes.erase(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(header));
-  contents.elements = std::move(bytes);
+
+  reserve_for(contents.elements, static_cast<std::size_t>(promised), source);
+  append_from(source, contents.elements, static_cast<std::size_t>(promised));
+  if (contents.elements.size() < promised)
+    throw data_error(name + " holds " + std::to_string(contents.elements.size()) + " bytes of " +
+                     std::string(element) + " data, header promises " + std::to_string(promised) +
+                     " (truncated download?)");
+  if (!source.at_end())
+    throw data_error(name + " inflates to more than the " + std::to_string(promised) + " bytes of " +
+                     std::string(element) + " data the header promises (wrong header, or two files joined?)");
   return contents;
 }
 

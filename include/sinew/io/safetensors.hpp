@@ -15,9 +15,15 @@
 // sinew's BatchNorm never reads the count (its momentum is fixed), so the value changes no result.
 //
 // Loading is strict, as load_state_dict(strict=True): a missing, extra, mis-shaped or mis-typed tensor is a
-// data_error that names the tensor and the file, found before any value is overwritten. A corrupt or truncated
-// file is a data_error too, never a crash: the header length, every offset and every size is checked against
-// the file's size before anything is read.
+// data_error that names the tensor and the file. A corrupt or truncated file is a data_error too, never a crash:
+// the header length, every offset and every size is checked against the file's size before anything is read.
+// The file itself is held to what the format's reference reader (Rust's safetensors) demands: the header is one
+// JSON object whose end is the header length (the writer pads it with spaces), no key appears twice, and the
+// tensors tile the data section exactly: the first begins at byte 0, each begins where another ends, the last
+// ends at the end of the file, with no gap, overlap or trailing byte. A header length one byte short whose
+// header still parses would otherwise shift every tensor by a byte (0.5 read as 4.5e-44) without an error.
+// Every check, the batch counts' signs included, runs on a copy of the data before the first value is
+// written, so a refused load leaves the model as it was.
 #pragma once
 
 #include <algorithm>
@@ -25,6 +31,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -102,10 +109,15 @@ class SafetensorsReader {
     read_at(8, header.data(), n);
     data_start_ = 8 + n;
     data_size_ = size - data_start_;
+    if (n == 0 || header.front() != '{')
+      corrupt("it does not start with '{' right after the 8-byte header length (not a safetensors file?)");
     parse(header);
+    check_tiling();
   }
 
   const std::filesystem::path& path() const noexcept { return path_; }
+  /// Bytes after the header: exactly the sum of the tensors' sizes (the constructor checked the tiling).
+  std::uint64_t data_size() const noexcept { return data_size_; }
   const std::vector<SafetensorsTensor>& tensors() const noexcept { return tensors_; }
   const std::vector<std::pair<std::string, std::string>>& metadata() const noexcept { return metadata_; }
 
@@ -121,6 +133,14 @@ class SafetensorsReader {
       throw shape_error("safetensors: reading " + t.name + " from " + path_.string() + " into " +
                         std::to_string(out.size()) + " bytes, but it has " + std::to_string(t.end - t.begin));
     read_at(data_start_ + t.begin, out.data(), out.size());
+  }
+
+  /// Reads the whole data section into `out` (data_size() bytes); tensor t lies at out[t.begin, t.end).
+  void read_data(std::span<std::byte> out) {
+    if (out.size() != data_size_)
+      throw shape_error("safetensors: reading the data of " + path_.string() + " into " + std::to_string(out.size()) +
+                        " bytes, but it has " + std::to_string(data_size_));
+    read_at(data_start_, out.data(), out.size());
   }
 
  private:
@@ -158,6 +178,39 @@ class SafetensorsReader {
       }
       tensors_.push_back(tensor(name, v));
     }
+  }
+
+  /// The tensors tile [0, data_size_): sorted by offsets, each begins where the one before ends.
+  void check_tiling() const {
+    std::vector<const SafetensorsTensor*> order;
+    order.reserve(tensors_.size());
+    for (const auto& t : tensors_) order.push_back(&t);
+    std::sort(order.begin(), order.end(), [](const SafetensorsTensor* a, const SafetensorsTensor* b) {
+      return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
+    });
+    std::uint64_t next = 0;
+    const SafetensorsTensor* previous = nullptr;
+    const auto range = [](const SafetensorsTensor& t) {
+      std::string r = "[";  // appended piece by piece: GCC 12 warns falsely (-Wrestrict) on "[" + std::string&&
+      r += std::to_string(t.begin);
+      r += ", ";
+      r += std::to_string(t.end);
+      return r + ")";
+    };
+    for (const SafetensorsTensor* t : order) {
+      if (t->begin > next)
+        corrupt(std::string("bytes [").append(std::to_string(next)).append(", ").append(std::to_string(t->begin)) +
+                ") of the data belong to no tensor (a gap before " + t->name + "; the tensors must tile the data)");
+      if (t->begin < next)
+        corrupt("tensor " + t->name + " at bytes " + range(*t) + " of the data overlaps " + previous->name + " at " +
+                range(*previous) + " (the tensors must tile the data)");
+      next = t->end;
+      previous = t;
+    }
+    if (next != data_size_)
+      corrupt("the data section has " + std::to_string(data_size_ - next) + " bytes after the end of the last tensor" +
+              (previous ? ", " + previous->name + "," : "") +
+              " (a header length too short for its header, or bytes appended to the file?)");
   }
 
   SafetensorsTensor tensor(const std::string& name, const detail::json_value& v) const {
@@ -250,25 +303,35 @@ inline void write_safetensors(const std::filesystem::path& file, std::span<const
   header += "}";
   header.append((8 - header.size() % 8) % 8, ' ');  // the data starts 8-byte aligned, as the reference writer pads
 
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec))
+    throw error("safetensors: " + file.string() + " is a directory; pass the name of a file to write, such as " +
+                (file / "model.safetensors").string());
   const std::filesystem::path tmp = file.string() + ".tmp";
+  // Removes the temporary file on every way out but the rename that succeeded (an exception included).
+  struct remove_unless_renamed {
+    const std::filesystem::path& tmp;
+    bool renamed = false;
+    ~remove_unless_renamed() {
+      std::error_code ignored;
+      if (!renamed) std::filesystem::remove(tmp, ignored);
+    }
+  };
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw error("safetensors: cannot open " + tmp.string() + " for writing");
+    if (!out) throw error("safetensors: cannot open " + tmp.string() + " for writing (does its directory exist?)");
+    remove_unless_renamed guard{tmp};
     unsigned char len[8];
     for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(std::uint64_t(header.size()) >> (8 * i));
     out.write(reinterpret_cast<const char*>(len), 8);
     out.write(header.data(), std::streamsize(header.size()));
     for (const TensorRef& t : tensors) out.write(reinterpret_cast<const char*>(t.bytes.data()), std::streamsize(t.bytes.size()));
-    out.flush();
-    if (!out) {
-      std::error_code ignored;
-      std::filesystem::remove(tmp, ignored);
-      throw error("safetensors: writing " + tmp.string() + " failed (disk full?)");
-    }
+    out.close();
+    if (!out) throw error("safetensors: writing " + tmp.string() + " failed (disk full?)");
+    std::filesystem::rename(tmp, file, ec);
+    if (ec) throw error("safetensors: cannot rename " + tmp.string() + " to " + file.string() + ": " + ec.message());
+    guard.renamed = true;
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, file, ec);
-  if (ec) throw error("safetensors: cannot rename " + tmp.string() + " to " + file.string() + ": " + ec.message());
 }
 
 namespace detail {
@@ -353,19 +416,28 @@ std::optional<std::uint64_t> load_safetensors(const std::filesystem::path& file,
                      (extra.size() == 1 ? " tensor" : " tensors") + " that the network does not have: " +
                      detail::name_list(extra) + " (a file of a different network?)");
 
+  // The tensors tile the data and are exactly the network's, so the data is the network's size: read it whole,
+  // check what remains to check, and only then write.
+  std::vector<std::byte> data(reader.data_size());
+  reader.read_data(data);
+  const auto bytes_of = [&](const SafetensorsTensor& t) {
+    return std::span<const std::byte>(data).subspan(t.begin, t.end - t.begin);
+  };
   std::optional<std::uint64_t> batches;
   for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].source != StateSource::batches_tracked) continue;
+    std::int64_t n = 0;
+    std::memcpy(&n, bytes_of(*found[i]).data(), sizeof n);
+    if (n < 0)
+      throw data_error("safetensors: tensor " + entries[i].key + where + " counts " + std::to_string(n) +
+                       " batches; a count cannot be negative");
+    batches = std::max(batches.value_or(0), std::uint64_t(n));
+  }
+  for (std::size_t i = 0; i < entries.size(); ++i) {
     const StateEntry& e = entries[i];
-    if (e.source == StateSource::batches_tracked) {
-      std::int64_t n = 0;
-      reader.read(*found[i], std::as_writable_bytes(std::span(&n, 1)));
-      if (n < 0)
-        throw data_error("safetensors: tensor " + e.key + where + " counts " + std::to_string(n) +
-                         " batches; a count cannot be negative");
-      batches = std::max(batches.value_or(0), std::uint64_t(n));
-      continue;
-    }
-    reader.read(*found[i], std::as_writable_bytes((e.is_parameter() ? parameters : buffers).subspan(e.offset, e.size())));
+    if (e.source == StateSource::batches_tracked) continue;
+    const auto from = bytes_of(*found[i]);
+    std::memcpy((e.is_parameter() ? parameters : buffers).subspan(e.offset, e.size()).data(), from.data(), from.size());
   }
   return batches;
 }

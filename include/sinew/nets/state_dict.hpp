@@ -10,17 +10,23 @@
 // against PyTorch's lists).
 //
 // The walk below follows the layer list as Sequential lowers it and places each tensor in the flat buffers
-// as the lowering does; a static_assert checks that both end at the same offsets.
+// as the lowering does; a static_assert checks that both end at the same offsets. The walk is constexpr, so
+// the keys are known at compile time and checked there: two tensors under one key (two bare projecting
+// Residuals in one module both name their shortcut downsample.*) stop the build with a sentence, and the
+// clashing key appears in the instantiation of detail::state_dict_key_clash<"the.key"> above it.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <unordered_set>
+#include <string_view>
 #include <vector>
 
+#include "sinew/core/diagnostics.hpp"
 #include "sinew/core/error.hpp"
+#include "sinew/core/fixed_string.hpp"
 #include "sinew/core/type_list.hpp"
 #include "sinew/layers/layer_spec.hpp"
 #include "sinew/layers/residual.hpp"
@@ -37,24 +43,68 @@ struct StateEntry {
   std::array<std::int64_t, 4> extents{};
 
   std::vector<std::int64_t> shape() const { return {extents.begin(), extents.begin() + rank}; }
-  std::size_t size() const noexcept {
+  constexpr std::size_t size() const noexcept {
     std::size_t n = 1;
     for (int d = 0; d < rank; ++d) n *= std::size_t(extents[std::size_t(d)]);
     return n;
   }
   /// Whether the values are floats in parameters() (weights, bias) rather than in buffers() or nowhere.
-  bool is_parameter() const noexcept { return source == StateSource::weights || source == StateSource::bias; }
+  constexpr bool is_parameter() const noexcept { return source == StateSource::weights || source == StateSource::bias; }
 };
 
 namespace detail {
 
+/// A key as the constexpr walk builds it: a fixed array, as GCC 12 cannot evaluate every std::string
+/// operation in a constant expression (short strings copied between vectors).
+struct key_text {
+  static constexpr std::size_t kCapacity = 256;
+  std::array<char, kCapacity> chars{};
+  std::size_t size = 0;
+
+  constexpr key_text& operator+=(std::string_view s) {
+    if (size + s.size() > kCapacity)
+      throw error("state_dict: a key is longer than 256 characters; shorten the Named or Module names");
+    for (char c : s) chars[size++] = c;
+    return *this;
+  }
+  /// "12": std::to_string is not constexpr.
+  constexpr key_text& operator+=(std::size_t n) {
+    char digits[20]{};
+    std::size_t count = 0;
+    do digits[count++] = char('0' + n % 10);
+    while ((n /= 10) != 0);
+    while (count > 0) *this += std::string_view(&digits[--count], 1);
+    return *this;
+  }
+  constexpr std::string_view view() const noexcept { return {chars.data(), size}; }
+};
+
+/// A StateEntry as the constexpr walk records it.
+struct state_record {
+  key_text key;
+  StateSource source = StateSource::weights;
+  std::size_t offset = 0;
+  int rank = 1;
+  std::array<std::int64_t, 4> extents{};
+};
+
 /// The module the walk is in: its key prefix ("layer1.0.") and the position of its next layer.
 struct name_scope {
-  std::string prefix;
+  key_text prefix;
   std::size_t position = 0;
 
-  std::string next_positional() { return prefix + std::to_string(position++); }
+  constexpr key_text next_positional() {
+    key_text k = prefix;
+    k += position++;
+    return k;
+  }
 };
+
+/// The scope of the submodule or Residual called `name`: its keys start "name.".
+constexpr name_scope sub_scope(key_text name) {
+  name += ".";
+  return name_scope{name, 0};
+}
 
 /// A layer's state_dict tensors: its ::kStateDict, or "weight" and "bias" as flat vectors.
 template <class Applied>
@@ -71,11 +121,13 @@ constexpr auto state_tensors_of() {
 }
 
 template <class Applied>
-void add_leaf(const std::string& module, std::size_t param_offset, std::size_t buffer_offset,
-              std::vector<StateEntry>& out) {
+constexpr void add_leaf(const key_text& module, std::size_t param_offset, std::size_t buffer_offset,
+                        std::vector<state_record>& out) {
   for (const StateTensor& t : state_tensors_of<Applied>()) {
     if (t.size() == 0 && t.rank > 0) continue;  // a default "bias" of a layer without one
-    StateEntry e{module + "." + std::string(t.name), t.source, 0, t.rank, t.extents};
+    state_record e{module, t.source, 0, t.rank, t.extents};
+    e.key += ".";
+    e.key += t.name;
     switch (t.source) {
       case StateSource::weights: e.offset = param_offset + t.offset; break;
       case StateSource::bias: e.offset = param_offset + Applied::kWeights + t.offset; break;
@@ -93,7 +145,7 @@ struct state_walk {
   using output = In;
   static constexpr std::size_t kEnd = Offset;
   static constexpr std::size_t kBufferEnd = BufferOffset;
-  static void run(name_scope&, std::vector<StateEntry>&) {}
+  static constexpr void run(name_scope&, std::vector<state_record>&) {}
 };
 
 /// The rest of a layer list, after a layer that mapped its input to Out and ended at End and BufferEnd.
@@ -109,8 +161,8 @@ struct state_walk<In, Offset, BufferOffset, L, Rest...> {
   static constexpr std::size_t kEnd = rest::kEnd;
   static constexpr std::size_t kBufferEnd = rest::kBufferEnd;
 
-  static void run(name_scope& scope, std::vector<StateEntry>& out) {
-    const std::string name = scope.next_positional();
+  static constexpr void run(name_scope& scope, std::vector<state_record>& out) {
+    const key_text name = scope.next_positional();
     if constexpr (node::kParams + node::kBuffers > 0) add_leaf<typename node::applied>(name, Offset, BufferOffset, out);
     rest::run(scope, out);
   }
@@ -134,12 +186,13 @@ struct state_walk<In, Offset, BufferOffset, Named<Name, L>, Rest...> {
   static constexpr std::size_t kEnd = rest::kEnd;
   static constexpr std::size_t kBufferEnd = rest::kBufferEnd;
 
-  static void run(name_scope& scope, std::vector<StateEntry>& out) {
+  static constexpr void run(name_scope& scope, std::vector<state_record>& out) {
     ++scope.position;
-    const std::string name = scope.prefix + std::string(Name.view());
+    key_text name = scope.prefix;
+    name += Name.view();
     using node = Node<L, In, NoActivation, Offset, 0, BufferOffset>;
     if constexpr (is_residual_v<L>) {
-      name_scope sub{name + "."};
+      name_scope sub = sub_scope(name);
       inner::run(sub, out);
     } else if constexpr (node::kParams + node::kBuffers > 0) {
       add_leaf<typename node::applied>(name, Offset, BufferOffset, out);
@@ -157,9 +210,12 @@ struct state_walk<In, Offset, BufferOffset, Module<Name, Inner...>, Rest...> {
   static constexpr std::size_t kEnd = rest::kEnd;
   static constexpr std::size_t kBufferEnd = rest::kBufferEnd;
 
-  static void run(name_scope& scope, std::vector<StateEntry>& out) {
+  static constexpr void run(name_scope& scope, std::vector<state_record>& out) {
     const std::size_t position = scope.position++;
-    name_scope sub{scope.prefix + (Name.empty() ? std::to_string(position) : std::string(Name.view())) + "."};
+    key_text name = scope.prefix;
+    if (Name.empty()) name += position;
+    else name += Name.view();
+    name_scope sub = sub_scope(name);
     inner::run(sub, out);
     rest::run(scope, out);
   }
@@ -178,7 +234,7 @@ struct state_walk<In, Offset, BufferOffset, Residual<Main, Shortcut>, Rest...> {
   static constexpr std::size_t kEnd = rest::kEnd;
   static constexpr std::size_t kBufferEnd = rest::kBufferEnd;
 
-  static void run(name_scope& scope, std::vector<StateEntry>& out) {
+  static constexpr void run(name_scope& scope, std::vector<state_record>& out) {
     main::run(scope, out);
     shortcut::run(scope, out);
     rest::run(scope, out);
@@ -203,19 +259,72 @@ concept NamedNetwork = requires {
   typename Net::input_shape;
 };
 
-/// Net's state_dict in PyTorch's order (module by module; weight, bias, then buffers). Keys are unique: two
-/// layers that the layer list gives the same name stop here with an error that names the key.
+namespace detail {
+
+/// Net's state_dict entries; constexpr, so the keys can be checked at compile time.
+template <NamedNetwork Net>
+constexpr std::vector<state_record> walk_state_dict() {
+  std::vector<state_record> out;
+  name_scope top;
+  network_walk<Net, typename Net::layers>::type::run(top, out);
+  return out;
+}
+
+/// The first (in sorted order) key that two of Net's tensors share, or "" if every key is unique.
+template <NamedNetwork Net>
+constexpr key_text clashing_key() {
+  const std::vector<state_record> entries = walk_state_dict<Net>();
+  std::vector<std::string_view> keys;
+  for (const state_record& e : entries) keys.push_back(e.key.view());
+  std::sort(keys.begin(), keys.end());
+  for (std::size_t i = 1; i < keys.size(); ++i)
+    if (keys[i] == keys[i - 1]) {
+      key_text clash;
+      clash += keys[i];
+      return clash;
+    }
+  return {};
+}
+
+/// The clashing key as a template argument, so that the compiler prints it.
+template <NamedNetwork Net, std::size_t N>
+constexpr fixed_string<N> clashing_key_literal() {
+  char chars[N]{};
+  const key_text key = clashing_key<Net>();
+  std::copy_n(key.chars.begin(), key.size, chars);
+  return fixed_string<N>(chars);
+}
+
+/// Instantiated only for a clash: the compiler shows Key in "required from state_dict_key_clash<...>".
+template <fixed_string Key>
+struct state_dict_key_clash {
+  static_assert(dependent_false_v<Key>,
+                "state_dict: two tensors of this network have the same key, the one in state_dict_key_clash<...> "
+                "above; give their layers different names with Named<\"...\", Layer> or Module<\"...\", Layers...> "
+                "(two projecting Residuals in one module both name their shortcut downsample.*: put each in a Module)");
+  static constexpr bool value = false;
+};
+
+template <NamedNetwork Net, std::size_t ClashSize = clashing_key<Net>().size>
+struct unique_state_dict_keys {
+  static constexpr bool value = true;
+};
+template <NamedNetwork Net, std::size_t ClashSize>
+  requires(ClashSize > 0)
+struct unique_state_dict_keys<Net, ClashSize> : state_dict_key_clash<clashing_key_literal<Net, ClashSize + 1>()> {};
+
+}  // namespace detail
+
+/// Net's state_dict in PyTorch's order (module by module; weight, bias, then buffers). The keys are unique,
+/// checked at compile time: a network whose are not stops the build here (and so in io::save_safetensors and
+/// io::load_safetensors) with a sentence, the clashing key shown in state_dict_key_clash<"the.key">.
 template <NamedNetwork Net>
 const std::vector<StateEntry>& state_dict_entries() {
+  [[maybe_unused]] constexpr bool unique_keys = detail::unique_state_dict_keys<Net>::value;
   static const std::vector<StateEntry> entries = [] {
     std::vector<StateEntry> out;
-    detail::name_scope top;
-    detail::network_walk<Net, typename Net::layers>::type::run(top, out);
-    std::unordered_set<std::string> seen;
-    for (const StateEntry& e : out)
-      if (!seen.insert(e.key).second)
-        throw error("state_dict: two tensors are both named " + e.key +
-                    "; give their layers different names with Named<\"...\", Layer> or Module<\"...\", Layers...>");
+    for (const detail::state_record& r : detail::walk_state_dict<Net>())
+      out.push_back(StateEntry{std::string(r.key.view()), r.source, r.offset, r.rank, r.extents});
     return out;
   }();
   return entries;

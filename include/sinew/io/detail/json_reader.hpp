@@ -1,8 +1,11 @@
 // sinew/io/detail/json_reader.hpp: a small JSON parser for the headers of weight files (and the golden files of
 // the tests). It never trusts its input: nesting is bounded, every read is bounds-checked, and a malformed
-// document ends in a data_error that says where (the caller prefixes the file's name).
+// document ends in a data_error that says where (the caller prefixes the file's name). A key that appears twice
+// in one object is an error too: Python's json keeps the last, other readers the first, so such a file would
+// mean different things to different readers.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -147,8 +150,22 @@ class json_parser {
         continue;
       }
       expect('}');
+      if (const std::string* twice = duplicate_key(members))
+        fail("the key \"" + *twice + "\" appears twice (readers disagree on which counts) in the object that ends");
       return json_value(std::move(members));
     }
+  }
+
+  /// A key that two members of `members` share, or nullptr. Sorting keeps a header of many tensors linear-log.
+  static const std::string* duplicate_key(const json_value::object& members) {
+    if (members.size() < 2) return nullptr;
+    std::vector<const std::string*> keys;
+    keys.reserve(members.size());
+    for (const auto& m : members) keys.push_back(&m.first);
+    std::sort(keys.begin(), keys.end(), [](const std::string* a, const std::string* b) { return *a < *b; });
+    for (std::size_t i = 1; i < keys.size(); ++i)
+      if (*keys[i] == *keys[i - 1]) return keys[i];
+    return nullptr;
   }
 
   json_value array(int depth) {
