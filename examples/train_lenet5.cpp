@@ -1,7 +1,7 @@
 // train_lenet5: LeNet-5 on Fashion-MNIST (Debian's dataset-fashion-mnist), one progress line per epoch.
 //
 //   train_lenet5 [--data DIR] [--epochs 5] [--batch 64] [--lr 0.05] [--momentum 0.9] [--threads N]
-//                [--seed 0] [--loader cached|streaming] [--json FILE]
+//                [--seed 0] [--loader cached|bytes] [--json FILE]
 #include <cstdio>
 #include <exception>
 #include <vector>
@@ -64,11 +64,11 @@ int run(sinew::cli::Args& args) {
 int main(int argc, char** argv) try {
   sinew::cli::Args args(argc, argv,
                         "usage: train_lenet5 [--data DIR] [--epochs 5] [--batch 64] [--lr 0.05] [--momentum 0.9]\n"
-                        "                    [--threads N] [--seed 0] [--loader cached|streaming] [--json FILE]");
+                        "                    [--threads N] [--seed 0] [--loader cached|bytes] [--json FILE]");
   const std::string loader = args.get("loader", "cached");
   if (loader == "cached") return run<sinew::data::CachedLoader>(args);
-  if (loader == "streaming") return run<sinew::data::StreamingLoader>(args);
-  args.fail("--loader must be cached or streaming, not '" + loader + "'");
+  if (loader == "bytes") return run<sinew::data::ByteLoader>(args);
+  args.fail("--loader must be cached or bytes, not '" + loader + "'");
 } catch (const std::exception& e) {
   std::fprintf(stderr, "train_lenet5: %s\n", e.what());
   return 1;

@@ -1,4 +1,4 @@
-// sinew/data/loader_options.hpp: how CachedLoader and StreamingLoader batch, shuffle, shard and convert.
+// sinew/data/loader_options.hpp: how every loader (Cached, Byte, Streaming) batches, shuffles, shards and converts.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +18,7 @@ enum class Sharding {
   every_worker_reads_all,
 };
 
-/// Options shared by CachedLoader and StreamingLoader; the same options give both the same batches.
+/// Options shared by every loader; the same options give all of them the same batches.
 struct LoaderOptions {
   int batch_size = 64;
   bool shuffle = true;     // false: visit samples in dataset order (then shard)

@@ -1,7 +1,8 @@
-// sinew/data/detail/loader_plan.hpp: what CachedLoader and StreamingLoader share.
+// sinew/data/detail/loader_plan.hpp: what CachedLoader, ByteLoader and StreamingLoader share.
 //
-// Both loaders take their shape, their epoch order and their pixel conversion from one loader_plan,
-// which is what makes their batches bit-identical for the same options.
+// Every loader takes its shape, its epoch order and its pixel conversion from one loader_plan, which is
+// what makes their batches bit-identical for the same options. A plan needs only the records' shape and
+// count (record_shape), not the records themselves, so a loader that streams from disk has one too.
 #pragma once
 
 #include <algorithm>
@@ -21,11 +22,21 @@
 
 namespace sinew::data::detail {
 
+/// What a plan needs to know of the records: their image shape, classes and number.
+struct record_shape {
+  int channels = 0, height = 0, width = 0;
+  int num_classes = 0;
+  std::size_t size = 0;
+};
+
 class loader_plan {
  public:
   /// Checks `options` against `data` and fixes everything that does not change between epochs.
-  loader_plan(const Dataset& data, const LoaderOptions& options) : options_(options) {
-    check_dataset(data);
+  loader_plan(const Dataset& data, const LoaderOptions& options) : loader_plan(checked_shape(data), options) {}
+
+  /// The same from the records' shape alone; their labels are checked as they are read.
+  loader_plan(const record_shape& data, const LoaderOptions& options) : options_(options) {
+    check_shape(data);
     check_options(data);
     channels_ = data.channels;
     in_height_ = data.height;
@@ -35,7 +46,7 @@ class loader_plan {
     pad_top_ = (height_ - in_height_) / 2;
     pad_left_ = (width_ - in_width_) / 2;
     build_lookup();
-    plan_shares(data.size());
+    plan_shares(data.size);
   }
 
   int channels() const { return channels_; }
@@ -135,12 +146,17 @@ class loader_plan {
   }
 
  private:
-  static void check_dataset(const Dataset& data) {
+  static void check_shape(const record_shape& data) {
     if (data.channels <= 0 || data.height <= 0 || data.width <= 0)
       throw data_error("loader: the dataset's images are " + std::to_string(data.channels) + "x" +
                        std::to_string(data.height) + "x" + std::to_string(data.width) +
                        "; every dimension must be positive");
-    if (data.size() == 0) throw data_error("loader: the dataset is empty");
+    if (data.size == 0) throw data_error("loader: the dataset is empty");
+  }
+
+  static record_shape checked_shape(const Dataset& data) {
+    const record_shape shape{data.channels, data.height, data.width, data.num_classes, data.size()};
+    check_shape(shape);
     if (data.pixels.size() != data.size() * data.image_size())
       throw data_error("loader: the dataset holds " + std::to_string(data.size()) + " labels and " +
                        std::to_string(data.pixels.size()) + " pixel bytes, expected " +
@@ -150,9 +166,10 @@ class loader_plan {
       if (data.labels[i] < 0 || data.labels[i] >= data.num_classes)
         throw data_error("loader: label " + std::to_string(data.labels[i]) + " of sample " + std::to_string(i) +
                          " is out of range [0, " + std::to_string(data.num_classes) + ")");
+    return shape;
   }
 
-  void check_options(const Dataset& data) const {
+  void check_options(const record_shape& data) const {
     const LoaderOptions& o = options_;
     if (o.batch_size <= 0)
       throw data_error("loader: batch_size is " + std::to_string(o.batch_size) + "; it must be positive");
@@ -161,8 +178,8 @@ class loader_plan {
     if (o.rank < 0 || o.rank >= o.world_size)
       throw data_error("loader: rank " + std::to_string(o.rank) + " is out of range for world_size " +
                        std::to_string(o.world_size) + " (ranks are 0.." + std::to_string(o.world_size - 1) + ")");
-    if (o.sharding == Sharding::disjoint && data.size() < static_cast<std::size_t>(o.world_size))
-      throw data_error("loader: " + std::to_string(data.size()) + " samples cannot be shared by " +
+    if (o.sharding == Sharding::disjoint && data.size < static_cast<std::size_t>(o.world_size))
+      throw data_error("loader: " + std::to_string(data.size) + " samples cannot be shared by " +
                        std::to_string(o.world_size) + " ranks (every rank needs at least one)");
     check_pad("pad_to_height", o.pad_to_height, "height", data.height);
     check_pad("pad_to_width", o.pad_to_width, "width", data.width);
