@@ -160,14 +160,15 @@ TEST(StreamingLoader, cifar100_fine_and_coarse_gzip_or_not_equal_the_cached_load
     }
 }
 
-TEST(StreamingLoader, idx_plain_and_gzip_batches_equal_the_cached_loaders_padded) {
+TEST(StreamingLoader, idx_plain_and_gzip_batches_equal_the_cached_loaders_resized_and_padded) {
   TempDir dir;
   for (const bool gzip : {false, true}) {
     const fs::path images = dir / (gzip ? "i.gz" : "i"), labels = dir / (gzip ? "l.gz" : "l");
     write_idx_pair(images, labels, 45, 5, 6, gzip);
     LoaderOptions o;
     o.batch_size = 4;
-    o.pad_to_height = 8, o.pad_to_width = 8;
+    o.resize_to_height = 7, o.resize_to_width = 9;  // and resized on the workers
+    o.pad_to_height = 8, o.pad_to_width = 9;
     o.mean = {0.3f};
     o.random_crop_padding = 2;
     CachedLoader cached(sinew::data::read_idx(images, labels), o);

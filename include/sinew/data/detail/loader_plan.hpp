@@ -18,6 +18,7 @@
 #include "sinew/core/rng.hpp"
 #include "sinew/data/dataset.hpp"
 #include "sinew/data/loader_options.hpp"
+#include "sinew/data/resize.hpp"
 #include "sinew/data/shuffle.hpp"
 
 namespace sinew::data::detail {
@@ -39,10 +40,12 @@ class loader_plan {
     check_shape(data);
     check_options(data);
     channels_ = data.channels;
-    in_height_ = data.height;
-    in_width_ = data.width;
-    height_ = options.pad_to_height == 0 ? data.height : options.pad_to_height;
-    width_ = options.pad_to_width == 0 ? data.width : options.pad_to_width;
+    record_height_ = data.height;
+    record_width_ = data.width;
+    in_height_ = options.resize_to_height == 0 ? data.height : options.resize_to_height;
+    in_width_ = options.resize_to_width == 0 ? data.width : options.resize_to_width;
+    height_ = options.pad_to_height == 0 ? in_height_ : options.pad_to_height;
+    width_ = options.pad_to_width == 0 ? in_width_ : options.pad_to_width;
     pad_top_ = (height_ - in_height_) / 2;
     pad_left_ = (width_ - in_width_) / 2;
     build_lookup();
@@ -81,8 +84,17 @@ class loader_plan {
     return mine;
   }
 
-  /// Writes image `in` (channels x in_height x in_width bytes) as image_size() padded, normalized floats.
-  void convert(const std::uint8_t* in, float* out) const {
+  /// Writes a record's image `in` (channels x its height x its width bytes) as image_size() resized, padded,
+  /// normalized floats.
+  void convert(const std::uint8_t* record, float* out) const {
+    const std::uint8_t* in = record;
+    if (in_height_ != record_height_ || in_width_ != record_width_) {
+      thread_local std::vector<std::uint8_t> resized;  // the loaders convert on several threads at once
+      resized.resize(static_cast<std::size_t>(channels_) * static_cast<std::size_t>(in_height_) *
+                     static_cast<std::size_t>(in_width_));
+      resize_bilinear(record, channels_, record_height_, record_width_, resized.data(), in_height_, in_width_);
+      in = resized.data();
+    }
     const std::size_t in_plane = static_cast<std::size_t>(in_height_) * static_cast<std::size_t>(in_width_);
     const std::size_t out_plane = static_cast<std::size_t>(height_) * static_cast<std::size_t>(width_);
     const bool padded = height_ != in_height_ || width_ != in_width_;
@@ -181,8 +193,15 @@ class loader_plan {
     if (o.sharding == Sharding::disjoint && data.size < static_cast<std::size_t>(o.world_size))
       throw data_error("loader: " + std::to_string(data.size) + " samples cannot be shared by " +
                        std::to_string(o.world_size) + " ranks (every rank needs at least one)");
-    check_pad("pad_to_height", o.pad_to_height, "height", data.height);
-    check_pad("pad_to_width", o.pad_to_width, "width", data.width);
+    if ((o.resize_to_height == 0) != (o.resize_to_width == 0) || o.resize_to_height < 0 || o.resize_to_width < 0 ||
+        o.resize_to_height > 65535 || o.resize_to_width > 65535)
+      throw data_error("loader: resize_to is " + std::to_string(o.resize_to_height) + "x" +
+                       std::to_string(o.resize_to_width) +
+                       "; give both sides (1..65535), or 0x0 to keep the images' size");
+    const int height = o.resize_to_height == 0 ? data.height : o.resize_to_height;
+    const int width = o.resize_to_width == 0 ? data.width : o.resize_to_width;
+    check_pad("pad_to_height", o.pad_to_height, "height", height);
+    check_pad("pad_to_width", o.pad_to_width, "width", width);
     if (o.random_crop_padding < 0 || o.random_crop_padding > 1024)
       throw data_error("loader: random_crop_padding is " + std::to_string(o.random_crop_padding) +
                        "; it must be between 0 (no random crop) and 1024 pixels");
@@ -260,7 +279,8 @@ class loader_plan {
   }
 
   LoaderOptions options_;
-  int channels_ = 0, in_height_ = 0, in_width_ = 0;
+  int channels_ = 0, record_height_ = 0, record_width_ = 0;  // the records' images
+  int in_height_ = 0, in_width_ = 0;                         // after resizing, before padding
   int height_ = 0, width_ = 0, pad_top_ = 0, pad_left_ = 0;
   std::vector<float> lookup_;  // [channel][byte value] -> normalized float
   std::size_t dataset_size_ = 0, samples_ = 0, batches_ = 0;
