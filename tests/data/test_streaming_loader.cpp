@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "sinew/data/any_loader.hpp"
 #include "sinew/data/cached_loader.hpp"
 #include "sinew/data/cifar.hpp"
 #include "sinew/data/cifar_records.hpp"
@@ -302,6 +303,24 @@ TEST(StreamingLoader, times_split_waiting_from_hidden_work) {
   EXPECT_LE(t.hidden(), t.prepared);
   threaded.start_epoch(1);
   EXPECT_EQ(threaded.times().waited, 0.0) << "start_epoch starts a new split";
+}
+
+TEST(AnyLoader, forwards_to_the_loader_it_holds_and_its_times) {
+  TempDir dir;
+  const std::vector<fs::path> files{dir / "a.bin"};
+  write_plain(files[0], cifar_file(21, 1, 4));
+  LoaderOptions o = cifar_options();
+  o.batch_size = 5;
+  CachedLoader cached(sinew::data::read_cifar10(files), o);
+  auto any = sinew::data::AnyLoader::make<StreamingLoader<CifarRecords>>("streaming", CifarRecords::cifar10(files), o,
+                                                                         StreamingOptions{.workers = 0});
+  EXPECT_EQ(any.name(), "streaming");
+  EXPECT_EQ(any.batches_per_epoch(), 5u);
+  expect_same_epochs(cached, any, "AnyLoader");
+  EXPECT_GT(any.times().waited, 0.0);
+  auto any_cached = sinew::data::AnyLoader::make<CachedLoader>("cached", sinew::data::read_cifar10(files), o);
+  run_epoch(any_cached, 0);
+  EXPECT_EQ(any_cached.times().waited, 0.0) << "CachedLoader keeps no times";
 }
 
 }  // namespace
