@@ -17,5 +17,7 @@ if(TARGET xsimd AND NOT TARGET xtl)
 endif()
 find_dependency(range-v3)                                 # librange-v3-dev
 find_dependency(ZLIB)                                     # zlib1g-dev: reads .gz datasets
+find_dependency(libjpeg-turbo 2)                          # libturbojpeg0-dev: JPEG in data::ImageFolder
+find_dependency(PNG)                                      # libpng-dev: PNG in data::ImageFolder
 find_dependency(OpenMP COMPONENTS CXX)                    # the thread pool oneDNN is built on
 find_dependency(Threads)

@@ -9,6 +9,8 @@
 #include "sinew/data/dataset.hpp"
 #include "sinew/data/idx.hpp"
 #include "sinew/data/idx_records.hpp"
+#include "sinew/data/image_file.hpp"
+#include "sinew/data/image_folder.hpp"
 #include "sinew/data/loader_options.hpp"
 #include "sinew/data/loader_spec.hpp"
 #include "sinew/data/record_source_spec.hpp"

@@ -10,6 +10,8 @@
 //                                  is held between calls. Safe to call from several threads at once. A record
 //                                  that cannot be read, or whose label is out of range, throws data_error
 //                                  naming the file (and the record).
+// Optionally, read(i, pixels, epoch): a source whose records change per epoch (ImageFolder's random resized crop)
+// takes the epoch, and StreamingLoader passes it; its draws must depend on (seed, epoch, i) alone.
 // The readers' Dataset (dataset.hpp) holds the same records in memory: read(i) gives sample i of the Dataset
 // that read_cifar10 / read_idx / ... return for the same files.
 #pragma once

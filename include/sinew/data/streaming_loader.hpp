@@ -193,7 +193,10 @@ class StreamingLoader {
     const std::size_t count = std::min(batch_size, order_.size() - first);
     for (std::size_t i = 0; i < count; ++i) {
       const std::size_t sample = order_[first + i];
-      labels[i] = source_.read(sample, s.bytes);
+      if constexpr (requires { source_.read(sample, std::span(s.bytes), epoch_); })
+        labels[i] = source_.read(sample, std::span(s.bytes), epoch_);  // a source that draws per epoch
+      else
+        labels[i] = source_.read(sample, std::span(s.bytes));
       float* out = images + i * plan_.image_size();
       if (plan_.augments()) {
         plan_.convert(s.bytes.data(), s.converted.data());
