@@ -178,6 +178,20 @@ TEST(StreamingLoader, idx_plain_and_gzip_batches_equal_the_cached_loaders_resize
   }
 }
 
+TEST(StreamingLoader, fashion_mnist_records_find_the_gzip_or_plain_split_as_load_fashion_mnist_does) {
+  TempDir dir;
+  write_idx_pair(dir / "t10k-images-idx3-ubyte.gz", dir / "t10k-labels-idx1-ubyte", 30, 4, 4, false);
+  write_idx_pair(dir / "t10k-images-idx3-ubyte.gz", dir / "t10k-labels-idx1-ubyte.gz", 30, 4, 4, true);
+  LoaderOptions o;
+  o.batch_size = 7;
+  CachedLoader cached(sinew::data::load_fashion_mnist(sinew::data::Split::test, dir.path()), o);
+  StreamingLoader streaming(sinew::data::fashion_mnist_records(sinew::data::Split::test, dir.path()), o);
+  expect_same_epochs(cached, streaming, "fashion-mnist t10k");
+  EXPECT_TRUE(contains(
+      data_error_message([&] { sinew::data::fashion_mnist_records(sinew::data::Split::train, dir.path()); }),
+      "holds neither train-images-idx3-ubyte.gz nor train-images-idx3-ubyte"));
+}
+
 TEST(StreamingLoader, matches_the_cached_loader_when_epochs_restart_mid_epoch) {
   TempDir dir;
   const std::vector<fs::path> files{dir / "a.bin"};

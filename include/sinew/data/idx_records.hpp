@@ -113,4 +113,23 @@ class IdxRecords {
 
 static_assert(RecordSource<IdxRecords>);
 
+/// Fashion-MNIST's `split` in `dir` as records, like load_fashion_mnist but read on demand: the
+/// {train,t10k}-{images-idx3,labels-idx1}-ubyte files, gzip-compressed (.gz, inflated once to a temporary file)
+/// or plain.
+inline IdxRecords fashion_mnist_records(Split split, const std::filesystem::path& dir = default_fashion_mnist_dir()) {
+  if (!std::filesystem::is_directory(dir))
+    throw data_error("fashion-mnist: directory " + dir.string() +
+                     " does not exist (apt-get install dataset-fashion-mnist, set SINEW_FASHION_MNIST_DIR, or pass "
+                     "the directory holding the files)");
+  const std::string prefix = split == Split::train ? "train" : "t10k";
+  const auto find = [&](const std::string& stem) {
+    for (const auto& candidate : {dir / (stem + ".gz"), dir / stem})
+      if (std::filesystem::exists(candidate)) return candidate;
+    throw data_error("fashion-mnist: " + dir.string() + " holds neither " + stem + ".gz nor " + stem);
+  };
+  const auto images = find(prefix + "-images-idx3-ubyte");  // images first: the message names the first missing
+  const auto labels = find(prefix + "-labels-idx1-ubyte");
+  return IdxRecords(images, labels, 10);
+}
+
 }  // namespace sinew::data

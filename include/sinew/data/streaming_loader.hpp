@@ -51,8 +51,13 @@ struct LoaderTimes {
   double hidden() const { return prepared > waited ? prepared - waited : 0.0; }
 };
 
-template <RecordSource S>
+template <class S>
 class StreamingLoader {
+  // Not a constraint on S: CTAD from a Dataset must end in this sentence, not in a list of unmet requirements.
+  static_assert(RecordSource<S>,
+                "StreamingLoader reads records one by one from files: give it a RecordSource (CifarRecords, "
+                "IdxRecords, ImageFolder); for a Dataset in memory use CachedLoader or ByteLoader");
+
  public:
   StreamingLoader(S source, LoaderOptions options = {}, StreamingOptions streaming = {})
       : source_(std::move(source)),
