@@ -2,8 +2,9 @@
 //
 // StreamingLoader's sources read each record where it lies (pread, so threads share one descriptor).
 // A gzip file cannot be read by offset, so it is inflated once, chunk by chunk, into an anonymous temporary
-// file (std::tmpfile: gone when closed, even after a crash) and read from there: memory stays bounded, and
-// the cost is one decompression and the inflated size on the temporary directory's disk.
+// file (created in std::filesystem::temp_directory_path(), which honours TMPDIR, and unlinked at once, so it
+// is gone when closed, even after a crash) and read from there: memory stays bounded, and the cost is one
+// decompression and the inflated size on the temporary directory's disk.
 #pragma once
 
 #include <fcntl.h>
@@ -14,7 +15,6 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <filesystem>
 #include <span>
 #include <string>
@@ -50,16 +50,13 @@ class record_file {
 
   record_file(record_file&& other) noexcept
       : area_(std::move(other.area_)), name_(std::move(other.name_)), fd_(std::exchange(other.fd_, -1)),
-        temporary_(std::exchange(other.temporary_, nullptr)), size_(other.size_) {}
+        inflated_(other.inflated_), size_(other.size_) {}
   record_file(const record_file&) = delete;
   record_file& operator=(const record_file&) = delete;
   record_file& operator=(record_file&&) = delete;
 
   ~record_file() {
-    if (temporary_ != nullptr)
-      std::fclose(temporary_);  // owns fd_
-    else if (fd_ >= 0)
-      ::close(fd_);
+    if (fd_ >= 0) ::close(fd_);
   }
 
   /// Bytes in the file (after inflating, for gzip).
@@ -67,7 +64,7 @@ class record_file {
   /// The file's last path component, as messages name it.
   const std::string& name() const { return name_; }
   /// Whether it was gzip and is read from an inflated temporary copy.
-  bool inflated() const { return temporary_ != nullptr; }
+  bool inflated() const { return inflated_; }
 
   /// Reads out.size() bytes at `offset`. Safe from several threads at once.
   void read(std::uint64_t offset, std::span<std::uint8_t> out) const {
@@ -97,11 +94,14 @@ class record_file {
       gzFile file;
       ~closer() { gzclose(file); }
     } close_at_exit{in};
-    temporary_ = std::tmpfile();
-    if (temporary_ == nullptr)
-      throw data_error(where() + "cannot create a temporary file to inflate it into (" + errno_text() +
-                       "; set TMPDIR to a writable directory, or gunzip the file)");
-    fd_ = ::fileno(temporary_);
+    std::error_code ec;
+    std::string name = (std::filesystem::temp_directory_path(ec) / "sinew-inflated-XXXXXX").string();
+    fd_ = ec ? -1 : ::mkostemp(name.data(), O_CLOEXEC);
+    if (fd_ < 0)
+      throw data_error(where() + "cannot create a temporary file to inflate it into (" +
+                       (ec ? ec.message() : errno_text()) + "; set TMPDIR to a writable directory, or gunzip the file)");
+    ::unlink(name.c_str());  // anonymous from here on: the descriptor keeps it until closed
+    inflated_ = true;
     std::vector<std::uint8_t> chunk(1u << 20);
     for (;;) {
       const int got = gzread(in, chunk.data(), static_cast<unsigned>(chunk.size()));
@@ -128,7 +128,7 @@ class record_file {
 
   std::string area_, name_;
   int fd_ = -1;
-  std::FILE* temporary_ = nullptr;  // the inflated copy of a gzip file; owns fd_ when set
+  bool inflated_ = false;  // fd_ is the unlinked, inflated copy of a gzip file
   std::uint64_t size_ = 0;
 };
 
