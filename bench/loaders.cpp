@@ -10,8 +10,9 @@
 // the differences between loaders of one net are the loaders' memory. A configuration trains --batches batches
 // of --batch images (the first 10 untimed) with random crop (padding 4) and horizontal flip, normalized, SGD
 // with momentum, --threads compute threads. The streaming loader and DataLoader use 0, 1 and 2 workers
-// (--workers); "waited" is the time a step waited for its batch (the paper's loading phase), "hidden" the
-// loader's work done while the step computed (sinew's streaming loader only).
+// (--workers); "waited" is the time the steps waited for their batches, summed over all --batches steps, the
+// first included (the paper's loading phase), "hidden" the loader's work done while the steps computed
+// (sinew's streaming loader only).
 //
 // ResNet-18 is torchvision's resnet18(num_classes=10) (7x7/2 stem) on 32x32 images, as the paper runs it.
 #include <unistd.h>

@@ -5,7 +5,8 @@ process opens for itself), as sinew's StreamingLoader does, and applies the same
 padding=4), RandomHorizontalFlip, then float / 255 and Normalize with CIFAR-10's statistics. DataLoader
 (shuffle, drop_last, --workers processes) feeds LeNet-5 or torchvision's resnet18(num_classes=10) trained with
 SGD (momentum 0.9) on --threads threads. Prints "result KEY VALUE" lines: images_per_second over the batches
-after the first 10, waited (seconds the loop spent in next(), the paper's loading phase), peak_rss_bytes of the
+after the first 10, waited (seconds the loop spent in next() over all batches, the first included, as sinew's
+trainer counts its load phase; the paper's loading phase), peak_rss_bytes of the
 training process and worker_peak_rss_bytes, the largest worker's (workers share the parent's pages copy-on-write,
 so the two do not add up).
 """
@@ -79,7 +80,7 @@ def main():
     waited, start, steps = 0.0, None, 0
     while steps < args.batches:
         if steps == WARMUP:
-            start, waited = time.perf_counter(), 0.0
+            start = time.perf_counter()
         t0 = time.perf_counter()
         try:
             x, y = next(it)
