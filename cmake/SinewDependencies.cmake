@@ -36,6 +36,8 @@ if(TARGET xsimd AND NOT TARGET xtl)
   endif()
 endif()
 sinew_need(range-v3 librange-v3-dev)
-sinew_need(ZLIB zlib1g-dev)                     # reads .gz datasets
-sinew_need(OpenMP "g++ (libgomp)" COMPONENTS CXX)  # the thread pool oneDNN is built on
+sinew_need(ZLIB zlib1g-dev)                       # reads .gz datasets
+sinew_need(libjpeg-turbo libturbojpeg0-dev 2)     # JPEG in data::ImageFolder
+sinew_need(PNG libpng-dev)                        # PNG in data::ImageFolder
+sinew_need(OpenMP "g++ (libgomp)" COMPONENTS CXX) # the thread pool oneDNN is built on
 sinew_need(Threads libc6-dev)

@@ -1,13 +1,22 @@
-// train_cifar10: a zoo network on the CIFAR-10 binary files in DIR, holding out data_batch_5.bin for validation.
+// train_cifar10: a zoo network on the CIFAR-10 or CIFAR-100 binary files in DIR.
 //
-//   train_cifar10 DIR [--net lenet5] [--epochs 10] [--batch 64] [--lr 0.02] [--momentum 0.9]
+//   train_cifar10 DIR [--net lenet5] [--dataset cifar10|cifar100] [--labels fine|coarse]
+//                     [--loader cached|bytes|streaming] [--workers 2] [--prefetch 2]
+//                     [--epochs 10] [--batch 64] [--lr 0.02] [--momentum 0.9]
 //                     [--weight-decay 0] [--cosine] [--augment] [--threads N] [--seed 0] [--json FILE]
 //
-// --net picks one of the networks below (each is its own compiled Trainer); --augment turns on the usual
-// CIFAR augmentation (random crop with 4-pixel padding, horizontal flip) for the training batches only;
-// --cosine decays the learning rate to zero over the run after one epoch of linear warm-up.
+// CIFAR-10 (cifar-10-batches-bin): data_batch_1..4.bin train, data_batch_5.bin is held out for validation.
+// CIFAR-100 (cifar-100-binary): train.bin trains, test.bin is held out; --labels picks the 100 fine classes or
+// the 20 coarse superclasses.
+// --net picks one of the networks below (each is its own compiled Trainer); alexnet runs on the images resized
+// to 64x64 (bilinear, as torchvision's Resize). --augment turns on the usual CIFAR augmentation (random crop
+// with 4-pixel padding per 32 pixels of side, horizontal flip) for the training batches only; --cosine decays
+// the learning rate to zero over the run after one epoch of linear warm-up. --loader picks how the data is held
+// (sinew/data/loader_spec.hpp): cached (decoded floats), bytes (uint8 in memory) or streaming (read from the
+// files every epoch by --workers threads, --prefetch batches ahead).
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -16,61 +25,110 @@
 #include "support/report.hpp"
 
 namespace nets = sinew::nets;
-using Cifar = sinew::Input<3, 32, 32>;
+using Cifar   = sinew::Input<3, 32, 32>;
+using Cifar64 = sinew::Input<3, 64, 64>;  // resized, for AlexNet (the paper's Table III)
 
-using LeNet5        = nets::LeNet5<Cifar>;                          // 62,006 parameters, tanh + average pooling
-using ResNet18Cifar = nets::ResNet18<Cifar, 10, nets::CifarStem>;   // 3x3 stem, no max-pool: 11.2M, 0.56 GFLOP
-using ResNet18      = nets::ResNet18<Cifar, 10, nets::ImageNetStem>;  // 7x7/2 stem + max-pool: 11.2M
-using ResNet50      = nets::ResNet50<Cifar, 10, nets::ImageNetStem>;  // bottleneck blocks: 23.5M
-using VGG16BN       = nets::VGG16BN<Cifar, 10>;                     // 134.3M, mostly the classifier
-using Backend       = sinew::backend::OneDnn;                       // oneDNN primitives, PyTorch style
-using Strategy      = sinew::dist::Local;                           // one process
-using Optim         = sinew::optim::Sgd;                            // momentum SGD with weight decay
+template <int Classes> using LeNet5        = nets::LeNet5<Cifar, Classes>;              // tanh + average pooling
+template <int Classes> using ResNet18Cifar = nets::ResNet18<Cifar, Classes, nets::CifarStem>;  // 3x3 stem: 11.2M
+template <int Classes> using ResNet18      = nets::ResNet18<Cifar, Classes, nets::ImageNetStem>;  // 7x7/2 + pool
+template <int Classes> using ResNet50      = nets::ResNet50<Cifar, Classes, nets::ImageNetStem>;  // 23.5M
+template <int Classes> using VGG16BN       = nets::VGG16BN<Cifar, Classes>;             // 134.3M
+template <int Classes> using AlexNet       = nets::AlexNet<Cifar64, Classes>;           // 57.0M at 10 classes
+using Backend  = sinew::backend::OneDnn;                       // oneDNN primitives, PyTorch style
+using Strategy = sinew::dist::Local;                           // one process
+using Optim    = sinew::optim::Sgd;                            // momentum SGD with weight decay
+using Loader   = sinew::data::AnyLoader;                       // cached, bytes or streaming, chosen at run time
 
 struct Settings {
-  std::string net, dir;
+  std::string net, dir, dataset, labels, loader_kind;
   int epochs = 10;
   bool cosine = false, augment = false;
   sinew::data::LoaderOptions loader;
+  sinew::data::StreamingOptions streaming;
   sinew::TrainerOptions trainer;
   Optim::options optimizer;
   std::string json;
+
+  bool cifar100() const { return dataset == "cifar100"; }
+  std::vector<std::filesystem::path> files(bool train) const {
+    std::vector<std::filesystem::path> paths;
+    if (cifar100())
+      paths.push_back(std::filesystem::path(dir) / (train ? "train.bin" : "test.bin"));
+    else if (train)
+      for (const char* name : {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin"})
+        paths.push_back(std::filesystem::path(dir) / name);
+    else
+      paths.push_back(std::filesystem::path(dir) / "data_batch_5.bin");
+    return paths;
+  }
+  std::string describe() const {
+    return cifar100() ? "cifar-100 (" + labels + " labels; train: train.bin, test: test.bin)"
+                      : "cifar-10 (train: batches 1-4, test: batch 5)";
+  }
 };
+
+sinew::data::AnyLoader make_loader(const Settings& s, bool train, const sinew::data::LoaderOptions& lo) {
+  namespace data = sinew::data;
+  const auto files = s.files(train);
+  const auto label = s.labels == "coarse" ? data::Cifar100Label::coarse : data::Cifar100Label::fine;
+  if (s.loader_kind == "streaming") {
+    auto records = s.cifar100() ? data::CifarRecords::cifar100(files, label) : data::CifarRecords::cifar10(files);
+    return data::AnyLoader::make<data::StreamingLoader<data::CifarRecords>>(
+        "streaming, " + std::to_string(s.streaming.workers) + " workers", std::move(records), lo, s.streaming);
+  }
+  data::Dataset d = s.cifar100() ? data::read_cifar100(files, label) : data::read_cifar10(files);
+  if (s.loader_kind == "bytes") return data::AnyLoader::make<data::ByteLoader>("bytes", std::move(d), lo);
+  return data::AnyLoader::make<data::CachedLoader>("cached", d, lo);
+}
 
 template <class Net>
 int train(const Settings& s) {
-  using Train = sinew::Trainer<Net, Backend, Strategy, sinew::Sync, Optim>;
+  using Train = sinew::Trainer<Net, Backend, Strategy, sinew::Sync, Optim, Loader>;
+  constexpr int kSide = Net::input_shape::kHeight;
   sinew::data::LoaderOptions lo = s.loader;
-  if (s.augment) lo.random_crop_padding = 4, lo.random_horizontal_flip = true;
-  sinew::data::CachedLoader train(sinew::data::load_cifar10(
-                                         s.dir, {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin",
-                                                 "data_batch_4.bin"}), lo);
-  lo = s.loader;
-  lo.shuffle = false;
-  sinew::data::CachedLoader held_out(sinew::data::load_cifar10(s.dir, {"data_batch_5.bin"}), lo);
+  if (kSide != 32) lo.resize_to_height = lo.resize_to_width = kSide;
+  const sinew::data::LoaderOptions held_out_options = [&] {
+    auto o = lo;
+    o.shuffle = false;
+    return o;
+  }();
+  if (s.augment) lo.random_crop_padding = 4 * kSide / 32, lo.random_horizontal_flip = true;
+  Loader train = make_loader(s, true, lo);
+  Loader held_out = make_loader(s, false, held_out_options);
   Train trainer(s.trainer, s.optimizer);
   if (s.cosine) {
     const auto steps_per_epoch = std::int64_t(train.batches_per_epoch());
     trainer.set_schedule(sinew::optim::WarmupCosine{.warmup = steps_per_epoch, .total = steps_per_epoch * s.epochs});
   }
-  std::printf("%s (%zu parameters) on CIFAR-10 (%zu train, %zu held-out images%s), %s backend, %d threads, batch %d\n",
-              s.net.c_str(), Net::kParams, train.size(), held_out.size(),
-              s.augment ? ", augmented" : "", std::string(Backend::kName).c_str(), trainer.context().threads(),
-              s.loader.batch_size);
+  std::printf("%s (%zu parameters) on %s at %dx%d (%zu train, %zu held-out images%s), %s loader, %s backend, "
+              "%d threads, batch %d\n",
+              s.net.c_str(), Net::kParams, s.describe().c_str(), kSide, kSide, train.size(), held_out.size(),
+              s.augment ? ", augmented" : "", train.name().c_str(), std::string(Backend::kName).c_str(),
+              trainer.context().threads(), s.loader.batch_size);
 
   std::vector<sinew::examples::EpochRecord> records;
+  auto loader_epochs = sinew::metrics::Json::make_array();
   for (int e = 0; e < s.epochs; ++e) {
     sinew::examples::EpochRecord r;
     r.train = trainer.train_epoch(train);
+    const auto times = train.times();
     r.test = trainer.evaluate(held_out);
     sinew::examples::print_epoch(r, s.epochs);
     records.push_back(r);
+    auto t = sinew::metrics::Json::make_object();
+    t.set("waited", times.waited);
+    t.set("hidden", times.hidden());
+    loader_epochs.push_back(std::move(t));
   }
   if (!s.json.empty()) {
     auto config = sinew::metrics::Json::make_object();
     config.set("net", s.net);
-    config.set("dataset", "cifar-10 (train: batches 1-4, test: batch 5)");
-    config.set("augmentation", s.augment ? "random crop (padding 4) + horizontal flip" : "none");
+    config.set("dataset", s.describe());
+    config.set("image_size", kSide);
+    config.set("loader", train.name());
+    config.set("augmentation", s.augment ? "random crop (padding " + std::to_string(4 * kSide / 32) +
+                                               ") + horizontal flip"
+                                         : std::string("none"));
     config.set("backend", Backend::kName);
     config.set("threads", trainer.context().threads());
     config.set("batch", s.loader.batch_size);
@@ -78,30 +136,64 @@ int train(const Settings& s) {
     config.set("schedule", s.cosine ? "warmup 1 epoch + cosine" : "constant");
     config.set("momentum", s.optimizer.momentum);
     config.set("weight_decay", s.optimizer.weight_decay);
-    sinew::examples::results_json("train_cifar10", config, records, trainer.images_per_second()).save(s.json);
+    auto j = sinew::examples::results_json("train_cifar10", config, records, trainer.images_per_second());
+    // Per epoch, the streaming loader's own split of its time (zeros for the in-memory loaders, whose waiting
+    // is phase_seconds.load); peak_rss_bytes above is the whole process's, loader included.
+    j.set("loader_seconds", std::move(loader_epochs));
+    j.save(s.json);
   }
   return 0;
 }
 
+template <int Classes>
+int train_net(const std::string& net, const Settings& s) {
+  if (net == "lenet5") return train<LeNet5<Classes>>(s);
+  if (net == "resnet18_cifar") return train<ResNet18Cifar<Classes>>(s);
+  if (net == "alexnet") return train<AlexNet<Classes>>(s);
+  if constexpr (Classes == 10) {  // the others on CIFAR-10 only: each net and class count is its own build
+    if (net == "resnet18") return train<ResNet18<Classes>>(s);
+    if (net == "resnet50") return train<ResNet50<Classes>>(s);
+    if (net == "vgg16_bn") return train<VGG16BN<Classes>>(s);
+  }
+  return -1;
+}
+
 int main(int argc, char** argv) try {
   sinew::cli::Args args(argc, argv,
-                        "usage: train_cifar10 DIR [--net lenet5] [--epochs 10] [--batch 64] [--lr 0.02]\n"
+                        "usage: train_cifar10 DIR [--net lenet5] [--dataset cifar10|cifar100] [--labels fine|coarse]\n"
+                        "                         [--loader cached|bytes|streaming] [--workers 2] [--prefetch 2]\n"
+                        "                         [--epochs 10] [--batch 64] [--lr 0.02]\n"
                         "                         [--momentum 0.9] [--weight-decay 0] [--cosine] [--augment]\n"
                         "                         [--threads N] [--seed 0] [--json FILE]\n"
-                        "DIR holds data_batch_1.bin .. data_batch_5.bin (CIFAR-10 binary version);\n"
+                        "CIFAR-10: DIR holds data_batch_1.bin .. data_batch_5.bin (binary version);\n"
                         "batches 1-4 train, batch 5 is held out for validation.\n"
-                        "--net: lenet5, resnet18_cifar, resnet18, resnet50 or vgg16_bn.");
-  if (args.positional().size() != 1) args.fail("give the directory of the CIFAR-10 binary files");
+                        "CIFAR-100: DIR holds train.bin and test.bin (binary version).\n"
+                        "--net: lenet5, resnet18_cifar, alexnet (64x64), and on CIFAR-10 also resnet18, resnet50,\n"
+                        "vgg16_bn.");
+  if (args.positional().size() != 1) args.fail("give the directory of the CIFAR binary files");
   Settings s;
   s.dir = args.positional()[0];
   s.net = args.get("net", "lenet5");
+  s.dataset = args.get("dataset", "cifar10");
+  s.labels = args.get("labels", "fine");
+  s.loader_kind = args.get("loader", "cached");
+  s.streaming = {.workers = args.integer("workers", 2), .prefetch_batches = args.integer("prefetch", 2)};
+  if (s.dataset != "cifar10" && s.dataset != "cifar100") args.fail("--dataset must be cifar10 or cifar100");
+  if (s.labels != "fine" && s.labels != "coarse") args.fail("--labels must be fine or coarse");
+  if (s.loader_kind != "cached" && s.loader_kind != "bytes" && s.loader_kind != "streaming")
+    args.fail("--loader must be cached, bytes or streaming");
   s.epochs = args.integer("epochs", 10);
   s.cosine = args.flag("cosine");
   s.augment = args.flag("augment");
   s.loader.batch_size = args.integer("batch", 64);
   s.loader.seed = std::uint64_t(args.integer("seed", 0));
-  s.loader.mean = {0.4914f, 0.4822f, 0.4465f};  // CIFAR-10 training-set statistics
-  s.loader.std = {0.2470f, 0.2435f, 0.2616f};
+  if (s.cifar100()) {
+    s.loader.mean = {0.5071f, 0.4865f, 0.4409f};  // CIFAR-100 training-set statistics
+    s.loader.std = {0.2673f, 0.2564f, 0.2762f};
+  } else {
+    s.loader.mean = {0.4914f, 0.4822f, 0.4465f};  // CIFAR-10 training-set statistics
+    s.loader.std = {0.2470f, 0.2435f, 0.2616f};
+  }
   s.trainer = {.threads = args.integer("threads", 0), .seed = s.loader.seed};
   s.optimizer = {.lr = float(args.number("lr", 0.02)),
                  .momentum = float(args.number("momentum", 0.9)),
@@ -109,12 +201,13 @@ int main(int argc, char** argv) try {
   s.json = args.get("json", "");
   args.check_unused();
 
-  if (s.net == "lenet5") return train<LeNet5>(s);
-  if (s.net == "resnet18_cifar") return train<ResNet18Cifar>(s);
-  if (s.net == "resnet18") return train<ResNet18>(s);
-  if (s.net == "resnet50") return train<ResNet50>(s);
-  if (s.net == "vgg16_bn") return train<VGG16BN>(s);
-  args.fail("--net " + s.net + " is not one of lenet5, resnet18_cifar, resnet18, resnet50, vgg16_bn");
+  const int classes = !s.cifar100() ? 10 : s.labels == "fine" ? 100 : 20;
+  const int status = classes == 10    ? train_net<10>(s.net, s)
+                     : classes == 100 ? train_net<100>(s.net, s)
+                                      : train_net<20>(s.net, s);
+  if (status >= 0) return status;
+  args.fail("--net " + s.net + " is not one of lenet5, resnet18_cifar, alexnet" +
+            (s.cifar100() ? " (on CIFAR-100)" : ", resnet18, resnet50, vgg16_bn"));
 } catch (const std::exception& e) {
   std::fprintf(stderr, "train_cifar10: %s\n", e.what());
   return 1;

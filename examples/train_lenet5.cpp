@@ -1,7 +1,10 @@
 // train_lenet5: LeNet-5 on Fashion-MNIST (Debian's dataset-fashion-mnist), one progress line per epoch.
 //
 //   train_lenet5 [--data DIR] [--epochs 5] [--batch 64] [--lr 0.05] [--momentum 0.9] [--threads N]
-//                [--seed 0] [--loader cached|streaming] [--json FILE]
+//                [--seed 0] [--loader cached|bytes|streaming] [--workers 2] [--json FILE]
+//
+// --loader picks how the data is held (sinew/data/loader_spec.hpp): decoded floats, uint8 bytes in memory, or
+// read from the IDX files every epoch by --workers threads.
 #include <cstdio>
 #include <exception>
 #include <vector>
@@ -14,9 +17,20 @@ using Net      = sinew::nets::LeNet5<sinew::Input<1, 32, 32>>;  // 61,706 parame
 using Backend  = sinew::backend::OneDnn;                        // oneDNN primitives, PyTorch style
 using Strategy = sinew::dist::Local;                            // one process
 using Optim    = sinew::optim::Sgd;                             // momentum SGD
+using Loader   = sinew::data::AnyLoader;                        // cached, bytes or streaming, chosen at run time
 
-template <class Loader>
-int run(sinew::cli::Args& args) {
+Loader make_loader(const std::string& kind, int workers, sinew::data::Split split, const std::string& dir,
+                   const sinew::data::LoaderOptions& lo) {
+  namespace data = sinew::data;
+  if (kind == "streaming")
+    return Loader::make<data::StreamingLoader<data::IdxRecords>>(
+        "streaming, " + std::to_string(workers) + " workers", data::fashion_mnist_records(split, dir), lo,
+        data::StreamingOptions{.workers = workers});
+  if (kind == "bytes") return Loader::make<data::ByteLoader>("bytes", data::load_fashion_mnist(split, dir), lo);
+  return Loader::make<data::CachedLoader>("cached", data::load_fashion_mnist(split, dir), lo);
+}
+
+int run(sinew::cli::Args& args, const std::string& kind) {
   using Train = sinew::Trainer<Net, Backend, Strategy, sinew::Sync, Optim, Loader>;
   const std::string dir = args.get("data", sinew::data::default_fashion_mnist_dir().string());
   const int epochs = args.integer("epochs", 5);
@@ -29,15 +43,16 @@ int run(sinew::cli::Args& args) {
   const sinew::TrainerOptions to{.threads = args.integer("threads", 0), .seed = lo.seed};
   const Optim::options oo{.lr = float(args.number("lr", 0.05)), .momentum = float(args.number("momentum", 0.9))};
   const std::string json = args.get("json", "");
+  const int workers = args.integer("workers", 2);
   args.check_unused();
 
-  Loader train(sinew::data::load_fashion_mnist(sinew::data::Split::train, dir), lo);
+  Loader train = make_loader(kind, workers, sinew::data::Split::train, dir, lo);
   lo.shuffle = false;
-  Loader test(sinew::data::load_fashion_mnist(sinew::data::Split::test, dir), lo);
+  Loader test = make_loader(kind, workers, sinew::data::Split::test, dir, lo);
   Train trainer(to, oo);
-  std::printf("LeNet-5 on Fashion-MNIST (%zu train, %zu test images), %s backend, %d threads, batch %d\n",
-              train.size(), test.size(), std::string(Backend::kName).c_str(), trainer.context().threads(),
-              lo.batch_size);
+  std::printf("LeNet-5 on Fashion-MNIST (%zu train, %zu test images), %s loader, %s backend, %d threads, batch %d\n",
+              train.size(), test.size(), train.name().c_str(), std::string(Backend::kName).c_str(),
+              trainer.context().threads(), lo.batch_size);
 
   std::vector<sinew::examples::EpochRecord> records;
   for (int e = 0; e < epochs; ++e) {
@@ -51,6 +66,7 @@ int run(sinew::cli::Args& args) {
     auto config = sinew::metrics::Json::make_object();
     config.set("net", "lenet5");
     config.set("dataset", "fashion-mnist");
+    config.set("loader", train.name());
     config.set("backend", Backend::kName);
     config.set("threads", trainer.context().threads());
     config.set("batch", lo.batch_size);
@@ -64,11 +80,12 @@ int run(sinew::cli::Args& args) {
 int main(int argc, char** argv) try {
   sinew::cli::Args args(argc, argv,
                         "usage: train_lenet5 [--data DIR] [--epochs 5] [--batch 64] [--lr 0.05] [--momentum 0.9]\n"
-                        "                    [--threads N] [--seed 0] [--loader cached|streaming] [--json FILE]");
+                        "                    [--threads N] [--seed 0] [--loader cached|bytes|streaming]\n"
+                        "                    [--workers 2] [--json FILE]");
   const std::string loader = args.get("loader", "cached");
-  if (loader == "cached") return run<sinew::data::CachedLoader>(args);
-  if (loader == "streaming") return run<sinew::data::StreamingLoader>(args);
-  args.fail("--loader must be cached or streaming, not '" + loader + "'");
+  if (loader != "cached" && loader != "bytes" && loader != "streaming")
+    args.fail("--loader must be cached, bytes or streaming, not '" + loader + "'");
+  return run(args, loader);
 } catch (const std::exception& e) {
   std::fprintf(stderr, "train_lenet5: %s\n", e.what());
   return 1;

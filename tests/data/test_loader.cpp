@@ -1,4 +1,4 @@
-// Tests of the loaders (cached_loader.hpp, streaming_loader.hpp), their options, the epoch order
+// Tests of the in-memory loaders (cached_loader.hpp, byte_loader.hpp), their options, the epoch order
 // (shuffle.hpp) and the Loader concept (loader_spec.hpp), on small in-memory datasets.
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include "sinew/data/cached_loader.hpp"
 #include "sinew/data/loader_spec.hpp"
 #include "sinew/data/shuffle.hpp"
-#include "sinew/data/streaming_loader.hpp"
+#include "sinew/data/byte_loader.hpp"
 #include "test_files.hpp"
 
 namespace {
@@ -22,13 +22,13 @@ namespace {
 using sinew::data::CachedLoader;
 using sinew::data::Dataset;
 using sinew::data::LoaderOptions;
-using sinew::data::StreamingLoader;
+using sinew::data::ByteLoader;
 using sinew::data::testing::contains;
 using sinew::data::testing::data_error_message;
 
 static_assert(sinew::data::Loader<sinew::data::example_loader>);
 static_assert(sinew::data::Loader<CachedLoader>);
-static_assert(sinew::data::Loader<StreamingLoader>);
+static_assert(sinew::data::Loader<ByteLoader>);
 
 struct no_next {
   int channels() const { return 1; }
@@ -94,11 +94,11 @@ float normalized(int byte, float mean, float std) { return (static_cast<float>(b
 
 template <class L>
 class AnyLoader : public ::testing::Test {};
-using LoaderTypes = ::testing::Types<CachedLoader, StreamingLoader>;
+using LoaderTypes = ::testing::Types<CachedLoader, ByteLoader>;
 struct LoaderName {
   template <class L>
   static std::string GetName(int) {
-    return std::is_same_v<L, CachedLoader> ? "Cached" : "Streaming";
+    return std::is_same_v<L, CachedLoader> ? "Cached" : "Byte";
   }
 };
 TYPED_TEST_SUITE(AnyLoader, LoaderTypes, LoaderName);
@@ -382,7 +382,7 @@ TYPED_TEST(AnyLoader, buffers_smaller_than_a_batch_throw_shape_error) {
   EXPECT_THROW(loader.next(images, labels), sinew::shape_error);
 }
 
-TEST(Loaders, cached_and_streaming_batches_are_bit_identical) {
+TEST(Loaders, cached_and_byte_batches_are_bit_identical) {
   const Dataset data = indexed_dataset(101, 3, 5, 4);
   for (const bool drop_last : {false, true})
     for (int rank = 0; rank < 2; ++rank) {
@@ -397,7 +397,7 @@ TEST(Loaders, cached_and_streaming_batches_are_bit_identical) {
       options.rank = rank;
       options.world_size = 2;
       CachedLoader cached(data, options);
-      StreamingLoader streaming(data, options);
+      ByteLoader streaming(data, options);
       EXPECT_EQ(cached.size(), streaming.size());
       EXPECT_EQ(cached.batches_per_epoch(), streaming.batches_per_epoch());
       for (int epoch : {0, 1, 2, 1}) {
@@ -414,12 +414,12 @@ TEST(Loaders, cached_and_streaming_batches_are_bit_identical) {
     }
 }
 
-TEST(Loaders, streaming_matches_cached_when_epochs_restart_at_random_points) {
+TEST(Loaders, byte_loader_matches_cached_when_epochs_restart_at_random_points) {
   const Dataset data = indexed_dataset(200, 1, 3, 3);
   LoaderOptions options;
   options.batch_size = 3;
   CachedLoader cached(data, options);
-  StreamingLoader streaming(data, options);
+  ByteLoader streaming(data, options);
   std::vector<float> a_images(27), b_images(27);
   std::vector<std::int32_t> a_labels(3), b_labels(3);
   std::mt19937_64 rng(5);
@@ -529,7 +529,7 @@ TYPED_TEST(AnyLoader, augmentation_repeats_for_the_same_seed_and_epoch_and_chang
   EXPECT_NE(run_epoch(c, 0)[0].images, a0[0].images);
 }
 
-TEST(Loaders, cached_and_streaming_augment_bit_identically) {
+TEST(Loaders, cached_and_byte_augment_bit_identically) {
   const Dataset data = indexed_dataset(53, 3, 6, 5);
   LoaderOptions options;
   options.batch_size = 6;
@@ -539,7 +539,7 @@ TEST(Loaders, cached_and_streaming_augment_bit_identically) {
   options.random_crop_padding = 3;
   options.random_horizontal_flip = true;
   CachedLoader cached(data, options);
-  StreamingLoader streaming(data, options);
+  ByteLoader streaming(data, options);
   for (int epoch : {0, 3, 1}) {
     const auto a = run_epoch(cached, epoch), b = run_epoch(streaming, epoch);
     ASSERT_EQ(a.size(), b.size());
@@ -579,13 +579,13 @@ TEST(LoaderOptions, invalid_options_throw_data_error_naming_the_option) {
 
 TEST(LoaderOptions, inconsistent_datasets_are_rejected) {
   Dataset empty = indexed_dataset(0);
-  EXPECT_TRUE(contains(data_error_message([&] { StreamingLoader loader(empty, {}); }), "dataset is empty"));
+  EXPECT_TRUE(contains(data_error_message([&] { ByteLoader loader(empty, {}); }), "dataset is empty"));
   Dataset short_pixels = indexed_dataset(4);
   short_pixels.pixels.pop_back();
   EXPECT_TRUE(contains(data_error_message([&] { CachedLoader loader(short_pixels, {}); }), "expected 24"));
   Dataset bad_label = indexed_dataset(4);
   bad_label.labels[2] = 4;
-  EXPECT_TRUE(contains(data_error_message([&] { StreamingLoader loader(bad_label, {}); }),
+  EXPECT_TRUE(contains(data_error_message([&] { ByteLoader loader(bad_label, {}); }),
                        "label 4 of sample 2 is out of range [0, 4)"));
 }
 

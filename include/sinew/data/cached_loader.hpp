@@ -2,8 +2,8 @@
 //
 // After construction a batch is one copy per sample, the fastest a loader can be, at four times the
 // dataset's memory: every rank caches every sample, because the shares are reshuffled each epoch
-// (CIFAR-10's 50000 3x32x32 images take 614 MB as float). Where that is too much, StreamingLoader
-// keeps bytes and converts each batch on a background thread.
+// (CIFAR-10's 50000 3x32x32 images take 614 MB as float). Where that is too much, ByteLoader keeps
+// bytes and converts each batch on a background thread, and StreamingLoader reads each batch from disk.
 #pragma once
 
 #include <algorithm>

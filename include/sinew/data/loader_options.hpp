@@ -1,4 +1,4 @@
-// sinew/data/loader_options.hpp: how CachedLoader and StreamingLoader batch, shuffle, shard and convert.
+// sinew/data/loader_options.hpp: how every loader (Cached, Byte, Streaming) batches, shuffles, shards and converts.
 #pragma once
 
 #include <cstdint>
@@ -18,12 +18,16 @@ enum class Sharding {
   every_worker_reads_all,
 };
 
-/// Options shared by CachedLoader and StreamingLoader; the same options give both the same batches.
+/// Options shared by every loader; the same options give all of them the same batches.
 struct LoaderOptions {
   int batch_size = 64;
   bool shuffle = true;     // false: visit samples in dataset order (then shard)
   std::uint64_t seed = 0;  // with the epoch, fixes the order; must be the same on every rank
   bool drop_last = false;  // drop the short last batch, and even out the ranks' shares so all have as many batches
+  // The size images are first resized to, bilinearly as torchvision's Resize((h, w), antialias=False) on uint8
+  // images (sinew/data/resize.hpp: rounded back to bytes); 0, 0 = keep their size. CIFAR's 32x32 to 64x64 for
+  // AlexNet. Padding and augmentation then apply to the resized image.
+  int resize_to_height = 0, resize_to_width = 0;
   // The size images are zero-padded to, centred (an odd margin puts the extra pixel at the bottom/right);
   // 0 = no padding. 28 -> 32 adds 2 pixels of raw value 0 on each side, normalized like any other pixel.
   int pad_to_height = 0, pad_to_width = 0;

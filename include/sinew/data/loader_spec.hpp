@@ -1,4 +1,15 @@
-// sinew/data/loader_spec.hpp: what the trainer asks of a data loader.
+// sinew/data/loader_spec.hpp: what the trainer asks of a data loader, and the three sinew offers.
+//
+// sinew's loaders differ in what they keep in memory, the axis of the paper's caching vs streaming finding:
+//   CachedLoader     (cached_loader.hpp)     every image decoded to float once, up front: a batch is a copy.
+//                                            TensorFlow's cache; the fastest, at 4 bytes per pixel of memory.
+//   ByteLoader       (byte_loader.hpp)       the dataset's uint8 pixels in memory, each batch converted just
+//                                            ahead on one thread: a quarter of the memory, for a Dataset built
+//                                            in memory (take/concat splits, generated data).
+//   StreamingLoader  (streaming_loader.hpp)  nothing of the dataset: `workers` threads read each batch's records
+//                                            from the files (RecordSource, record_source_spec.hpp) a few batches
+//                                            ahead. PyTorch's and MXNet's DataLoader; the least memory.
+// For the same options and records all three give the same batches, bit for bit.
 //
 // Contract of a Loader L (the trainer is its only caller, from one thread):
 //   channels(), height(), width()  the shape of every image next() writes, after any padding. Constant.

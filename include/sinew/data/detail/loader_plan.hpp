@@ -1,7 +1,8 @@
-// sinew/data/detail/loader_plan.hpp: what CachedLoader and StreamingLoader share.
+// sinew/data/detail/loader_plan.hpp: what CachedLoader, ByteLoader and StreamingLoader share.
 //
-// Both loaders take their shape, their epoch order and their pixel conversion from one loader_plan,
-// which is what makes their batches bit-identical for the same options.
+// Every loader takes its shape, its epoch order and its pixel conversion from one loader_plan, which is
+// what makes their batches bit-identical for the same options. A plan needs only the records' shape and
+// count (record_shape), not the records themselves, so a loader that streams from disk has one too.
 #pragma once
 
 #include <algorithm>
@@ -13,29 +14,47 @@
 #include <string>
 #include <vector>
 
+#include <range/v3/range/conversion.hpp>
+#include <range/v3/view/drop.hpp>
+#include <range/v3/view/stride.hpp>
+#include <range/v3/view/take.hpp>
+
 #include "sinew/core/error.hpp"
 #include "sinew/core/rng.hpp"
 #include "sinew/data/dataset.hpp"
 #include "sinew/data/loader_options.hpp"
+#include "sinew/data/resize.hpp"
 #include "sinew/data/shuffle.hpp"
 
 namespace sinew::data::detail {
 
+/// What a plan needs to know of the records: their image shape, classes and number.
+struct record_shape {
+  int channels = 0, height = 0, width = 0;
+  int num_classes = 0;
+  std::size_t size = 0;
+};
+
 class loader_plan {
  public:
   /// Checks `options` against `data` and fixes everything that does not change between epochs.
-  loader_plan(const Dataset& data, const LoaderOptions& options) : options_(options) {
-    check_dataset(data);
+  loader_plan(const Dataset& data, const LoaderOptions& options) : loader_plan(checked_shape(data), options) {}
+
+  /// The same from the records' shape alone; their labels are checked as they are read.
+  loader_plan(const record_shape& data, const LoaderOptions& options) : options_(options) {
+    check_shape(data);
     check_options(data);
     channels_ = data.channels;
-    in_height_ = data.height;
-    in_width_ = data.width;
-    height_ = options.pad_to_height == 0 ? data.height : options.pad_to_height;
-    width_ = options.pad_to_width == 0 ? data.width : options.pad_to_width;
+    record_height_ = data.height;
+    record_width_ = data.width;
+    in_height_ = options.resize_to_height == 0 ? data.height : options.resize_to_height;
+    in_width_ = options.resize_to_width == 0 ? data.width : options.resize_to_width;
+    height_ = options.pad_to_height == 0 ? in_height_ : options.pad_to_height;
+    width_ = options.pad_to_width == 0 ? in_width_ : options.pad_to_width;
     pad_top_ = (height_ - in_height_) / 2;
     pad_left_ = (width_ - in_width_) / 2;
     build_lookup();
-    plan_shares(data.size());
+    plan_shares(data.size);
   }
 
   int channels() const { return channels_; }
@@ -64,14 +83,23 @@ class loader_plan {
       order.resize(samples_);
       return order;
     }
-    std::vector<std::size_t> mine(samples_);
-    const auto rank = static_cast<std::size_t>(options_.rank), world = static_cast<std::size_t>(options_.world_size);
-    for (std::size_t i = 0; i < samples_; ++i) mine[i] = order[rank + i * world];
-    return mine;
+    // Rank r's share: positions r, r + world, r + 2 world, ... of the permutation, samples_ of them.
+    const auto rank = static_cast<std::ptrdiff_t>(options_.rank), world = static_cast<std::ptrdiff_t>(options_.world_size);
+    return order | ranges::views::drop(rank) | ranges::views::stride(world) |
+           ranges::views::take(static_cast<std::ptrdiff_t>(samples_)) | ranges::to<std::vector>();
   }
 
-  /// Writes image `in` (channels x in_height x in_width bytes) as image_size() padded, normalized floats.
-  void convert(const std::uint8_t* in, float* out) const {
+  /// Writes a record's image `in` (channels x its height x its width bytes) as image_size() resized, padded,
+  /// normalized floats.
+  void convert(const std::uint8_t* record, float* out) const {
+    const std::uint8_t* in = record;
+    if (in_height_ != record_height_ || in_width_ != record_width_) {
+      thread_local std::vector<std::uint8_t> resized;  // the loaders convert on several threads at once
+      resized.resize(static_cast<std::size_t>(channels_) * static_cast<std::size_t>(in_height_) *
+                     static_cast<std::size_t>(in_width_));
+      resize_bilinear(record, channels_, record_height_, record_width_, resized.data(), in_height_, in_width_);
+      in = resized.data();
+    }
     const std::size_t in_plane = static_cast<std::size_t>(in_height_) * static_cast<std::size_t>(in_width_);
     const std::size_t out_plane = static_cast<std::size_t>(height_) * static_cast<std::size_t>(width_);
     const bool padded = height_ != in_height_ || width_ != in_width_;
@@ -135,12 +163,17 @@ class loader_plan {
   }
 
  private:
-  static void check_dataset(const Dataset& data) {
+  static void check_shape(const record_shape& data) {
     if (data.channels <= 0 || data.height <= 0 || data.width <= 0)
       throw data_error("loader: the dataset's images are " + std::to_string(data.channels) + "x" +
                        std::to_string(data.height) + "x" + std::to_string(data.width) +
                        "; every dimension must be positive");
-    if (data.size() == 0) throw data_error("loader: the dataset is empty");
+    if (data.size == 0) throw data_error("loader: the dataset is empty");
+  }
+
+  static record_shape checked_shape(const Dataset& data) {
+    const record_shape shape{data.channels, data.height, data.width, data.num_classes, data.size()};
+    check_shape(shape);
     if (data.pixels.size() != data.size() * data.image_size())
       throw data_error("loader: the dataset holds " + std::to_string(data.size()) + " labels and " +
                        std::to_string(data.pixels.size()) + " pixel bytes, expected " +
@@ -150,9 +183,10 @@ class loader_plan {
       if (data.labels[i] < 0 || data.labels[i] >= data.num_classes)
         throw data_error("loader: label " + std::to_string(data.labels[i]) + " of sample " + std::to_string(i) +
                          " is out of range [0, " + std::to_string(data.num_classes) + ")");
+    return shape;
   }
 
-  void check_options(const Dataset& data) const {
+  void check_options(const record_shape& data) const {
     const LoaderOptions& o = options_;
     if (o.batch_size <= 0)
       throw data_error("loader: batch_size is " + std::to_string(o.batch_size) + "; it must be positive");
@@ -161,11 +195,18 @@ class loader_plan {
     if (o.rank < 0 || o.rank >= o.world_size)
       throw data_error("loader: rank " + std::to_string(o.rank) + " is out of range for world_size " +
                        std::to_string(o.world_size) + " (ranks are 0.." + std::to_string(o.world_size - 1) + ")");
-    if (o.sharding == Sharding::disjoint && data.size() < static_cast<std::size_t>(o.world_size))
-      throw data_error("loader: " + std::to_string(data.size()) + " samples cannot be shared by " +
+    if (o.sharding == Sharding::disjoint && data.size < static_cast<std::size_t>(o.world_size))
+      throw data_error("loader: " + std::to_string(data.size) + " samples cannot be shared by " +
                        std::to_string(o.world_size) + " ranks (every rank needs at least one)");
-    check_pad("pad_to_height", o.pad_to_height, "height", data.height);
-    check_pad("pad_to_width", o.pad_to_width, "width", data.width);
+    if ((o.resize_to_height == 0) != (o.resize_to_width == 0) || o.resize_to_height < 0 || o.resize_to_width < 0 ||
+        o.resize_to_height > 65535 || o.resize_to_width > 65535)
+      throw data_error("loader: resize_to is " + std::to_string(o.resize_to_height) + "x" +
+                       std::to_string(o.resize_to_width) +
+                       "; give both sides (1..65535), or 0x0 to keep the images' size");
+    const int height = o.resize_to_height == 0 ? data.height : o.resize_to_height;
+    const int width = o.resize_to_width == 0 ? data.width : o.resize_to_width;
+    check_pad("pad_to_height", o.pad_to_height, "height", height);
+    check_pad("pad_to_width", o.pad_to_width, "width", width);
     if (o.random_crop_padding < 0 || o.random_crop_padding > 1024)
       throw data_error("loader: random_crop_padding is " + std::to_string(o.random_crop_padding) +
                        "; it must be between 0 (no random crop) and 1024 pixels");
@@ -243,7 +284,8 @@ class loader_plan {
   }
 
   LoaderOptions options_;
-  int channels_ = 0, in_height_ = 0, in_width_ = 0;
+  int channels_ = 0, record_height_ = 0, record_width_ = 0;  // the records' images
+  int in_height_ = 0, in_width_ = 0;                         // after resizing, before padding
   int height_ = 0, width_ = 0, pad_top_ = 0, pad_left_ = 0;
   std::vector<float> lookup_;  // [channel][byte value] -> normalized float
   std::size_t dataset_size_ = 0, samples_ = 0, batches_ = 0;

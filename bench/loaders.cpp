@@ -1,0 +1,220 @@
+// bench/loaders: training images/s and peak memory of each of sinew's loaders on real CIFAR-10, next to
+// PyTorch's DataLoader over the same binary records with the same transforms, in the same run.
+//
+//   loaders [--data DIR] [--net lenet5,resnet18] [--loader cached,bytes,streaming] [--workers 0,1,2]
+//           [--files 5] [--batches 200] [--batch 64] [--threads 2] [--no-pytorch] [--json FILE]
+//
+// DIR is the cifar-10-batches-bin directory (default $SINEW_CIFAR10_DIR, else ../shared/data/...); --files 5
+// trains on data_batch_1..5 (50000 images). Each configuration is one process (this program started again with
+// --child, or /usr/bin/python3 bench/pytorch/loaders.py), so its peak RSS is that of one net and one loader:
+// the differences between loaders of one net are the loaders' memory. A configuration trains --batches batches
+// of --batch images (the first 10 untimed) with random crop (padding 4) and horizontal flip, normalized, SGD
+// with momentum, --threads compute threads. The streaming loader and DataLoader use 0, 1 and 2 workers
+// (--workers); "waited" is the time the steps waited for their batches, summed over all --batches steps, the
+// first included (the paper's loading phase), "hidden" the loader's work done while the steps computed
+// (sinew's streaming loader only).
+//
+// ResNet-18 is torchvision's resnet18(num_classes=10) (7x7/2 stem) on 32x32 images, as the paper runs it.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sinew/sinew.hpp"
+#include "support/child.hpp"
+#include "support/cli.hpp"
+
+namespace {
+
+namespace data = sinew::data;
+using Cifar    = sinew::Input<3, 32, 32>;
+using LeNet5   = sinew::nets::LeNet5<Cifar>;                                      // 62,006 parameters
+using ResNet18 = sinew::nets::ResNet18<Cifar, 10, sinew::nets::ImageNetStem>;     // torchvision's resnet18
+using Backend  = sinew::backend::OneDnn;                                          // PyTorch style
+using Strategy = sinew::dist::Local;                                              // one process
+using Optim    = sinew::optim::Sgd;                                               // momentum 0.9
+
+/// The first `limit` batches of an epoch of `inner`: a timed run of a fixed number of steps.
+class FirstBatches {
+ public:
+  FirstBatches(data::AnyLoader inner, std::size_t limit) : inner_(std::move(inner)), limit_(limit) {}
+  int channels() const { return inner_.channels(); }
+  int height() const { return inner_.height(); }
+  int width() const { return inner_.width(); }
+  std::size_t batches_per_epoch() const { return std::min(limit_, inner_.batches_per_epoch()); }
+  std::size_t size() const { return batches_per_epoch() * static_cast<std::size_t>(batch_size()); }
+  int batch_size() const { return inner_.batch_size(); }
+  void start_epoch(int epoch) {
+    inner_.start_epoch(epoch);
+    given_ = 0;
+  }
+  std::size_t next(std::span<float> images, std::span<std::int32_t> labels) {
+    if (given_ == batches_per_epoch()) return 0;
+    ++given_;
+    return inner_.next(images, labels);
+  }
+  const data::AnyLoader& inner() const { return inner_; }
+
+ private:
+  data::AnyLoader inner_;
+  std::size_t limit_, given_ = 0;
+};
+
+std::vector<std::string> split(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream in(list);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::vector<std::filesystem::path> training_files(const std::string& dir, int files) {
+  std::vector<std::filesystem::path> paths;
+  for (int i = 1; i <= files; ++i) paths.push_back(std::filesystem::path(dir) / ("data_batch_" + std::to_string(i) + ".bin"));
+  return paths;
+}
+
+struct ChildConfig {
+  std::string dir, net, loader;
+  int workers = 0, files = 5, batches = 200, batch = 64, threads = 2;
+};
+
+template <class Net>
+int measure(const ChildConfig& c) {
+  data::LoaderOptions lo;
+  lo.batch_size = c.batch;
+  lo.mean = {0.4914f, 0.4822f, 0.4465f};
+  lo.std = {0.2470f, 0.2435f, 0.2616f};
+  lo.random_crop_padding = 4;
+  lo.random_horizontal_flip = true;
+  lo.drop_last = true;
+  const auto files = training_files(c.dir, c.files);
+  data::AnyLoader any = [&] {
+    if (c.loader == "streaming")
+      return data::AnyLoader::make<data::StreamingLoader<data::CifarRecords>>(
+          "streaming", data::CifarRecords::cifar10(files), lo, data::StreamingOptions{.workers = c.workers});
+    if (c.loader == "bytes") return data::AnyLoader::make<data::ByteLoader>("bytes", data::read_cifar10(files), lo);
+    return data::AnyLoader::make<data::CachedLoader>("cached", data::read_cifar10(files), lo);
+  }();
+  FirstBatches loader(std::move(any), static_cast<std::size_t>(c.batches));
+  sinew::Trainer<Net, Backend, Strategy, sinew::Sync, Optim, FirstBatches> trainer(
+      {.threads = c.threads, .warmup_steps = 10}, {.lr = 0.01f, .momentum = 0.9f});
+  const auto stats = trainer.train_epoch(loader);
+  const auto times = loader.inner().times();
+  std::printf("result images_per_second %.6g\n", stats.images_per_second);
+  std::printf("result waited %.6g\n", stats.phases.load);
+  std::printf("result hidden %.6g\n", times.hidden());
+  std::printf("result peak_rss_bytes %.0f\n", double(sinew::metrics::peak_rss_bytes()));
+  return 0;
+}
+
+int child(sinew::cli::Args& args) {
+  ChildConfig c;
+  c.dir = args.get("data", "");
+  c.net = args.get("net", "lenet5");
+  c.loader = args.get("loader", "cached");
+  c.workers = args.integer("workers", 0);
+  c.files = args.integer("files", 5);
+  c.batches = args.integer("batches", 200);
+  c.batch = args.integer("batch", 64);
+  c.threads = args.integer("threads", 2);
+  args.check_unused();
+  if (c.net == "lenet5") return measure<LeNet5>(c);
+  if (c.net == "resnet18") return measure<ResNet18>(c);
+  std::fprintf(stderr, "loaders: unknown net %s (lenet5 or resnet18)\n", c.net.c_str());
+  return 2;
+}
+
+std::string default_data_dir() {
+  if (const char* dir = std::getenv("SINEW_CIFAR10_DIR"); dir != nullptr && *dir != '\0') return dir;
+  return SINEW_SOURCE_DIR "/../shared/data/cifar-10-batches-bin";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  sinew::cli::Args args(argc, argv,
+                        "usage: loaders [--data DIR] [--net lenet5,resnet18] [--loader cached,bytes,streaming]\n"
+                        "               [--workers 0,1,2] [--files 5] [--batches 200] [--batch 64] [--threads 2]\n"
+                        "               [--no-pytorch] [--json FILE]");
+  if (args.flag("child")) return child(args);
+  const std::string dir = args.get("data", default_data_dir());
+  const auto nets = split(args.get("net", "lenet5,resnet18"));
+  const auto loaders = split(args.get("loader", "cached,bytes,streaming"));
+  const auto workers = split(args.get("workers", "0,1,2"));
+  const int files = args.integer("files", 5), batches = args.integer("batches", 200);
+  const int batch = args.integer("batch", 64), threads = args.integer("threads", 2);
+  const bool pytorch = !args.flag("no-pytorch");
+  const std::string json = args.get("json", "");
+  args.check_unused();
+  if (files < 1 || files > 5) args.fail("--files must be 1..5 (data_batch_1.bin .. data_batch_5.bin)");
+  if (!std::filesystem::exists(std::filesystem::path(dir) / "data_batch_1.bin"))
+    args.fail(dir + " holds no data_batch_1.bin: give --data, the cifar-10-batches-bin directory");
+
+  const std::string common = " --data " + dir + " --files " + std::to_string(files) + " --batches " +
+                             std::to_string(batches) + " --batch " + std::to_string(batch) + " --threads " +
+                             std::to_string(threads);
+  auto results = sinew::metrics::Json::make_array();
+  std::printf("CIFAR-10, %d images, batch %d, %d compute threads, %d steps, random crop + flip\n", files * 10000,
+              batch, threads, batches);
+  std::printf("%-9s %-26s %10s %10s %10s %12s\n", "net", "loader", "images/s", "waited s", "hidden s", "peak RSS MB");
+  for (const auto& net : nets) {
+    std::vector<std::pair<std::string, std::string>> runs;  // label, command
+    for (const auto& l : loaders) {
+      if (l == "streaming") {
+        for (const auto& w : workers)
+          runs.push_back({"sinew streaming, " + w + " workers", "/proc/" + std::to_string(getpid()) +
+                                                                     "/exe --child --net " + net +
+                                                                     " --loader streaming --workers " + w + common});
+      } else {
+        runs.push_back({"sinew " + l, "/proc/" + std::to_string(getpid()) + "/exe --child --net " + net +
+                                          " --loader " + l + common});
+      }
+    }
+    if (pytorch)
+      for (const auto& w : workers)
+        runs.push_back({"DataLoader, " + w + " workers", "/usr/bin/python3 " SINEW_SOURCE_DIR
+                                                          "/bench/pytorch/loaders.py --net " + net + " --workers " +
+                                                          w + common});
+    for (const auto& [label, command] : runs) {
+      const auto out = sinew::bench::run_child(command);
+      auto r = sinew::metrics::Json::make_object();
+      r.set("net", net);
+      r.set("loader", label);
+      if (!out.failure.empty()) {
+        std::printf("%-9s %-26s  failed: %s\n", net.c_str(), label.c_str(), out.failure.c_str());
+        r.set("failure", out.failure);
+      } else {
+        const auto get = [&](const char* key) {
+          const auto it = out.results.find(key);
+          return it == out.results.end() ? 0.0 : it->second;
+        };
+        std::printf("%-9s %-26s %10.0f %10.3f %10.3f %12.0f\n", net.c_str(), label.c_str(), get("images_per_second"),
+                    get("waited"), get("hidden"), get("peak_rss_bytes") / 1e6);
+        for (const char* key : {"images_per_second", "waited", "hidden", "peak_rss_bytes", "worker_peak_rss_bytes"})
+          if (out.results.count(key)) r.set(key, get(key));
+      }
+      std::fflush(stdout);
+      results.push_back(std::move(r));
+    }
+  }
+  if (!json.empty()) {
+    auto j = sinew::metrics::Json::make_object();
+    j.set("program", "bench/loaders");
+    j.set("images", files * 10000);
+    j.set("batch", batch);
+    j.set("threads", threads);
+    j.set("batches", batches);
+    j.set("results", std::move(results));
+    j.save(json);
+  }
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "loaders: %s\n", e.what());
+  return 1;
+}
