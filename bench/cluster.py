@@ -7,15 +7,17 @@
 
 For every link rate and host count it makes a cluster (one rank per host, 1 thread each, every link shaped to
 the rate both ways, --delay one way), runs bench/comm there and prints all-reduce latency and bus bandwidth of
-sinew's ring and MPI_Allreduce next to the ring's alpha-beta bound on that link,
+sinew's ring and MPI_Allreduce next to the ring's alpha-beta bound on that link, and the synchronous parameter
+server's push and pull of the same bytes next to its own,
 
     ring: 2 (p - 1) / p x bytes / bandwidth + 2 (p - 1) x latency,
 
-which no all-reduce beats in its bandwidth term (so MPI_Allreduce is set against it too). Then bench/dist's
+which no all-reduce beats in its bandwidth term (so MPI_Allreduce is set against it too); the parameter server
+(1 server, p - 1 workers): (p - 1) x bytes / bandwidth + 2 x latency, its link carrying every worker's gradients
+in and parameters out. Then bench/dist's
 ResNet-18 step breakdown for every strategy and mode at --dist-link on --dist-hosts hosts, each with the bound of
-its communication per step: the ring's on the gradient bytes (its latency term once per bucket), and for the
-parameter server (1 server, p - 1 workers) the server's link, which carries every worker's gradients in and
-parameters out: (p - 1) x bytes / bandwidth + 2 x latency. Writes comm.md, dist.md and results.json to --out.
+its communication per step: the ring's on the gradient bytes (its latency term once per bucket), the parameter
+server's on the server's link. Writes comm.md, dist.md and results.json to --out.
 Needs root (network namespaces). Figures are from one machine's cores: state its load with them.
 """
 import argparse
@@ -55,6 +57,11 @@ def ring_bound(p, nbytes, bw, alpha, messages=1):
     return 2 * (p - 1) / p * nbytes / bw + 2 * (p - 1) * alpha * messages
 
 
+def ps_server_bound(p, nbytes, bw, alpha):
+    """1 server, p - 1 workers: the server's link carries every worker's push in and pull out, both at once."""
+    return (p - 1) * nbytes / bw + 2 * alpha
+
+
 def comm_table(build, link, p, delay, args):
     cluster("up", str(p), "--bandwidth", link, *(["--delay", delay] if seconds(delay) > 0 else []))
     try:
@@ -70,16 +77,20 @@ def comm_table(build, link, p, delay, args):
     bw, alpha = rate_bytes_per_second(link), seconds(delay)
     lines = [f"### all-reduce, {p} hosts, {link} links, {delay} one-way delay, 1 rank per host, 1 thread",
              "", "| bytes | ring us | MPI us | ring bound us | ring % of bound | MPI % of bound | ring vs MPI |"
-             " ring bus GB/s |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             " ring bus GB/s | PS push/pull us | PS bound us | PS % of bound |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     results = []
     for r in rows:
         n = r["bytes"]
         ring, mpi = r["ring_seconds"], r["mpi_allreduce_seconds"]
         bound = ring_bound(p, n, bw, alpha)
+        ps = r.get("ps_sync_push_pull_seconds") or 0
+        ps_bound = ps_server_bound(p, n, bw, alpha)
         lines.append(f"| {n} | {1e6 * ring:.0f} | {1e6 * mpi:.0f} | {1e6 * bound:.0f} | {100 * bound / ring:.0f}% |"
-                     f" {100 * bound / mpi:.0f}% | {mpi / ring:.2f}x | {2 * (p - 1) / p * n / ring / 1e9:.3f} |")
+                     f" {100 * bound / mpi:.0f}% | {mpi / ring:.2f}x | {2 * (p - 1) / p * n / ring / 1e9:.3f} |"
+                     f" {1e6 * ps:.0f} | {1e6 * ps_bound:.0f} | {100 * ps_bound / ps if ps else 0:.0f}% |")
         results.append(dict(link=link, hosts=p, delay=delay, bytes=n, ring_seconds=ring, mpi_seconds=mpi,
-                            ring_bound_seconds=bound))
+                            ring_bound_seconds=bound, ps_sync_push_pull_seconds=ps, ps_bound_seconds=ps_bound))
     return "\n".join(lines), results
 
 
@@ -107,7 +118,7 @@ def dist_table(build, link, p, delay, args):
                 lines.append(f"| {config} | failed (status {run.returncode}) |||||||")
                 continue
             if config.startswith("ps"):
-                bound = (p - 1) * grad / bw + 2 * alpha  # the server's link, both ways at once
+                bound = ps_server_bound(p, grad, bw, alpha)
             else:
                 bound = ring_bound(p, grad, bw, alpha, buckets)
             lines.append(f"| {config} | {r['images_per_second']:.1f} | " + " | ".join(
