@@ -14,10 +14,10 @@ server's push and pull of the same bytes next to its own,
 
 which no all-reduce beats in its bandwidth term (so MPI_Allreduce is set against it too); the parameter server
 (1 server, p - 1 workers): (p - 1) x bytes / bandwidth + 2 x latency, its link carrying every worker's gradients
-in and parameters out. Then bench/dist's
-ResNet-18 step breakdown for every strategy and mode at --dist-link on --dist-hosts hosts, each with the bound of
-its communication per step: the ring's on the gradient bytes (its latency term once per bucket), the parameter
-server's on the server's link. Writes comm.md, dist.md and results.json to --out.
+in and parameters out. Then bench/dist's ResNet-18 step breakdown for every strategy and mode at --dist-link on
+--dist-hosts hosts, each with the bound of its communication per step: the ring's on the gradient bytes (its
+latency term once per bucket), the parameter server's on the server's link. Writes comm.md, dist.md and
+results.json to --out.
 Needs root (network namespaces). Figures are from one machine's cores: state its load with them.
 """
 import argparse
