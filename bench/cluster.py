@@ -13,8 +13,8 @@ server's push and pull of the same bytes next to its own,
     ring: 2 (p - 1) / p x bytes / bandwidth + 2 (p - 1) x latency,
 
 which no all-reduce beats in its bandwidth term (so MPI_Allreduce is set against it too); the parameter server
-(1 server, p - 1 workers): (p - 1) x bytes / bandwidth + 2 x latency, its link carrying every worker's gradients
-in and parameters out. Then bench/dist's ResNet-18 step breakdown for every strategy and mode at --dist-link on
+(1 server, p - 1 workers): 2 (p - 1) x bytes / bandwidth + 2 x latency, its link carrying every worker's
+gradients in and then, as the sum needs them all, the parameters out. Then bench/dist's ResNet-18 step breakdown for every strategy and mode at --dist-link on
 --dist-hosts hosts, each with the bound of its communication per step: the ring's on the gradient bytes (its
 latency term once per bucket), the parameter server's on the server's link. Writes comm.md, dist.md and
 results.json to --out.
@@ -58,8 +58,9 @@ def ring_bound(p, nbytes, bw, alpha, messages=1):
 
 
 def ps_server_bound(p, nbytes, bw, alpha):
-    """1 server, p - 1 workers: the server's link carries every worker's push in and pull out, both at once."""
-    return (p - 1) * nbytes / bw + 2 * alpha
+    """1 server, p - 1 workers: the server's link carries every worker's push in, then (the sum needs every
+    push) every worker's pull out."""
+    return 2 * (p - 1) * nbytes / bw + 2 * alpha
 
 
 def comm_table(build, link, p, delay, args):
