@@ -1,5 +1,5 @@
 // bench/comm: all-reduce latency and bus bandwidth, sinew's ring next to MPI_Allreduce and PyTorch's Gloo
-// all-reduce, in the same run.
+// all-reduce, in the same run, and the synchronous parameter server's push and pull of the same bytes.
 //
 //   mpirun -np 2 --bind-to core build/bench/comm [--min 4096] [--max 67108864] [--iterations 50] [--no-gloo]
 //                                                [--json FILE]
@@ -23,8 +23,10 @@
 #include <vector>
 
 #include "sinew/comm/mpi.hpp"
+#include "sinew/dist/parameter_server.hpp"
 #include "sinew/dist/ring_allreduce.hpp"
 #include "sinew/metrics.hpp"
+#include "sinew/optim/sgd.hpp"
 #include "support/cli.hpp"
 
 namespace {
@@ -77,6 +79,36 @@ std::map<std::size_t, double> run_gloo(int ranks, const std::string& bind, std::
   return seconds;
 }
 
+// Synchronous parameter-server push and pull of `data` (dist::ParameterServer<Mpi, 1>, as bench/dist and the
+// trainer use it: the last rank serves, every other rank pushes its gradient and pulls the parameters back):
+// the slowest worker's median over --iterations update() calls after 5 warm-up calls; 0 with one rank. The
+// server's optimizer is SGD with lr 0 (its step costs one pass over the shard; the parameters stay put).
+double ps_push_pull_seconds(sinew::comm::Mpi& world, std::span<float> data, int iterations) {
+  if (world.size() < 2) return 0;
+  using Server = sinew::dist::ParameterServer<sinew::comm::Mpi, 1>;
+  Server ps({.configuration = "bench/comm " + std::to_string(data.size())}, world);
+  sinew::optim::Sgd sgd({.lr = 0.0f}, data.size());
+  std::vector<float> grads(data.size(), 1.0f);
+  sinew::metrics::PhaseSeconds phases;
+  ps.start<sinew::Sync>(data, sgd);
+  double median = 0;
+  if (ps.is_worker()) {
+    std::vector<double> t;
+    for (int i = 0; i < 5 + iterations; ++i) {
+      const double start = MPI_Wtime();
+      ps.update<sinew::Sync>(data, grads, sgd, phases);
+      if (i >= 5) t.push_back(MPI_Wtime() - start);
+    }
+    ps.finish_epoch<sinew::Sync>(data, phases);
+    std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
+    median = t[t.size() / 2];
+  } else {
+    ps.serve<sinew::Sync>(data, phases);
+  }
+  MPI_Allreduce(MPI_IN_PLACE, &median, 1, MPI_DOUBLE, MPI_MAX, world.native());
+  return median;
+}
+
 // Every rank but 0 waits here without spinning while rank 0 runs `work`; then all go on together.
 template <class F>
 void while_root_works(sinew::comm::Mpi& world, F&& work) {
@@ -111,9 +143,9 @@ int main(int argc, char** argv) try {
     while_root_works(world, [&] { gloo_seconds = run_gloo(p, bind, min_bytes, max_bytes, iterations); });
   if (root)
     std::printf("all-reduce of floats, %d ranks, bound to %s, 1 thread each, median of %d\n"
-                "%10s %10s %10s %10s %9s %9s %9s %7s %7s\n",
+                "%10s %10s %10s %10s %9s %9s %9s %7s %7s %10s\n",
                 p, bind == "core" ? "one core each" : "nothing", iterations, "bytes", "ring us", "MPI us", "Gloo us",
-                "ring GB/s", "MPI GB/s", "Gloo GB/s", "vs MPI", "vs Gloo");
+                "ring GB/s", "MPI GB/s", "Gloo GB/s", "vs MPI", "vs Gloo", "PS us");
   auto out = sinew::metrics::Json::make_array();
   sinew::dist::RingWorkspace<sinew::comm::Mpi> work;
   for (std::size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
@@ -122,12 +154,14 @@ int main(int argc, char** argv) try {
     const double mpi = median_seconds(world, iterations, [&] {
       MPI_Allreduce(MPI_IN_PLACE, data.data(), int(data.size()), MPI_FLOAT, MPI_SUM, world.native());
     });
+    std::fill(data.begin(), data.end(), 1.0f);  // the sums above may have grown to infinity
+    const double ps = ps_push_pull_seconds(world, data, iterations);
     const double bus = 2.0 * (p - 1) / p * double(bytes);
     if (root) {
       const double g = gloo_seconds.count(bytes) ? gloo_seconds[bytes] : 0.0;
-      std::printf("%10zu %10.1f %10.1f %10.1f %9.2f %9.2f %9.2f %7.2f %7.2f\n", bytes, 1e6 * ring, 1e6 * mpi,
+      std::printf("%10zu %10.1f %10.1f %10.1f %9.2f %9.2f %9.2f %7.2f %7.2f %10.1f\n", bytes, 1e6 * ring, 1e6 * mpi,
                   1e6 * g, bus / ring / 1e9, bus / mpi / 1e9, g > 0 ? bus / g / 1e9 : 0.0, mpi / ring,
-                  g > 0 ? g / ring : 0.0);
+                  g > 0 ? g / ring : 0.0, 1e6 * ps);
       auto j = sinew::metrics::Json::make_object();
       j.set("ranks", p);
       j.set("binding", bind);
@@ -140,6 +174,7 @@ int main(int argc, char** argv) try {
       j.set("ring_bus_gbps", bus / ring / 1e9);
       j.set("mpi_allreduce_bus_gbps", bus / mpi / 1e9);
       j.set("ratio_ring_to_mpi", mpi / ring);
+      j.set("ps_sync_push_pull_seconds", ps > 0 ? sinew::metrics::Json(ps) : sinew::metrics::Json());
       out.push_back(std::move(j));
     }
   }

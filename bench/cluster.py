@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""bench/cluster.py: bench/comm and bench/dist across hosts (scripts/cluster), next to the alpha-beta bounds.
+
+    sudo bench/cluster.py [--build build] [--links 1gbit,10gbit] [--hosts 2,3] [--delay 0us]
+                          [--max 16777216] [--iterations 10] [--dist-link 1gbit] [--dist-hosts 3]
+                          [--dist-steps 10] [--no-dist] [--out DIR]
+
+For every link rate and host count it makes a cluster (one rank per host, 1 thread each, every link shaped to
+the rate both ways, --delay one way), runs bench/comm there and prints all-reduce latency and bus bandwidth of
+sinew's ring and MPI_Allreduce next to the ring's alpha-beta bound on that link, and the synchronous parameter
+server's push and pull of the same bytes next to its own,
+
+    ring: 2 (p - 1) / p x bytes / bandwidth + 2 (p - 1) x latency,
+
+which no all-reduce beats in its bandwidth term (so MPI_Allreduce is set against it too); the parameter server
+(1 server, p - 1 workers): 2 (p - 1) x bytes / bandwidth + 2 x latency, its link carrying every worker's
+gradients in and then, as the sum needs them all, the parameters out. Then bench/dist's ResNet-18 step breakdown for every strategy and mode at --dist-link on
+--dist-hosts hosts, each with the bound of its communication per step: the ring's on the gradient bytes (its
+latency term once per bucket), the parameter server's on the server's link. Writes comm.md, dist.md and
+results.json to --out.
+Needs root (network namespaces). Figures are from one machine's cores: state its load with them.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CLUSTER = os.path.join(ROOT, "scripts", "cluster")
+ENV = dict(os.environ, SINEW_CLUSTER="bench")
+RESNET18_PARAMETERS = 11_181_642  # ResNet-18, 10 classes: bench/dist's net (gradient bytes = 4 x this)
+BUCKET_BYTES = 1 << 20  # the strategies' default bucket
+
+
+def rate_bytes_per_second(rate):
+    m = re.fullmatch(r"([0-9.]+)([kmg]?)bit", rate.lower())
+    if not m:
+        sys.exit(f"cluster.py: cannot read the rate '{rate}': write it as tc does, e.g. 1gbit or 100mbit")
+    return float(m.group(1)) * {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}[m.group(2)] / 8
+
+
+def seconds(time):
+    m = re.fullmatch(r"([0-9.]+)(us|ms|s)", time)
+    if not m:
+        sys.exit(f"cluster.py: cannot read the delay '{time}': write it as 50us, 1ms or 0s")
+    return float(m.group(1)) * {"us": 1e-6, "ms": 1e-3, "s": 1.0}[m.group(2)]
+
+
+def cluster(*args, check=True, capture=False):
+    return subprocess.run([CLUSTER, *args], env=ENV, check=check, text=True,
+                          stdout=subprocess.PIPE if capture else None)
+
+
+def ring_bound(p, nbytes, bw, alpha, messages=1):
+    return 2 * (p - 1) / p * nbytes / bw + 2 * (p - 1) * alpha * messages
+
+
+def ps_server_bound(p, nbytes, bw, alpha):
+    """1 server, p - 1 workers: the server's link carries every worker's push in, then (the sum needs every
+    push) every worker's pull out."""
+    return 2 * (p - 1) * nbytes / bw + 2 * alpha
+
+
+def comm_table(build, link, p, delay, args):
+    cluster("up", str(p), "--bandwidth", link, *(["--delay", delay] if seconds(delay) > 0 else []))
+    try:
+        out = f"/tmp/sinew-cluster-comm-{os.getpid()}.json"
+        cluster("run", "--", "mpirun", "-np", str(p), os.path.join(build, "bench", "comm"), "--no-gloo",
+                "--min", "4096", "--max", str(args.max), "--iterations", str(args.iterations), "--json", out,
+                capture=True)
+        with open(out) as f:
+            rows = json.load(f)
+        os.remove(out)
+    finally:
+        cluster("down")
+    bw, alpha = rate_bytes_per_second(link), seconds(delay)
+    lines = [f"### all-reduce, {p} hosts, {link} links, {delay} one-way delay, 1 rank per host, 1 thread",
+             "", "| bytes | ring us | MPI us | ring bound us | ring % of bound | MPI % of bound | ring vs MPI |"
+             " ring bus GB/s | PS push/pull us | PS bound us | PS % of bound |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    results = []
+    for r in rows:
+        n = r["bytes"]
+        ring, mpi = r["ring_seconds"], r["mpi_allreduce_seconds"]
+        bound = ring_bound(p, n, bw, alpha)
+        ps = r.get("ps_sync_push_pull_seconds") or 0
+        ps_bound = ps_server_bound(p, n, bw, alpha)
+        lines.append(f"| {n} | {1e6 * ring:.0f} | {1e6 * mpi:.0f} | {1e6 * bound:.0f} | {100 * bound / ring:.0f}% |"
+                     f" {100 * bound / mpi:.0f}% | {mpi / ring:.2f}x | {2 * (p - 1) / p * n / ring / 1e9:.3f} |"
+                     f" {1e6 * ps:.0f} | {1e6 * ps_bound:.0f} | {100 * ps_bound / ps if ps else 0:.0f}% |")
+        results.append(dict(link=link, hosts=p, delay=delay, bytes=n, ring_seconds=ring, mpi_seconds=mpi,
+                            ring_bound_seconds=bound, ps_sync_push_pull_seconds=ps, ps_bound_seconds=ps_bound))
+    return "\n".join(lines), results
+
+
+def dist_table(build, link, p, delay, args):
+    bw, alpha = rate_bytes_per_second(link), seconds(delay)
+    grad = 4 * RESNET18_PARAMETERS
+    buckets = -(-grad // BUCKET_BYTES)
+    lines = [f"### ResNet-18 (3x32x32, batch 42 per worker), {p} hosts at {link}, {delay} one-way delay, "
+             "1 rank per host, 1 thread", "",
+             "| strategy | images/s | load ms | forward ms | backward ms | comm exposed ms | comm hidden ms |"
+             " update ms | comm bound ms |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    results = []
+    cluster("up", str(p), "--bandwidth", link, *(["--delay", delay] if seconds(delay) > 0 else []))
+    try:
+        for config in ["ring", "mpi", "ps-sync", "ps-async", "ps-stale2"]:
+            run = cluster("run", "--", "mpirun", "-np", str(p), os.path.join(build, "bench", "dist"), "--run",
+                          config, "--threads", "1", "--batch", "42", "--warmup", "3", "--steps",
+                          str(args.dist_steps), check=False, capture=True)
+            r = {}
+            for line in run.stdout.splitlines():
+                f = line.split()
+                if len(f) == 3 and f[0] == "result":
+                    r[f[1]] = float(f[2])
+            if run.returncode != 0 or not r:
+                lines.append(f"| {config} | failed (status {run.returncode}) |||||||")
+                continue
+            if config.startswith("ps"):
+                bound = ps_server_bound(p, grad, bw, alpha)
+            else:
+                bound = ring_bound(p, grad, bw, alpha, buckets)
+            lines.append(f"| {config} | {r['images_per_second']:.1f} | " + " | ".join(
+                f"{1e3 * r[k]:.0f}" for k in ["load", "forward", "backward", "comm_exposed", "comm_hidden",
+                                              "update"]) + f" | {1e3 * bound:.0f} |")
+            results.append(dict(link=link, hosts=p, delay=delay, strategy=config, comm_bound_seconds=bound, **r))
+    finally:
+        cluster("down")
+    return "\n".join(lines), results
+
+
+def main():
+    a = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    a.add_argument("--build", default=os.path.join(ROOT, "build"))
+    a.add_argument("--links", default="1gbit,10gbit")
+    a.add_argument("--hosts", default="2,3")
+    a.add_argument("--delay", default="0us")  # needs netem in the kernel
+    a.add_argument("--max", type=int, default=16 << 20)
+    a.add_argument("--iterations", type=int, default=10)
+    a.add_argument("--dist-link", default="1gbit")
+    a.add_argument("--dist-hosts", type=int, default=3)
+    a.add_argument("--dist-steps", type=int, default=10)
+    a.add_argument("--no-dist", action="store_true")
+    a.add_argument("--out", default=".")
+    args = a.parse_args()
+    if subprocess.run([CLUSTER, "check"], env=ENV).returncode != 0:
+        sys.exit(77)
+    cluster("down")
+    try:
+        run(args)
+    finally:
+        cluster("down", check=False)
+
+
+def run(args):
+    tables, results = [], []
+    for link in args.links.split(","):
+        for p in map(int, args.hosts.split(",")):
+            t, r = comm_table(args.build, link, p, args.delay, args)
+            print(t + "\n", flush=True)
+            tables.append(t), results.extend(r)
+    with open(os.path.join(args.out, "comm.md"), "w") as f:
+        f.write("\n\n".join(tables) + "\n")
+    if not args.no_dist:
+        t, r = dist_table(args.build, args.dist_link, args.dist_hosts, args.delay, args)
+        print(t, flush=True)
+        results.extend(r)
+        with open(os.path.join(args.out, "dist.md"), "w") as f:
+            f.write(t + "\n")
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except KeyboardInterrupt:
+        cluster("down", check=False)
+        sys.exit(130)

@@ -1,0 +1,72 @@
+// Run by tests/cluster/with_cluster across the hosts of scripts/cluster: data-parallel training that goes on
+// until --seconds have passed, so that the test can cut a host's link or kill a rank on a host meanwhile.
+//
+//   train_main [ring|mpi] [--seconds 60] [--timeout 5]
+//
+// Every rank prints "train_main: rank R trains" after its first epoch (the test acts once all have), and
+// "train_main: rank R trained without failing" if nothing stopped it. --timeout is the strategy's
+// timeout_seconds: how long a collective may wait before the job aborts naming the silent ranks.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "../support/corners.hpp"
+#include "sinew/comm/mpi.hpp"
+#include "sinew/data.hpp"
+#include "sinew/dist/mpi_allreduce.hpp"
+#include "sinew/dist/ring_allreduce.hpp"
+#include "sinew/trainer.hpp"
+
+namespace {
+using namespace sinew;
+using SmallNet = Sequential<Input<1, 12, 12>, Conv2d<4, 3>, ReLU, MaxPool<2>, Flatten, Dense<16>, Tanh, Dense<2>>;
+
+template <class Strategy>
+int train(comm::Mpi& world, double seconds, double timeout) {
+  const int r = world.rank(), p = world.size();
+  data::LoaderOptions o;
+  o.batch_size = 8;
+  o.drop_last = true;
+  o.mean = {0.3f};
+  o.std = {0.25f};
+  o.rank = r, o.world_size = p;
+  data::CachedLoader loader(test::corners(std::size_t(5 * 8 * p), 3), o);  // 5 steps per epoch
+  typename Strategy::options so;
+  so.bucket_bytes = 256;
+  so.timeout_seconds = timeout;
+  Trainer<SmallNet, backend::OneDnn, Strategy> trainer({.threads = 1}, {.lr = 0.01f}, Strategy(so, world));
+  const auto start = std::chrono::steady_clock::now();
+  for (int epoch = 0; std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds;
+       ++epoch) {
+    trainer.train_epoch(loader);
+    if (epoch == 0) {
+      std::printf("train_main: rank %d trains\n", r);
+      std::fflush(stdout);
+    }
+  }
+  std::printf("train_main: rank %d trained without failing\n", r);
+  return 0;
+}
+}  // namespace
+
+int main(int argc, char** argv) try {
+  comm::Mpi world;
+  std::string strategy = "ring";
+  double seconds = 60, timeout = 5;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--seconds" && i + 1 < argc) seconds = std::atof(argv[++i]);
+    else if (a == "--timeout" && i + 1 < argc) timeout = std::atof(argv[++i]);
+    else if (a == "ring" || a == "mpi") strategy = a;
+    else {
+      std::fprintf(stderr, "usage: train_main [ring|mpi] [--seconds 60] [--timeout 5] (not '%s')\n", a.c_str());
+      return 2;
+    }
+  }
+  if (strategy == "mpi") return train<dist::MpiAllReduce<comm::Mpi>>(world, seconds, timeout);
+  return train<dist::RingAllReduce<comm::Mpi>>(world, seconds, timeout);
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "train_main: %s\n", e.what());
+  return 1;
+}
