@@ -411,7 +411,7 @@ TEST(parameter_server, sync_nan_loss_on_one_worker_stops_every_rank_without_hang
 // another on every rank, so no rank waits for an epoch the others never start.
 TEST(parameter_server, async_train_steps_runs_as_many_epochs_on_servers_and_workers) {
   Mpi world;
-  AsyncTrainer trainer({.threads = 1}, {.lr = 0.02f}, Ps<1>({.timeout_seconds = 20}, world));
+  AsyncTrainer trainer({.threads = 1}, {.lr = 0.02f}, Ps<1>({.configuration = "", .timeout_seconds = 20}, world));
   const data::Dataset d = squares(std::size_t(64 * trainer.dist().workers()), 8);
   auto local = squares_loader(d, trainer.dist().worker_index(), trainer.dist().workers(), true);
   ASSERT_EQ(local.batches_per_epoch(), 4u);
