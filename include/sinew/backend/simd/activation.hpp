@@ -10,6 +10,8 @@
 
 #include <cstddef>
 
+#include "sinew/core/detail/vector_intrinsics.hpp"  // first: see its comment
+
 #include <Eigen/Core>
 
 #include "sinew/backend/simd/elementwise.hpp"
