@@ -160,6 +160,8 @@ class Trainer {
   S& dist() noexcept { return strategy_; }
   typename B::context& context() noexcept { return ctx_; }
   std::int64_t steps_done() const noexcept { return step_; }
+  /// Epochs trained (or served) so far: the epoch the next train_epoch trains.
+  int epochs_done() const noexcept { return epoch_; }
 
   /// Sets the learning-rate schedule (default: the optimizer's rate throughout).
   void set_schedule(schedule_fn schedule) { schedule_ = std::move(schedule); }
