@@ -16,7 +16,7 @@
 // (sinew/data/loader_spec.hpp): cached (decoded floats), bytes (uint8 in memory) or streaming (read from the
 // files every epoch by --workers threads, --prefetch batches ahead). --checkpoint-dir D saves the run into D
 // every --checkpoint-every epochs and after the last; --resume continues the run saved there, up to --epochs
-// epochs in all (sinew/io/checkpoint.hpp).
+// epochs in all (sinew/io/checkpoint.hpp); with --cosine, resume with the same --epochs, which sets the schedule.
 #include <cstdio>
 #include <exception>
 #include <filesystem>
