@@ -23,12 +23,14 @@
 // pass the same), and train_steps(loader, n) trains n steps over as many epochs as that takes. A per-step
 // callback (set_step_callback) sees each step's loss and phases as it ends; it may throw to stop training.
 //
-// Checkpoints (io/checkpoint.hpp): save_checkpoint(dir) between epochs, on every rank, writes the run
+// Checkpoints (io/checkpoint.hpp): save_checkpoint(dir) on every rank, between epochs or (all-reduce and
+// Local) from the step callback in the middle of one, writes the run
 // (parameters, BatchNorm statistics, optimizer state, step and epoch, the loader's batch size and shuffle seed,
 // the dropout step, a parameter server's shards) so that resume(dir) on a new trainer of the same type, seed
 // and number of ranks continues it: a Sync run resumed ends bit for bit where the run that was not stopped
-// ends (the same train_epoch / train_steps calls). A checkpoint of another configuration is refused with a
-// sentence naming what differs.
+// ends (the same train_epoch / train_steps calls). Saved mid-epoch, the next train_epoch trains the rest of
+// that epoch (its max_steps counts from the epoch's first step), passing over the batches already trained.
+// A checkpoint of another configuration is refused with a sentence naming what differs.
 //
 // A Trainer of more than one rank holds a comm::unwinding_guard (comm/failure.hpp): if an exception takes it
 // down, this rank ends the whole job when it exits, instead of leaving the others waiting for it.
@@ -174,11 +176,13 @@ class Trainer {
   double images_per_second() const { return timed_seconds_ > 0 ? double(timed_images_) / timed_seconds_ : 0; }
 
   /// One pass over the loader's epoch `epoch_` (counted by the trainer), updating the parameters; with
-  /// max_steps, the epoch ends after that many steps (every rank must pass the same).
+  /// max_steps, the epoch ends after that many steps (every rank must pass the same), counted from the epoch's
+  /// first step (after a resume mid-epoch, those the saved run trained count too).
   EpochStats train_epoch(L& loader, std::size_t max_steps = kWholeEpoch) {
     try {
       return train_epoch_steps(loader, max_steps);
     } catch (const std::exception& e) {
+      epoch_batch_ = 0;  // a train_epoch after an exception starts the epoch anew
       // Kept for the message that ends the job, should this exception take the trainer down (comm/failure.hpp).
       if (guard_) comm::note_exception(e.what());
       throw;
@@ -204,7 +208,8 @@ class Trainer {
     return m.trainer_type();
   }
 
-  /// Collective: every rank (a parameter server's servers too) calls it between epochs. Writes the run into
+  /// Collective: every rank (a parameter server's servers too) calls it between epochs, or every rank from the
+  /// step callback at the same step (not with a parameter server, whose servers serve). Writes the run into
   /// `dir` (created if missing; every rank must see it) as a new checkpoint that replaces the one there only
   /// once it is complete (io/checkpoint.hpp). Throws on every rank if any rank could not write.
   void save_checkpoint(const std::filesystem::path& dir) {
@@ -214,6 +219,11 @@ class Trainer {
     m.seed = options_.seed;
     m.step = std::uint64_t(step_);
     m.epoch = std::uint64_t(epoch_);
+    m.batches_done = epoch_batch_;
+    if constexpr (requires { strategy_.template serve<M>(model_.parameters(), std::declval<metrics::PhaseSeconds&>()); })
+      if (epoch_batch_ > 0)
+        throw error("trainer: " + std::string(S::kName) + " checkpoints are saved between epochs, not from a step "
+                    "callback: its servers are serving the epoch and cannot write their shards until it ends");
     m.batch_size = loader_seen_.batch_size, m.batches_per_epoch = loader_seen_.batches_per_epoch;
     m.shuffle_seed = loader_seen_.shuffle_seed;
     io::save_checkpoint(dir, checkpoint_group(), std::move(m), [&](std::uint64_t g) { write_checkpoint(dir, g); });
@@ -266,6 +276,7 @@ class Trainer {
       }
     }
     epoch_ = int(m.epoch);
+    epoch_batch_ = std::size_t(m.batches_done);
     step_ = std::int64_t(m.step);
     resumed_loader_ = loader_facts{m.batch_size, m.batches_per_epoch, m.shuffle_seed};
     loader_seen_ = *resumed_loader_;
@@ -294,11 +305,17 @@ class Trainer {
       if (!strategy_.is_worker()) return serve_epoch(stats);
     loader.start_epoch(epoch_);
     ensure_buffers(loader.batch_size());
+    // Resumed from a checkpoint saved mid-epoch: the batches the saved run trained are read and passed over.
+    for (std::size_t b = 0; b < epoch_batch_; ++b)
+      if (loader.next(images_.span(), labels_) == 0)
+        throw error("trainer: the resumed run had trained " + std::to_string(epoch_batch_) + " batches of epoch " +
+                    std::to_string(epoch_) + ", but this loader's epoch has only " + std::to_string(b) +
+                    " (build the loader with the saved run's LoaderOptions)");
     model_.set_training(true);
     double loss_sum = 0, timed_s = 0;
     std::size_t correct = 0, timed_images = 0;
     metrics::Stopwatch epoch_watch;
-    while (stats.steps < max_steps) {
+    while (epoch_batch_ < max_steps) {
       metrics::PhaseSeconds phases;
       metrics::Stopwatch watch;
       const std::size_t n = loader.next(images_.span(), labels_);
@@ -308,7 +325,7 @@ class Trainer {
       model_.forward({images_.data(), n * input_shape::kSize}, batch);
       const LossValue value = model_.loss({labels_.data(), n});
       phases.forward = watch.lap();
-      if (options_.check_finite) check_finite(value.loss, stats.steps);
+      if (options_.check_finite) check_finite(value.loss, epoch_batch_);
       if constexpr (req::has_overlap_hooks<S>) {
         // The strategy sends each layer's gradients while backward computes the earlier layers'.
         strategy_.backward_begins(model_.gradients());
@@ -327,13 +344,14 @@ class Trainer {
       stats.samples += n;
       stats.phases += phases;
       ++stats.steps;
+      ++epoch_batch_;
       if (step_ >= options_.warmup_steps) {
         timed_s += step_s;
         timed_images += n;
       }
       ++step_;
       if (step_callback_)
-        step_callback_(StepInfo{epoch_, stats.steps - 1, step_, n, value.loss, phases});
+        step_callback_(StepInfo{epoch_, epoch_batch_ - 1, step_, n, value.loss, phases});
     }
     // A parameter server's worker ends the epoch with the servers' final parameters.
     if constexpr (requires { strategy_.template finish_epoch<M>(model_.parameters(), stats.phases); })
@@ -348,6 +366,7 @@ class Trainer {
     stats.images_per_second = timed_s > 0 ? double(timed_images) / timed_s
                                           : (stats.seconds > 0 ? double(stats.samples) / stats.seconds : 0);
     ++epoch_;
+    epoch_batch_ = 0;
     return stats;
   }
 
@@ -609,6 +628,7 @@ class Trainer {
   AlignedBuffer<float> images_;
   std::vector<std::int32_t> labels_;
   int epoch_ = 0;
+  std::size_t epoch_batch_ = 0;  // batches of epoch epoch_ trained: while it runs, or resumed mid-epoch
   std::int64_t step_ = 0;
   loader_facts loader_seen_;                     // the loader of the last train_epoch, for checkpoints
   std::optional<loader_facts> resumed_loader_;   // after resume(): what the next train_epoch's loader must match

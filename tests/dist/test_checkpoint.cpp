@@ -141,6 +141,39 @@ TEST(dist_checkpoint, sync_parameter_server_adam_resume_is_bitwise_exact_and_run
   expect_exact_resume<dist::ParameterServer<Mpi, 1>, optim::Adam>({.lr = 3e-3f}, o, "ps", true);
 }
 
+struct stop_here {};
+
+// Every rank saves from the step callback in the middle of epoch 1 and stops; new trainers train the rest.
+TEST(dist_checkpoint, ring_allreduce_saved_mid_epoch_resumes_exactly) {
+  using Strategy = dist::RingAllReduce<Mpi>;
+  using T = Trainer<Net, backend::OneDnn, Strategy, Sync, optim::Sgd>;
+  Strategy::options o;
+  o.configuration = "checkpoint test";
+  const optim::Sgd::options sgd{.lr = 0.05f, .momentum = 0.9f};
+  const shared_dir dir("mid-epoch");
+  T whole(kOptions, sgd, Strategy(o));
+  auto data = loader_for(whole);  // 4 batches an epoch on 3 ranks
+  whole.train_steps(data, 8);
+  {
+    T stopped(kOptions, sgd, Strategy(o));
+    stopped.set_step_callback([&](const StepInfo& s) {
+      if (s.steps_done == 5) {
+        stopped.save_checkpoint(dir.path);
+        throw stop_here{};
+      }
+    });
+    try {
+      stopped.train_steps(data, 8);
+      ADD_FAILURE() << "the callback stops training";
+    } catch (const stop_here&) {
+    }
+  }
+  T resumed(kOptions, sgd, Strategy(o));
+  resumed.resume(dir.path);
+  EXPECT_EQ(resumed.train_epoch(data).steps, 3u);
+  EXPECT_TRUE(bitwise_equal(state_of(whole), state_of(resumed))) << "rank " << Mpi().rank();
+}
+
 TEST(dist_checkpoint, each_rank_writes_its_file_and_the_manifest_lists_them_all) {
   using Strategy = dist::ParameterServer<Mpi, 1>;
   using T = Trainer<Net, backend::OneDnn, Strategy, Sync, optim::Adam>;

@@ -14,7 +14,7 @@ bool same(const sinew::io::CheckpointManifest& a, const sinew::io::CheckpointMan
       return false;
   return a.version == b.version && a.generation == b.generation && a.trainer == b.trainer &&
          a.network_layout == b.network_layout && a.seed == b.seed && a.world_size == b.world_size &&
-         a.step == b.step && a.epoch == b.epoch && a.batch_size == b.batch_size &&
+         a.step == b.step && a.epoch == b.epoch && a.batches_done == b.batches_done && a.batch_size == b.batch_size &&
          a.batches_per_epoch == b.batches_per_epoch && a.shuffle_seed == b.shuffle_seed;
 }
 }  // namespace

@@ -102,6 +102,38 @@ TEST(checkpoint, local_adam_resume_is_bitwise_exact) {
   expect_resume_is_exact<AdamTrainer>(optim::Adam::options{.lr = 3e-3f}, "adam");
 }
 
+struct stop_here {};
+
+// Saved from the step callback in the middle of an epoch: the resumed trainer trains the rest of that epoch.
+TEST(checkpoint, local_saved_mid_epoch_resumes_the_rest_of_the_epoch_exactly) {
+  const fs::path dir = fresh_dir("mid-epoch");
+  auto data = loader();
+  const optim::Sgd::options sgd{.lr = 0.05f, .momentum = 0.9f};
+  SgdTrainer whole(kOptions, sgd);
+  whole.train_epoch(data);
+  whole.train_epoch(data);
+  {
+    SgdTrainer stopped(kOptions, sgd);
+    stopped.set_step_callback([&](const StepInfo& s) {
+      if (s.steps_done == 8) {  // step 2 of epoch 1
+        stopped.save_checkpoint(dir);
+        throw stop_here{};
+      }
+    });
+    stopped.train_epoch(data);
+    EXPECT_THROW(stopped.train_epoch(data), stop_here);
+  }
+  SgdTrainer resumed(kOptions, sgd);
+  resumed.resume(dir);
+  EXPECT_EQ(io::read_manifest(dir).batches_done, 2u);
+  EXPECT_EQ(resumed.epochs_done(), 1);
+  const EpochStats rest = resumed.train_epoch(data);
+  EXPECT_EQ(rest.steps, 4u);
+  EXPECT_EQ(resumed.epochs_done(), 2);
+  EXPECT_TRUE(bitwise_equal(state_of(whole), state_of(resumed)));
+  fs::remove_all(dir);
+}
+
 TEST(checkpoint, weights_load_as_a_state_dict_and_the_manifest_names_the_trainer) {
   const fs::path dir = fresh_dir("state-dict");
   auto data = loader();

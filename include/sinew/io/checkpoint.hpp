@@ -1,6 +1,6 @@
 // sinew/io/checkpoint.hpp: a training run on disk, written so that a crash at any byte loses nothing.
 //
-//   trainer.save_checkpoint("run/ckpt");  // every rank calls it, between epochs
+//   trainer.save_checkpoint("run/ckpt");  // every rank calls it, between epochs or from the step callback
 //   trainer.resume("run/ckpt");           // on a freshly built trainer of the same type, on as many ranks
 //
 // A checkpoint directory holds, for generation G (one more than the last checkpoint written there):
@@ -12,8 +12,9 @@
 //                           "shard.optimizer.*"); the counters (the model's dropout step, the optimizers' steps)
 //                           are its string metadata;
 //   checkpoint.json         the manifest: format and version tag, generation, the trainer's type (network,
-//                           backend, strategy, sync mode, optimizer), seed, world size, step and epoch, the
-//                           loader's batch size, batches per epoch and shuffle seed, and every file above with
+//                           backend, strategy, sync mode, optimizer), seed, world size, step, epoch and the
+//                           batches of it already trained (the loader's position), the loader's batch size,
+//                           batches per epoch and shuffle seed, and every file above with
 //                           its size in bytes and FNV-1a 64 checksum.
 // The manifest is what makes a checkpoint exist: a file it does not list is not part of any checkpoint.
 //
@@ -76,6 +77,7 @@ struct CheckpointManifest {
   std::uint64_t world_size = 1;
   std::uint64_t step = 0;       ///< training steps done
   std::uint64_t epoch = 0;      ///< the epoch the next train_epoch trains
+  std::uint64_t batches_done = 0;  ///< of that epoch, already trained (saved mid-epoch; 0 between epochs)
   /// The loader rank 0 trained with last (0: none yet): resuming with another is refused at the next epoch.
   std::uint64_t batch_size = 0, batches_per_epoch = 0;
   std::optional<std::uint64_t> shuffle_seed;
@@ -187,7 +189,8 @@ inline std::string manifest_json(const CheckpointManifest& m) {
     s += (i ? ", " : "") + quoted(m.trainer[i].first) + ": " + quoted(m.trainer[i].second);
   s += "},\n  \"network_layout\": " + quoted(m.network_layout) + ",\n  \"seed\": " + std::to_string(m.seed) +
        ",\n  \"world_size\": " + std::to_string(m.world_size) + ",\n  \"step\": " + std::to_string(m.step) +
-       ",\n  \"epoch\": " + std::to_string(m.epoch) + ",\n  \"loader\": {\"batch_size\": " +
+       ",\n  \"epoch\": " + std::to_string(m.epoch) + ",\n  \"batches_done\": " + std::to_string(m.batches_done) +
+       ",\n  \"loader\": {\"batch_size\": " +
        std::to_string(m.batch_size) + ", \"batches_per_epoch\": " + std::to_string(m.batches_per_epoch);
   if (m.shuffle_seed) s += ", \"shuffle_seed\": " + std::to_string(*m.shuffle_seed);
   s += "},\n  \"files\": [";
@@ -241,8 +244,10 @@ inline CheckpointManifest parse_manifest(std::string_view text, const std::strin
   m.world_size = u64(doc, "world_size");
   m.step = u64(doc, "step");
   m.epoch = u64(doc, "epoch");
+  m.batches_done = u64(doc, "batches_done");
   if (m.world_size == 0 || m.world_size > (1u << 24)) throw corrupt("\"world_size\" is out of range");
   if (m.epoch > (1u << 30)) throw corrupt("\"epoch\" is out of range");
+  if (m.batches_done > (std::uint64_t(1) << 40)) throw corrupt("\"batches_done\" is out of range");
   const detail::json_value* loader = doc.find("loader");
   if (!loader || !loader->is_object()) throw corrupt("\"loader\" is missing or not an object");
   m.batch_size = u64(*loader, "batch_size");
