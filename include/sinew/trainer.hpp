@@ -213,6 +213,10 @@ class Trainer {
   /// `dir` (created if missing; every rank must see it) as a new checkpoint that replaces the one there only
   /// once it is complete (io/checkpoint.hpp). Throws on every rank if any rank could not write.
   void save_checkpoint(const std::filesystem::path& dir) {
+    static_assert(req::has_state<O>,
+                  "a checkpoint saves and restores the optimizer's state, and this optimizer does not expose it: "
+                  "give it state() -> optim::StateView and set_steps(n) (optim/optimizer_spec.hpp), as Sgd, Adam "
+                  "and RmsProp have");
     io::CheckpointManifest m;
     m.trainer = type_parts();
     m.network_layout = network_layout();
@@ -220,7 +224,7 @@ class Trainer {
     m.step = std::uint64_t(step_);
     m.epoch = std::uint64_t(epoch_);
     m.batches_done = epoch_batch_;
-    if constexpr (requires { strategy_.template serve<M>(model_.parameters(), std::declval<metrics::PhaseSeconds&>()); })
+    if constexpr (kServes)
       if (epoch_batch_ > 0)
         throw error("trainer: " + std::string(S::kName) + " checkpoints are saved between epochs, not from a step "
                     "callback: its servers are serving the epoch and cannot write their shards until it ends");
@@ -235,6 +239,10 @@ class Trainer {
   /// file) leaves the trainer as it was. The next train_epoch trains the saved epoch, and refuses a loader
   /// with another batch size, number of batches or shuffle seed than the saved run's.
   void resume(const std::filesystem::path& dir) {
+    static_assert(req::has_state<O>,
+                  "a checkpoint saves and restores the optimizer's state, and this optimizer does not expose it: "
+                  "give it state() -> optim::StateView and set_steps(n) (optim/optimizer_spec.hpp), as Sgd, Adam "
+                  "and RmsProp have");
     io::CheckpointManifest m;
     std::vector<float> params(model_type::kParamSpan), buffers(model_type::kBufferSpan);
     std::uint64_t model_step = 0;
@@ -267,7 +275,8 @@ class Trainer {
     std::copy(params.begin(), params.end(), model_.parameters().begin());
     std::copy(buffers.begin(), buffers.end(), model_.buffers().begin());
     model_.set_step(model_step);
-    if constexpr (!kServerOptimizer && req::has_state<O>) restore_state(optimizer_.state(), optimizer_state, optimizer_steps, optimizer_);
+    if constexpr (!kServerOptimizer && req::has_state<O>)
+      restore_state(optimizer_.state(), optimizer_state, optimizer_steps, optimizer_);
     if constexpr (kServerOptimizer) {
       if (auto shard = strategy_.shard_state()) {
         std::copy(shard_params.begin(), shard_params.end(), model_.parameters().begin() + std::ptrdiff_t(shard->begin));
@@ -454,6 +463,9 @@ class Trainer {
     std::optional<std::uint64_t> shuffle_seed;
   };
   static constexpr bool kServerOptimizer = requires(S& s) { s.shard_state(); };
+  // Whether some ranks serve rather than train (a parameter server): they cannot save in the middle of an epoch.
+  static constexpr bool kServes =
+      requires(S& s, std::span<float> p, metrics::PhaseSeconds& t) { s.template serve<M>(p, t); };
 
   static std::string demangled(const char* mangled) {
     int status = 0;
@@ -478,7 +490,8 @@ class Trainer {
   static std::string network_layout() {
     std::string s = to_string<input_shape>();
     for (const std::string& node : model_type::node_names()) s += " " + node;
-    return s + " params=" + std::to_string(model_type::kParamSpan) + " buffers=" + std::to_string(model_type::kBufferSpan);
+    return s + " params=" + std::to_string(model_type::kParamSpan) +
+           " buffers=" + std::to_string(model_type::kBufferSpan);
   }
 
   io::CheckpointGroup checkpoint_group() {
@@ -492,7 +505,8 @@ class Trainer {
     std::vector<std::string> differ;
     for (const auto& [key, value] : type_parts()) {
       const auto it = std::find_if(m.trainer.begin(), m.trainer.end(), [&](const auto& kv) { return kv.first == key; });
-      const bool same = key == "network" ? m.network_layout == network_layout() : it != m.trainer.end() && it->second == value;
+      const bool same = key == "network" ? m.network_layout == network_layout()
+                                         : it != m.trainer.end() && it->second == value;
       if (!same) differ.push_back(key == "sync_mode" ? "sync mode" : key);
     }
     if (!differ.empty()) {
@@ -524,7 +538,8 @@ class Trainer {
       const loader_facts& was = *resumed_loader_;
       std::string differs;
       if (was.batch_size != 0 && was.batch_size != now.batch_size)
-        differs = "batch size " + std::to_string(was.batch_size) + ", this loader's is " + std::to_string(now.batch_size);
+        differs =
+            "batch size " + std::to_string(was.batch_size) + ", this loader's is " + std::to_string(now.batch_size);
       else if (was.batch_size != 0 && was.batches_per_epoch != now.batches_per_epoch)
         differs = std::to_string(was.batches_per_epoch) + " batches per epoch, this loader gives " +
                   std::to_string(now.batches_per_epoch);
@@ -602,7 +617,8 @@ class Trainer {
   }
 
   static void restore_buffers(const optim::StateView& into, const std::vector<std::vector<float>>& from) {
-    for (std::size_t i = 0; i < from.size(); ++i) std::copy(from[i].begin(), from[i].end(), into.buffers[i].second.begin());
+    for (std::size_t i = 0; i < from.size(); ++i)
+      std::copy(from[i].begin(), from[i].end(), into.buffers[i].second.begin());
   }
   static void restore_state(const optim::StateView& into, const std::vector<std::vector<float>>& from,
                             std::int64_t steps, O& optimizer) {

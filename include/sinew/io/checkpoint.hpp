@@ -230,8 +230,9 @@ inline CheckpointManifest parse_manifest(std::string_view text, const std::strin
   CheckpointManifest m;
   m.version = u64(doc, "version");
   if (m.version != CheckpointManifest::kVersion)
-    throw data_error("checkpoint: " + file + " has version " + std::to_string(m.version) + "; this sinew reads version " +
-                     std::to_string(CheckpointManifest::kVersion) + " (written by another sinew?)");
+    throw data_error("checkpoint: " + file + " has version " + std::to_string(m.version) +
+                     "; this sinew reads version " + std::to_string(CheckpointManifest::kVersion) +
+                     " (written by another sinew?)");
   m.generation = u64(doc, "generation");
   const detail::json_value* trainer = doc.find("trainer");
   if (!trainer || !trainer->members()) throw corrupt("\"trainer\" is missing or not an object");
@@ -298,8 +299,8 @@ inline void verify_file(const std::filesystem::path& dir, const CheckpointManife
     throw data_error("checkpoint: " + file.string() + " is missing (the manifest lists it; was it deleted?)");
   const CheckpointFile found = detail::describe_file(file);
   if (found.bytes != listed->bytes)
-    throw data_error("checkpoint: " + file.string() + " is " + std::to_string(found.bytes) + " bytes but the manifest says " +
-                     std::to_string(listed->bytes) + " (truncated or overwritten?)");
+    throw data_error("checkpoint: " + file.string() + " is " + std::to_string(found.bytes) +
+                     " bytes but the manifest says " + std::to_string(listed->bytes) + " (truncated or overwritten?)");
   if (found.checksum != listed->checksum)
     throw data_error("checkpoint: " + file.string() + " is corrupt: its FNV-1a 64 checksum is " +
                      detail::hex64(found.checksum) + ", the manifest says " + detail::hex64(listed->checksum));
@@ -400,7 +401,8 @@ void save_checkpoint(const std::filesystem::path& dir, const CheckpointGroup& gr
     manifest.generation = generation;
     manifest.world_size = std::uint64_t(group.world_size);
     manifest.files = {detail::describe_file(dir / model_file_name(generation))};
-    for (int r = 0; r < group.world_size; ++r) manifest.files.push_back(detail::describe_file(dir / rank_file_name(r, generation)));
+    for (int r = 0; r < group.world_size; ++r)
+      manifest.files.push_back(detail::describe_file(dir / rank_file_name(r, generation)));
     const std::filesystem::path tmp = dir / (std::string(kManifestName) + ".tmp");
     {
       std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
