@@ -1,6 +1,6 @@
 // Checkpoints under mpiexec (3 ranks): a Sync run stopped, saved and resumed by new trainers on every rank
 // ends bit for bit where the run that was not stopped ends, for the ring and MPI all-reduce and the Sync
-// parameter server (whose server writes its shard and the shard optimizer's state). And the determinism each
+// parameter server with one and two servers (each writes its shard and the shard optimizer's state). And the determinism each
 // strategy promises: repeated runs with one seed are bitwise identical for the ring all-reduce and the Sync
 // parameter server; MpiAllReduce promises nothing (MPI picks its reduction order), so it is not asserted.
 #include <gtest/gtest.h>
@@ -139,6 +139,13 @@ TEST(dist_checkpoint, sync_parameter_server_adam_resume_is_bitwise_exact_and_run
   dist::ParameterServer<Mpi, 1>::options o;
   o.configuration = "checkpoint test";
   expect_exact_resume<dist::ParameterServer<Mpi, 1>, optim::Adam>({.lr = 3e-3f}, o, "ps", true);
+}
+
+// Two servers (of 3 ranks: one worker): each writes its own shard and its shard optimizer's state.
+TEST(dist_checkpoint, sync_parameter_server_with_two_servers_resume_is_bitwise_exact) {
+  dist::ParameterServer<Mpi, 2>::options o;
+  o.configuration = "checkpoint test";
+  expect_exact_resume<dist::ParameterServer<Mpi, 2>, optim::Sgd>({.lr = 0.05f, .momentum = 0.9f}, o, "ps2", false);
 }
 
 struct stop_here {};
