@@ -4,6 +4,7 @@
 //                     [--loader cached|bytes|streaming] [--workers 2] [--prefetch 2]
 //                     [--epochs 10] [--batch 64] [--lr 0.02] [--momentum 0.9]
 //                     [--weight-decay 0] [--cosine] [--augment] [--threads N] [--seed 0] [--json FILE]
+//                     [--checkpoint-dir D] [--checkpoint-every 1] [--resume]
 //
 // CIFAR-10 (cifar-10-batches-bin): data_batch_1..4.bin train, data_batch_5.bin is held out for validation.
 // CIFAR-100 (cifar-100-binary): train.bin trains, test.bin is held out; --labels picks the 100 fine classes or
@@ -13,7 +14,9 @@
 // with 4-pixel padding per 32 pixels of side, horizontal flip) for the training batches only; --cosine decays
 // the learning rate to zero over the run after one epoch of linear warm-up. --loader picks how the data is held
 // (sinew/data/loader_spec.hpp): cached (decoded floats), bytes (uint8 in memory) or streaming (read from the
-// files every epoch by --workers threads, --prefetch batches ahead).
+// files every epoch by --workers threads, --prefetch batches ahead). --checkpoint-dir D saves the run into D
+// every --checkpoint-every epochs and after the last; --resume continues the run saved there, up to --epochs
+// epochs in all (sinew/io/checkpoint.hpp); with --cosine, resume with the same --epochs, which sets the schedule.
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -21,6 +24,7 @@
 #include <vector>
 
 #include "sinew/sinew.hpp"
+#include "support/checkpoints.hpp"
 #include "support/cli.hpp"
 #include "support/report.hpp"
 
@@ -48,6 +52,7 @@ struct Settings {
   sinew::TrainerOptions trainer;
   Optim::options optimizer;
   std::string json;
+  sinew::examples::Checkpoints checkpoints;
 
   bool cifar100() const { return dataset == "cifar100"; }
   std::vector<std::filesystem::path> files(bool train) const {
@@ -108,13 +113,14 @@ int train(const Settings& s) {
 
   std::vector<sinew::examples::EpochRecord> records;
   auto loader_epochs = sinew::metrics::Json::make_array();
-  for (int e = 0; e < s.epochs; ++e) {
+  for (int e = s.checkpoints.start(trainer, true); e < s.epochs; ++e) {
     sinew::examples::EpochRecord r;
     r.train = trainer.train_epoch(train);
     const auto times = train.times();
     r.test = trainer.evaluate(held_out);
     sinew::examples::print_epoch(r, s.epochs);
     records.push_back(r);
+    s.checkpoints.after_epoch(trainer, e, s.epochs);
     auto t = sinew::metrics::Json::make_object();
     t.set("waited", times.waited);
     t.set("hidden", times.hidden());
@@ -165,6 +171,7 @@ int main(int argc, char** argv) try {
                         "                         [--epochs 10] [--batch 64] [--lr 0.02]\n"
                         "                         [--momentum 0.9] [--weight-decay 0] [--cosine] [--augment]\n"
                         "                         [--threads N] [--seed 0] [--json FILE]\n"
+                        "                         [--checkpoint-dir D] [--checkpoint-every 1 (epochs)] [--resume]\n"
                         "CIFAR-10: DIR holds data_batch_1.bin .. data_batch_5.bin (binary version);\n"
                         "batches 1-4 train, batch 5 is held out for validation.\n"
                         "CIFAR-100: DIR holds train.bin and test.bin (binary version).\n"
@@ -199,6 +206,7 @@ int main(int argc, char** argv) try {
                  .momentum = float(args.number("momentum", 0.9)),
                  .weight_decay = float(args.number("weight-decay", 0))};
   s.json = args.get("json", "");
+  s.checkpoints = sinew::examples::Checkpoints::from(args);
   args.check_unused();
 
   const int classes = !s.cifar100() ? 10 : s.labels == "fine" ? 100 : 20;

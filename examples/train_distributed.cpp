@@ -6,18 +6,21 @@
 //
 //   mpirun -np 2 --bind-to core build/examples/train_distributed [--strategy ring|mpi|ps] [--mode sync|async|stale2]
 //          [--every-worker-reads-all] [--epochs 5] [--batch 32] [--lr 0.05] [--threads 1] [--bucket-kb 1024]
-//          [--overlap on|off] [--data DIR] [--json FILE]
+//          [--overlap on|off] [--data DIR] [--json FILE] [--checkpoint-dir D] [--checkpoint-every 1] [--resume]
 //
 // --batch is the local batch: the global batch is batch x workers. --every-worker-reads-all gives each worker
 // the whole dataset in its own order instead of a disjoint shard (asynchronous TensorFlow's input pipelines).
 // With all-reduce, gradients are summed in buckets of --bucket-kb KiB (0: one for all), each started during
 // backward unless --overlap off. As root, Open MPI also needs --allow-run-as-root, and --oversubscribe beyond
-// the number of cores.
+// the number of cores. --checkpoint-dir D (seen by every rank) saves the run every --checkpoint-every epochs
+// and after the last, the parameter server's shard included; --resume continues it on as many ranks, up to
+// --epochs epochs in all (sinew/io/checkpoint.hpp).
 #include <cstdio>
 #include <exception>
 #include <vector>
 
 #include "sinew/sinew.hpp"
+#include "support/checkpoints.hpp"
 #include "support/cli.hpp"
 #include "support/report.hpp"
 
@@ -53,6 +56,7 @@ int run(sinew::cli::Args& args, const std::string& strategy_name) {
     so.bucket_bytes = std::size_t(bucket_kb) * 1024;
     so.overlap = overlap == "on";
   }
+  const auto checkpoints = sinew::examples::Checkpoints::from(args);
   args.check_unused();
 
   so.configuration = "lenet5 fashion-mnist batch=" + std::to_string(lo.batch_size) +
@@ -74,7 +78,7 @@ int run(sinew::cli::Args& args, const std::string& strategy_name) {
                 lo.batch_size * workers);
 
   std::vector<sinew::examples::EpochRecord> records;
-  for (int e = 0; e < epochs; ++e) {
+  for (int e = checkpoints.start(trainer, root); e < epochs; ++e) {
     sinew::examples::EpochRecord r;
     r.train = trainer.train_epoch(train);
     r.test = trainer.evaluate(test);
@@ -87,6 +91,7 @@ int run(sinew::cli::Args& args, const std::string& strategy_name) {
                   r.train.phases.update, r.train.phases.comm_hidden);
     }
     records.push_back(r);
+    checkpoints.after_epoch(trainer, e, epochs);  // every rank
   }
   if constexpr (requires { trainer.dist().gather_counters(); }) {
     // Collective: every rank takes part; rank 0 prints what each worker and server did.
@@ -123,7 +128,9 @@ int main(int argc, char** argv) try {
                         "usage: mpirun -np N train_distributed [--strategy ring|mpi|ps] [--mode sync|async|stale2]\n"
                         "                                      [--every-worker-reads-all] [--epochs 5] [--batch 32]\n"
                         "                                      [--lr 0.05] [--threads 1] [--bucket-kb 1024]\n"
-                        "                                      [--overlap on|off] [--data DIR] [--json FILE]");
+                        "                                      [--overlap on|off] [--data DIR] [--json FILE]\n"
+                        "                                      [--checkpoint-dir D] [--checkpoint-every 1 (epochs)]\n"
+                        "                                      [--resume]");
   const std::string strategy = args.get("strategy", "ring"), mode = args.get("mode", "sync");
   if (strategy != "ps" && mode != "sync")
     args.fail("--mode " + mode + " needs --strategy ps: all-reduce is synchronous");

@@ -2,6 +2,10 @@
 //
 //   train_lenet5 [--data DIR] [--epochs 5] [--batch 64] [--lr 0.05] [--momentum 0.9] [--threads N]
 //                [--seed 0] [--loader cached|bytes|streaming] [--workers 2] [--json FILE]
+//                [--checkpoint-dir D] [--checkpoint-every 1] [--resume]
+//
+// --checkpoint-dir D saves the run into D every --checkpoint-every epochs and after the last; --resume continues
+// the run saved there, up to --epochs epochs in all (sinew/io/checkpoint.hpp).
 //
 // --loader picks how the data is held (sinew/data/loader_spec.hpp): decoded floats, uint8 bytes in memory, or
 // read from the IDX files every epoch by --workers threads.
@@ -10,6 +14,7 @@
 #include <vector>
 
 #include "sinew/sinew.hpp"
+#include "support/checkpoints.hpp"
 #include "support/cli.hpp"
 #include "support/report.hpp"
 
@@ -44,6 +49,7 @@ int run(sinew::cli::Args& args, const std::string& kind) {
   const Optim::options oo{.lr = float(args.number("lr", 0.05)), .momentum = float(args.number("momentum", 0.9))};
   const std::string json = args.get("json", "");
   const int workers = args.integer("workers", 2);
+  const auto checkpoints = sinew::examples::Checkpoints::from(args);
   args.check_unused();
 
   Loader train = make_loader(kind, workers, sinew::data::Split::train, dir, lo);
@@ -55,12 +61,13 @@ int run(sinew::cli::Args& args, const std::string& kind) {
               trainer.context().threads(), lo.batch_size);
 
   std::vector<sinew::examples::EpochRecord> records;
-  for (int e = 0; e < epochs; ++e) {
+  for (int e = checkpoints.start(trainer, true); e < epochs; ++e) {
     sinew::examples::EpochRecord r;
     r.train = trainer.train_epoch(train);
     r.test = trainer.evaluate(test);
     sinew::examples::print_epoch(r, epochs);
     records.push_back(r);
+    checkpoints.after_epoch(trainer, e, epochs);
   }
   if (!json.empty()) {
     auto config = sinew::metrics::Json::make_object();
@@ -81,7 +88,8 @@ int main(int argc, char** argv) try {
   sinew::cli::Args args(argc, argv,
                         "usage: train_lenet5 [--data DIR] [--epochs 5] [--batch 64] [--lr 0.05] [--momentum 0.9]\n"
                         "                    [--threads N] [--seed 0] [--loader cached|bytes|streaming]\n"
-                        "                    [--workers 2] [--json FILE]");
+                        "                    [--workers 2] [--json FILE]\n"
+                        "                    [--checkpoint-dir D] [--checkpoint-every 1 (epochs)] [--resume]");
   const std::string loader = args.get("loader", "cached");
   if (loader != "cached" && loader != "bytes" && loader != "streaming")
     args.fail("--loader must be cached, bytes or streaming, not '" + loader + "'");

@@ -1,3 +1,4 @@
-// sinew/io.hpp: weights in and out (safetensors, under PyTorch's state_dict names).
+// sinew/io.hpp: weights in and out (safetensors, under PyTorch's state_dict names), and whole runs (checkpoints).
 #pragma once
+#include "sinew/io/checkpoint.hpp"
 #include "sinew/io/safetensors.hpp"

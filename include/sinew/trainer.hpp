@@ -23,18 +23,36 @@
 // pass the same), and train_steps(loader, n) trains n steps over as many epochs as that takes. A per-step
 // callback (set_step_callback) sees each step's loss and phases as it ends; it may throw to stop training.
 //
+// Checkpoints (io/checkpoint.hpp): save_checkpoint(dir) on every rank, between epochs or (all-reduce and
+// Local) from the step callback in the middle of one, writes the run
+// (parameters, BatchNorm statistics, optimizer state, step and epoch, the loader's batch size and shuffle seed,
+// the dropout step, a parameter server's shards) so that resume(dir) on a new trainer of the same type, seed
+// and number of ranks continues it: a Sync run resumed ends bit for bit where the run that was not stopped
+// ends (the same train_epoch / train_steps calls). Saved mid-epoch, the next train_epoch trains the rest of
+// that epoch (its max_steps counts from the epoch's first step), passing over the batches already trained.
+// A checkpoint of another configuration is refused with a sentence naming what differs.
+//
 // A Trainer of more than one rank holds a comm::unwinding_guard (comm/failure.hpp): if an exception takes it
 // down, this rank ends the whole job when it exits, instead of leaving the others waiting for it.
 #pragma once
 
+#include <cxxabi.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
+#include <filesystem>
 #include <functional>
+#include <optional>
 #include <limits>
 #include <memory>
 #include <span>
 #include <string>
+#include <typeinfo>
+#include <utility>
 #include <vector>
 
 #include "sinew/backend.hpp"
@@ -46,6 +64,8 @@
 #include "sinew/dist/local.hpp"
 #include "sinew/dist/strategy_spec.hpp"
 #include "sinew/dist/sync_mode.hpp"
+#include "sinew/io/checkpoint.hpp"
+#include "sinew/io/safetensors.hpp"
 #include "sinew/metrics/profile.hpp"
 #include "sinew/metrics/timer.hpp"
 #include "sinew/model.hpp"
@@ -142,6 +162,8 @@ class Trainer {
   S& dist() noexcept { return strategy_; }
   typename B::context& context() noexcept { return ctx_; }
   std::int64_t steps_done() const noexcept { return step_; }
+  /// Epochs trained (or served) so far: the epoch the next train_epoch trains.
+  int epochs_done() const noexcept { return epoch_; }
 
   /// Sets the learning-rate schedule (default: the optimizer's rate throughout).
   void set_schedule(schedule_fn schedule) { schedule_ = std::move(schedule); }
@@ -154,11 +176,13 @@ class Trainer {
   double images_per_second() const { return timed_seconds_ > 0 ? double(timed_images_) / timed_seconds_ : 0; }
 
   /// One pass over the loader's epoch `epoch_` (counted by the trainer), updating the parameters; with
-  /// max_steps, the epoch ends after that many steps (every rank must pass the same).
+  /// max_steps, the epoch ends after that many steps (every rank must pass the same), counted from the epoch's
+  /// first step (after a resume mid-epoch, those the saved run trained count too).
   EpochStats train_epoch(L& loader, std::size_t max_steps = kWholeEpoch) {
     try {
       return train_epoch_steps(loader, max_steps);
     } catch (const std::exception& e) {
+      epoch_batch_ = 0;  // a train_epoch after an exception starts the epoch anew
       // Kept for the message that ends the job, should this exception take the trainer down (comm/failure.hpp).
       if (guard_) comm::note_exception(e.what());
       throw;
@@ -177,9 +201,100 @@ class Trainer {
     return epochs;
   }
 
+  /// "Trainer<LeNet5<Input<1, 32, 32>>, OneDnn, RingAllReduce<Mpi>, Sync, Sgd>": how checkpoints name it.
+  static std::string type_name() {
+    io::CheckpointManifest m;
+    m.trainer = type_parts();
+    return m.trainer_type();
+  }
+
+  /// Collective: every rank (a parameter server's servers too) calls it between epochs, or every rank from the
+  /// step callback at the same step (not with a parameter server, whose servers serve). Writes the run into
+  /// `dir` (created if missing; every rank must see it) as a new checkpoint that replaces the one there only
+  /// once it is complete (io/checkpoint.hpp). Throws on every rank if any rank could not write.
+  void save_checkpoint(const std::filesystem::path& dir) {
+    static_assert(req::has_state<O>,
+                  "a checkpoint saves and restores the optimizer's state, and this optimizer does not expose it: "
+                  "give it state() -> optim::StateView and set_steps(n) (optim/optimizer_spec.hpp), as Sgd, Adam "
+                  "and RmsProp have");
+    io::CheckpointManifest m;
+    m.trainer = type_parts();
+    m.network_layout = network_layout();
+    m.seed = options_.seed;
+    m.step = std::uint64_t(step_);
+    m.epoch = std::uint64_t(epoch_);
+    m.batches_done = epoch_batch_;
+    if constexpr (kServes)
+      if (epoch_batch_ > 0)
+        throw error("trainer: " + std::string(S::kName) + " checkpoints are saved between epochs, not from a step "
+                    "callback: its servers are serving the epoch and cannot write their shards until it ends");
+    m.batch_size = loader_seen_.batch_size, m.batches_per_epoch = loader_seen_.batches_per_epoch;
+    m.shuffle_seed = loader_seen_.shuffle_seed;
+    io::save_checkpoint(dir, checkpoint_group(), std::move(m), [&](std::uint64_t g) { write_checkpoint(dir, g); });
+  }
+
+  /// Collective, on a trainer built as the one that saved (same type, TrainerOptions::seed and number of
+  /// ranks): continues the run saved in `dir`. Every file is checked before anything changes, so a refused
+  /// resume (another configuration: the sentence names what differs; a truncated or corrupt file: it names the
+  /// file) leaves the trainer as it was. The next train_epoch trains the saved epoch, and refuses a loader
+  /// with another batch size, number of batches or shuffle seed than the saved run's.
+  void resume(const std::filesystem::path& dir) {
+    static_assert(req::has_state<O>,
+                  "a checkpoint saves and restores the optimizer's state, and this optimizer does not expose it: "
+                  "give it state() -> optim::StateView and set_steps(n) (optim/optimizer_spec.hpp), as Sgd, Adam "
+                  "and RmsProp have");
+    io::CheckpointManifest m;
+    std::vector<float> params(model_type::kParamSpan), buffers(model_type::kBufferSpan);
+    std::uint64_t model_step = 0;
+    std::vector<std::vector<float>> optimizer_state, shard_state;
+    std::int64_t optimizer_steps = 0, shard_steps = 0;
+    std::vector<float> shard_params;
+    const io::CheckpointGroup group = checkpoint_group();
+    io::detail::on_every_rank(group, "load the checkpoint", [&] {
+      m = io::read_manifest(dir);
+      check_same_run(m, dir);
+      const std::string model_file = io::model_file_name(m.generation);
+      const std::string rank_file = io::rank_file_name(strategy_.rank(), m.generation);
+      io::verify_file(dir, m, model_file);
+      io::verify_file(dir, m, rank_file);
+      io::load_safetensors<Net>(dir / model_file, params, buffers);
+      io::SafetensorsReader reader(dir / rank_file);
+      read_f32(reader, "model.buffers", buffers);
+      model_step = read_count(reader, "model_step");
+      if constexpr (!kServerOptimizer && req::has_state<O>)
+        read_state(reader, "optimizer.", optimizer_.state(), optimizer_state, optimizer_steps);
+      if constexpr (kServerOptimizer) {
+        if (auto shard = strategy_.shard_state()) {
+          shard_params.resize(shard->end - shard->begin);
+          read_f32(reader, "shard.parameters", shard_params);
+          read_state(reader, "shard.optimizer.", shard->optimizer, shard_state, shard_steps);
+        }
+      }
+    });
+    // Every check passed on every rank: now change the trainer.
+    std::copy(params.begin(), params.end(), model_.parameters().begin());
+    std::copy(buffers.begin(), buffers.end(), model_.buffers().begin());
+    model_.set_step(model_step);
+    if constexpr (!kServerOptimizer && req::has_state<O>)
+      restore_state(optimizer_.state(), optimizer_state, optimizer_steps, optimizer_);
+    if constexpr (kServerOptimizer) {
+      if (auto shard = strategy_.shard_state()) {
+        std::copy(shard_params.begin(), shard_params.end(), model_.parameters().begin() + std::ptrdiff_t(shard->begin));
+        restore_buffers(shard->optimizer, shard_state);
+        strategy_.set_shard_steps(shard_steps);
+      }
+    }
+    epoch_ = int(m.epoch);
+    epoch_batch_ = std::size_t(m.batches_done);
+    step_ = std::int64_t(m.step);
+    resumed_loader_ = loader_facts{m.batch_size, m.batches_per_epoch, m.shuffle_seed};
+    loader_seen_ = *resumed_loader_;
+  }
+
  private:
   EpochStats train_epoch_steps(L& loader, std::size_t max_steps) {
     check_shape(loader);
+    check_resumed_loader(loader);
     if constexpr (has_agreement) {
       // A rank with another batch size would average its gradient with wrong weights; one with more batches
       // would wait forever in an all-reduce the others never start. A rank that does not train (a parameter
@@ -199,11 +314,17 @@ class Trainer {
       if (!strategy_.is_worker()) return serve_epoch(stats);
     loader.start_epoch(epoch_);
     ensure_buffers(loader.batch_size());
+    // Resumed from a checkpoint saved mid-epoch: the batches the saved run trained are read and passed over.
+    for (std::size_t b = 0; b < epoch_batch_; ++b)
+      if (loader.next(images_.span(), labels_) == 0)
+        throw error("trainer: the resumed run had trained " + std::to_string(epoch_batch_) + " batches of epoch " +
+                    std::to_string(epoch_) + ", but this loader's epoch has only " + std::to_string(b) +
+                    " (build the loader with the saved run's LoaderOptions)");
     model_.set_training(true);
     double loss_sum = 0, timed_s = 0;
     std::size_t correct = 0, timed_images = 0;
     metrics::Stopwatch epoch_watch;
-    while (stats.steps < max_steps) {
+    while (epoch_batch_ < max_steps) {
       metrics::PhaseSeconds phases;
       metrics::Stopwatch watch;
       const std::size_t n = loader.next(images_.span(), labels_);
@@ -213,7 +334,7 @@ class Trainer {
       model_.forward({images_.data(), n * input_shape::kSize}, batch);
       const LossValue value = model_.loss({labels_.data(), n});
       phases.forward = watch.lap();
-      if (options_.check_finite) check_finite(value.loss, stats.steps);
+      if (options_.check_finite) check_finite(value.loss, epoch_batch_);
       if constexpr (req::has_overlap_hooks<S>) {
         // The strategy sends each layer's gradients while backward computes the earlier layers'.
         strategy_.backward_begins(model_.gradients());
@@ -232,13 +353,14 @@ class Trainer {
       stats.samples += n;
       stats.phases += phases;
       ++stats.steps;
+      ++epoch_batch_;
       if (step_ >= options_.warmup_steps) {
         timed_s += step_s;
         timed_images += n;
       }
       ++step_;
       if (step_callback_)
-        step_callback_(StepInfo{epoch_, stats.steps - 1, step_, n, value.loss, phases});
+        step_callback_(StepInfo{epoch_, epoch_batch_ - 1, step_, n, value.loss, phases});
     }
     // A parameter server's worker ends the epoch with the servers' final parameters.
     if constexpr (requires { strategy_.template finish_epoch<M>(model_.parameters(), stats.phases); })
@@ -253,6 +375,7 @@ class Trainer {
     stats.images_per_second = timed_s > 0 ? double(timed_images) / timed_s
                                           : (stats.seconds > 0 ? double(stats.samples) / stats.seconds : 0);
     ++epoch_;
+    epoch_batch_ = 0;
     return stats;
   }
 
@@ -332,6 +455,177 @@ class Trainer {
                         " (pad with LoaderOptions::pad_to_height/width, or change the network's Input)");
   }
 
+  // ---- checkpoints ----
+
+  /// What a checkpoint records of the loader: a resumed run must read the same batches.
+  struct loader_facts {
+    std::uint64_t batch_size = 0, batches_per_epoch = 0;
+    std::optional<std::uint64_t> shuffle_seed;
+  };
+  static constexpr bool kServerOptimizer = requires(S& s) { s.shard_state(); };
+  // Whether some ranks serve rather than train (a parameter server): they cannot save in the middle of an epoch.
+  static constexpr bool kServes =
+      requires(S& s, std::span<float> p, metrics::PhaseSeconds& t) { s.template serve<M>(p, t); };
+
+  static std::string demangled(const char* mangled) {
+    int status = 0;
+    char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+    std::string name = status == 0 && d ? d : mangled;
+    std::free(d);
+    // sinew::nets::LeNet5<sinew::Input<1, 32, 32> > -> LeNet5<Input<1,32,32>>: the same from GCC and Clang.
+    for (const char* prefix : {"sinew::nets::", "sinew::backend::", "sinew::dist::", "sinew::optim::",
+                               "sinew::comm::", "sinew::"})
+      for (std::size_t at; (at = name.find(prefix)) != std::string::npos;) name.erase(at, std::strlen(prefix));
+    std::erase(name, ' ');
+    return name;
+  }
+  static std::vector<std::pair<std::string, std::string>> type_parts() {
+    return {{"network", demangled(typeid(Net).name())},
+            {"backend", demangled(typeid(B).name())},
+            {"strategy", demangled(typeid(S).name())},
+            {"sync_mode", demangled(typeid(M).name())},
+            {"optimizer", demangled(typeid(O).name())}};
+  }
+  /// What must match for a network's parameters to mean the same: input, lowered nodes, sizes.
+  static std::string network_layout() {
+    std::string s = to_string<input_shape>();
+    for (const std::string& node : model_type::node_names()) s += " " + node;
+    return s + " params=" + std::to_string(model_type::kParamSpan) +
+           " buffers=" + std::to_string(model_type::kBufferSpan);
+  }
+
+  io::CheckpointGroup checkpoint_group() {
+    if constexpr (requires { strategy_.communicator(); })
+      if (strategy_.world_size() > 1) return io::group_of(strategy_.communicator());
+    return {};
+  }
+
+  void check_same_run(const io::CheckpointManifest& m, const std::filesystem::path& dir) const {
+    const std::string where = "checkpoint: " + (dir / io::kManifestName).string();
+    std::vector<std::string> differ;
+    for (const auto& [key, value] : type_parts()) {
+      const auto it = std::find_if(m.trainer.begin(), m.trainer.end(), [&](const auto& kv) { return kv.first == key; });
+      const bool same = key == "network" ? m.network_layout == network_layout()
+                                         : it != m.trainer.end() && it->second == value;
+      if (!same) differ.push_back(key == "sync_mode" ? "sync mode" : key);
+    }
+    if (!differ.empty()) {
+      std::string what;
+      for (std::size_t i = 0; i < differ.size(); ++i)
+        what += (i == 0 ? "" : i + 1 == differ.size() ? " and " : ", ") + differ[i];
+      throw error(where + " was written by " + m.trainer_type() + "; this trainer is " + type_name() + ": the " + what +
+                  (differ.size() == 1 ? " differs" : " differ") + " (resume with the trainer that saved it)");
+    }
+    if (m.world_size != std::uint64_t(strategy_.world_size()))
+      throw error(where + " was written by " + std::to_string(m.world_size) + " ranks; this job has " +
+                  std::to_string(strategy_.world_size()) + " (resume on as many ranks as saved)");
+    if (m.seed != options_.seed)
+      throw error(where + " was written with TrainerOptions::seed " + std::to_string(m.seed) + "; this trainer has " +
+                  std::to_string(options_.seed) + ", which would draw other dropout masks (build it with seed " +
+                  std::to_string(m.seed) + ")");
+  }
+
+  static loader_facts facts_of(const L& loader) {
+    loader_facts f{std::uint64_t(loader.batch_size()), std::uint64_t(loader.batches_per_epoch()), std::nullopt};
+    if constexpr (requires { loader.shuffle_seed(); }) f.shuffle_seed = std::uint64_t(loader.shuffle_seed());
+    return f;
+  }
+
+  /// Records the loader for checkpoints; after a resume, refuses one that would give other batches.
+  void check_resumed_loader(const L& loader) {
+    const loader_facts now = facts_of(loader);
+    if (resumed_loader_ && strategy_.is_worker()) {
+      const loader_facts& was = *resumed_loader_;
+      std::string differs;
+      if (was.batch_size != 0 && was.batch_size != now.batch_size)
+        differs =
+            "batch size " + std::to_string(was.batch_size) + ", this loader's is " + std::to_string(now.batch_size);
+      else if (was.batch_size != 0 && was.batches_per_epoch != now.batches_per_epoch)
+        differs = std::to_string(was.batches_per_epoch) + " batches per epoch, this loader gives " +
+                  std::to_string(now.batches_per_epoch);
+      else if (was.shuffle_seed && now.shuffle_seed && *was.shuffle_seed != *now.shuffle_seed)
+        differs = "shuffle seed " + std::to_string(*was.shuffle_seed) + ", this loader's is " +
+                  std::to_string(*now.shuffle_seed);
+      if (!differs.empty())
+        throw error("trainer: the resumed run was saved training with " + differs +
+                    " (build the loader with the saved run's LoaderOptions to continue it exactly)");
+    }
+    resumed_loader_.reset();
+    loader_seen_ = now;
+  }
+
+  /// Writes this rank's files of generation g (io::save_checkpoint calls it on every rank).
+  void write_checkpoint(const std::filesystem::path& dir, std::uint64_t g) {
+    if (strategy_.rank() == 0) {
+      const std::filesystem::path file = dir / io::model_file_name(g), tmp = file.string() + ".part";
+      io::save_safetensors(model_, tmp);
+      io::detail::commit_file(tmp, file);
+    }
+    std::vector<io::TensorRef> refs;
+    std::vector<std::pair<std::string, std::string>> meta = {{"rank", std::to_string(strategy_.rank())},
+                                                             {"model_step", std::to_string(model_.step())}};
+    const auto add = [&](std::string name, std::span<const float> data) {
+      refs.push_back({std::move(name), "F32", {std::int64_t(data.size())}, std::as_bytes(data)});
+    };
+    add("model.buffers", model_.buffers());
+    if constexpr (!kServerOptimizer && req::has_state<O>) {
+      const optim::StateView state = optimizer_.state();
+      for (const auto& [name, data] : state.buffers) add("optimizer." + name, data);
+      meta.emplace_back("optimizer.steps", std::to_string(state.steps));
+    }
+    if constexpr (kServerOptimizer) {
+      if (auto shard = strategy_.shard_state()) {
+        add("shard.parameters", model_.parameters().subspan(shard->begin, shard->end - shard->begin));
+        for (const auto& [name, data] : shard->optimizer.buffers) add("shard.optimizer." + name, data);
+        meta.emplace_back("shard.optimizer.steps", std::to_string(shard->optimizer.steps));
+      }
+    }
+    const std::filesystem::path file = dir / io::rank_file_name(strategy_.rank(), g), tmp = file.string() + ".part";
+    io::write_safetensors(tmp, refs, meta);
+    io::detail::fault_point("rank file written");
+    io::detail::commit_file(tmp, file);
+    io::detail::fault_point("rank file renamed");
+  }
+
+  static void read_f32(io::SafetensorsReader& reader, const std::string& name, std::span<float> out) {
+    const io::SafetensorsTensor* t = reader.find(name);
+    if (!t || t->dtype != "F32" || t->end - t->begin != out.size() * sizeof(float))
+      throw data_error("checkpoint: " + reader.path().string() + (t ? " has the tensor " + name + " as " +
+                       std::to_string(t->end - t->begin) + " bytes of " + t->dtype : " lacks the tensor " + name) +
+                       "; this trainer needs " + std::to_string(out.size()) + " F32 (another configuration?)");
+    reader.read(*t, std::as_writable_bytes(out));
+  }
+
+  static std::uint64_t read_count(const io::SafetensorsReader& reader, const std::string& key) {
+    for (const auto& [k, v] : reader.metadata()) {
+      if (k != key) continue;
+      char* end = nullptr;
+      const unsigned long long x = std::strtoull(v.c_str(), &end, 10);
+      if (!v.empty() && end && *end == '\0' && v[0] != '-') return x;
+    }
+    throw data_error("checkpoint: " + reader.path().string() + " lacks the count " + key +
+                     " in its metadata, or it is not a number (a file of another sinew?)");
+  }
+
+  static void read_state(io::SafetensorsReader& reader, const std::string& prefix, const optim::StateView& like,
+                         std::vector<std::vector<float>>& out, std::int64_t& steps) {
+    for (const auto& [name, data] : like.buffers) {
+      out.emplace_back(data.size());
+      read_f32(reader, prefix + name, out.back());
+    }
+    steps = std::int64_t(read_count(reader, prefix + "steps"));
+  }
+
+  static void restore_buffers(const optim::StateView& into, const std::vector<std::vector<float>>& from) {
+    for (std::size_t i = 0; i < from.size(); ++i)
+      std::copy(from[i].begin(), from[i].end(), into.buffers[i].second.begin());
+  }
+  static void restore_state(const optim::StateView& into, const std::vector<std::vector<float>>& from,
+                            std::int64_t steps, O& optimizer) {
+    restore_buffers(into, from);
+    optimizer.set_steps(steps);
+  }
+
   void ensure_buffers(int batch) {
     const std::size_t floats = std::size_t(batch) * input_shape::kSize;
     if (images_.size() != floats) images_ = AlignedBuffer<float>(floats);
@@ -350,7 +644,10 @@ class Trainer {
   AlignedBuffer<float> images_;
   std::vector<std::int32_t> labels_;
   int epoch_ = 0;
+  std::size_t epoch_batch_ = 0;  // batches of epoch epoch_ trained: while it runs, or resumed mid-epoch
   std::int64_t step_ = 0;
+  loader_facts loader_seen_;                     // the loader of the last train_epoch, for checkpoints
+  std::optional<loader_facts> resumed_loader_;   // after resume(): what the next train_epoch's loader must match
   double timed_seconds_ = 0;
   std::size_t timed_images_ = 0;
 };

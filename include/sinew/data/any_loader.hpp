@@ -37,6 +37,8 @@ class AnyLoader {
   int width() const { return self_->width(); }
   std::size_t size() const { return self_->size(); }
   int batch_size() const { return self_->batch_size(); }
+  /// The loader's shuffle seed, where it has one (sinew's three do); 0 otherwise.
+  std::uint64_t shuffle_seed() const { return self_->shuffle_seed(); }
   std::size_t batches_per_epoch() const { return self_->batches_per_epoch(); }
   void start_epoch(int epoch) { self_->start_epoch(epoch); }
   std::size_t next(std::span<float> images, std::span<std::int32_t> labels) { return self_->next(images, labels); }
@@ -53,6 +55,7 @@ class AnyLoader {
     virtual int width() const = 0;
     virtual std::size_t size() const = 0;
     virtual int batch_size() const = 0;
+    virtual std::uint64_t shuffle_seed() const = 0;
     virtual std::size_t batches_per_epoch() const = 0;
     virtual void start_epoch(int epoch) = 0;
     virtual std::size_t next(std::span<float> images, std::span<std::int32_t> labels) = 0;
@@ -67,6 +70,12 @@ class AnyLoader {
     int width() const override { return loader->width(); }
     std::size_t size() const override { return loader->size(); }
     int batch_size() const override { return loader->batch_size(); }
+    std::uint64_t shuffle_seed() const override {
+      if constexpr (requires { loader->shuffle_seed(); })
+        return loader->shuffle_seed();
+      else
+        return 0;
+    }
     std::size_t batches_per_epoch() const override { return loader->batches_per_epoch(); }
     void start_epoch(int epoch) override { loader->start_epoch(epoch); }
     std::size_t next(std::span<float> images, std::span<std::int32_t> labels) override {

@@ -59,6 +59,8 @@ class ByteLoader {
   int width() const { return plan_.width(); }
   std::size_t size() const { return plan_.samples(); }
   int batch_size() const { return plan_.batch_size(); }
+  /// LoaderOptions::seed, which with the epoch fixes the order (checkpoints record it).
+  std::uint64_t shuffle_seed() const { return plan_.seed(); }
   std::size_t batches_per_epoch() const { return plan_.batches(); }
 
   /// Drops whatever was prepared and starts over with the order of `epoch`.

@@ -25,6 +25,8 @@
 //                                  the first n * channels() * height() * width() images and n labels, and
 //                                  returns n: batch_size(), or less for a short last batch; 0 once the epoch
 //                                  is over, until the next start_epoch.
+// Optional: shuffle_seed(), the seed that with the epoch fixes the order; a checkpoint records it and a resumed
+// trainer refuses a loader with another (sinew's loaders and AnyLoader have it).
 // With several workers, each sees a disjoint share of the dataset per epoch; workers' size() may then differ
 // by one sample unless the loader evens them out (sinew's loaders do with drop_last). sinew's loaders can
 // instead let every worker read the whole dataset in its own order (LoaderOptions::sharding).

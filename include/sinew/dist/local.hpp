@@ -1,4 +1,8 @@
 // sinew/dist/local.hpp: one process, no communication: the optimizer applies the local gradient.
+//
+// Determinism: a run repeats bit for bit with the same seeds and the same number of threads (and so does a run
+// resumed from a checkpoint, tests/io/test_checkpoint.cpp). With another thread count the backend may split
+// its reductions (a convolution's weight gradient) differently, so results differ in the last bits.
 #pragma once
 
 #include <span>

@@ -13,6 +13,12 @@
 // as backward has written its gradients, and test the ones in flight after every later layer: Open MPI moves a
 // non-blocking collective on only inside MPI calls, so these tests are its progress. update() then waits only
 // for what is still in flight.
+//
+// Determinism is MPI's: the order in which MPI_Allreduce adds the ranks' floats is the MPI library's choice
+// (its algorithm may depend on the message size, the process placement and the library's tuning), so sinew
+// does not promise that two runs are bitwise identical, nor that a resumed run ends exactly where the run that
+// was not stopped ends, though with one MPI build on one set of hosts both held in the tests. For a promise,
+// use dist::RingAllReduce.
 #pragma once
 
 #include <concepts>

@@ -54,6 +54,13 @@
 // or leaves through an exception ends the job itself (Open MPI, comm/failure.hpp). The trainer's agreement
 // between epochs is not watched: ranks may reach it far apart.
 //
+// Checkpoints (io/checkpoint.hpp): each server writes its own file, with its shard of the parameters and the
+// state of the shard's optimizer (shard_state()); workers keep no optimizer state. Saved between epochs, when
+// every worker holds the servers' final parameters.
+//
+// Determinism: Sync is bitwise repeatable: a server sums the gradients in worker order, whatever order they
+// arrive in. Async and BoundedStaleness<K> are not: the order of the updates is the order of arrival.
+//
 // Counters: counters() on each rank, gather_counters() (collective) for the whole job on every rank.
 //
 // Timing, per worker step: the slowest server's update time (it travels in the reply) counts as `update`, the
@@ -70,6 +77,7 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -174,6 +182,22 @@ class ParameterServer {
   int server_index() const { return is_worker() ? -1 : comm_.rank() - workers(); }
   Comm& communicator() noexcept { return comm_; }
 
+  /// Where a server's shard lies in the flat parameters, and its optimizer's state (views of it).
+  struct ShardState {
+    std::size_t begin = 0, end = 0;
+    optim::StateView optimizer;
+  };
+  /// On a server, after start() (for checkpoints): its shard and the state of the shard's optimizer, whose
+  /// buffers a resume writes into; nothing on a worker, whose optimizer only supplies the learning rate.
+  std::optional<ShardState> shard_state() {
+    if (is_worker() || !shard_state_) return std::nullopt;
+    return ShardState{shard(server_index()).begin, shard(server_index()).end, shard_state_()};
+  }
+  /// On a server: restores the step count of the shard's optimizer (a resume).
+  void set_shard_steps(std::int64_t steps) {
+    if (set_shard_steps_) set_shard_steps_(steps);
+  }
+
   /// On a server: what it saw so far. On a worker: max_lead is the largest lead the servers reported to it.
   const ServerCounters& counters() const noexcept { return counters_; }
 
@@ -238,6 +262,10 @@ class ParameterServer {
       shard_optimizer->set_learning_rate(lr);
       shard_optimizer->step(p, g);
     };
+    if constexpr (req::has_state<O>) {
+      shard_state_ = [shard_optimizer] { return shard_optimizer->state(); };
+      set_shard_steps_ = [shard_optimizer](std::int64_t n) { shard_optimizer->set_steps(n); };
+    }
     gradient_.resize(size);
     if constexpr (std::same_as<M, Sync>) sum_.resize(size);
     peers_.assign(std::size_t(workers()), peer::running);
@@ -592,6 +620,8 @@ class ParameterServer {
 
   // Server.
   std::function<void(std::span<float>, std::span<const float>, float)> step_shard_;
+  std::function<optim::StateView()> shard_state_;
+  std::function<void(std::int64_t)> set_shard_steps_;
   std::vector<float> gradient_, sum_;
   std::vector<peer> peers_;
   std::vector<std::int64_t> clocks_;  // gradients from each worker this epoch

@@ -18,6 +18,10 @@
 // as soon as backward has written its gradients, and after every later layer advance the ring as far as the
 // arrived messages allow (RingOperation), on the training thread: no thread, no MPI_THREAD_MULTIPLE. update()
 // then drives what is left to the end.
+//
+// Determinism: each float of the sum is added in the ring's order, whatever order messages arrive in, so with
+// the same seeds, ranks and threads a Sync run repeats bit for bit, and a run resumed from a checkpoint ends
+// where the run that was not stopped ends (tests/dist/test_checkpoint.cpp).
 #pragma once
 
 #include <algorithm>

@@ -24,6 +24,12 @@
 //                                   training: it serves the workers' epoch and returns its optimizer steps;
 //   s.template finish_epoch<M>(params, phases)
 //                                   on a worker, after its epoch's last step (the end of epoch for the servers).
+// Optional, for checkpoints (io/checkpoint.hpp) of strategies that keep optimizer state of their own:
+//   s.shard_state() -> std::optional<ShardState>   on a rank that holds a shard: its [begin, end) in the flat
+//                                   parameters and its optimizer's state (optim::StateView); the trainer then
+//                                   saves that rank's shard and shard optimizer instead of its own optimizer;
+//   s.set_shard_steps(n)            restores the shard optimizer's step count.
+// A strategy with s.communicator() and several ranks saves and loads collectively over it (broadcast, sum).
 //
 // Optional overlap hooks (req::has_overlap_hooks: all three or none). The trainer uses them when present, so
 // that communication runs while backward still computes:

@@ -63,6 +63,9 @@ class Adam {
   void set_learning_rate(float lr) noexcept { o_.lr = lr; }
   const options& hyper_parameters() const noexcept { return o_; }
   long steps() const noexcept { return t_; }
+  /// torch.optim.Adam's exp_avg and exp_avg_sq, and its step.
+  StateView state() { return {{{"exp_avg", m_.span()}, {"exp_avg_sq", v_.span()}}, std::int64_t(t_)}; }
+  void set_steps(std::int64_t steps) noexcept { t_ = long(steps); }
 
  private:
   options o_;
@@ -85,7 +88,7 @@ class AdamW : public Adam {
   AdamW(options o, std::size_t n) : Adam(o, n) {}
 };
 
-static_assert(Optimizer<Adam>);
+static_assert(Optimizer<Adam> && req::has_state<Adam>);
 static_assert(Optimizer<AdamW>);
 
 }  // namespace sinew::optim

@@ -17,7 +17,11 @@
 #include <concepts>
 #include <cstddef>
 #include <span>
+#include <cstdint>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace sinew {
 
@@ -33,6 +37,23 @@ concept has_learning_rate = requires(O& o, float lr) {
   { o.learning_rate() } -> std::convertible_to<float>;
   { o.set_learning_rate(lr) };
   { O::kName } -> std::convertible_to<std::string_view>;
+};
+}  // namespace req
+
+namespace optim {
+/// An optimizer's state for a checkpoint: its buffers by name, viewing its own storage, and its step count.
+struct StateView {
+  std::vector<std::pair<std::string, std::span<float>>> buffers;  ///< "momentum", "exp_avg", ... (may be empty)
+  std::int64_t steps = 0;                                         ///< updates so far (Adam's bias correction)
+};
+}  // namespace optim
+
+namespace req {
+/// Optional: what a checkpoint saves and restores (see the contract above).
+template <class O>
+concept has_state = requires(O& o, std::int64_t n) {
+  { o.state() } -> std::same_as<optim::StateView>;
+  { o.set_steps(n) };
 };
 }  // namespace req
 
@@ -54,9 +75,12 @@ struct descent {
   float learning_rate() const { return lr_; }
   void set_learning_rate(float lr) { lr_ = lr; }
   options hyper_parameters() const { return {lr_}; }
+  /// No buffers; descent does not count its steps.
+  StateView state() { return {}; }
+  void set_steps(std::int64_t) {}
   float lr_;
 };
-static_assert(Optimizer<descent>);
+static_assert(Optimizer<descent> && req::has_state<descent>);
 }  // namespace optim::example
 
 }  // namespace sinew

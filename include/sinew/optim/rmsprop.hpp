@@ -49,17 +49,26 @@ class RmsProp {
         simd::store(pp + i, simd::fma(V(-lr), u, w));
       });
     });
+    ++steps_;
   }
 
   float learning_rate() const noexcept { return o_.lr; }
   void set_learning_rate(float lr) noexcept { o_.lr = lr; }
   const options& hyper_parameters() const noexcept { return o_; }
+  /// torch.optim.RMSprop's square_avg and momentum_buffer (absent without momentum); it does not need a count.
+  StateView state() {
+    StateView v{{{"square_avg", square_.span()}}, steps_};
+    if (momentum_.size() > 0) v.buffers.emplace_back("momentum_buffer", momentum_.span());
+    return v;
+  }
+  void set_steps(std::int64_t steps) noexcept { steps_ = steps; }
 
  private:
   options o_;
   AlignedBuffer<float> square_, momentum_;
+  std::int64_t steps_ = 0;
 };
 
-static_assert(Optimizer<RmsProp>);
+static_assert(Optimizer<RmsProp> && req::has_state<RmsProp>);
 
 }  // namespace sinew::optim

@@ -36,7 +36,7 @@ class Sgd {
     const float* gp = g.data();
     float* bp = momentum_.data();
     const float lr = o_.lr, wd = o_.weight_decay, mu = o_.momentum, damp = 1 - o_.dampening;
-    const bool first = first_step_, nesterov = o_.nesterov, has_momentum = mu != 0;
+    const bool first = steps_ == 0, nesterov = o_.nesterov, has_momentum = mu != 0;
     parallel_ranges(p.size(), [&](std::size_t begin, std::size_t end) {
       simd::transform(begin, end, [&](auto v, std::size_t i) {
         using V = decltype(v);
@@ -50,19 +50,26 @@ class Sgd {
         simd::store(pp + i, simd::fma(V(-lr), d, simd::load<V>(pp + i)));
       });
     });
-    first_step_ = false;
+    ++steps_;
   }
 
   float learning_rate() const noexcept { return o_.lr; }
   void set_learning_rate(float lr) noexcept { o_.lr = lr; }
   const options& hyper_parameters() const noexcept { return o_; }
+  /// torch.optim.SGD's momentum_buffer (absent without momentum) and the steps taken (the first starts it).
+  StateView state() {
+    StateView v{{}, steps_};
+    if (momentum_.size() > 0) v.buffers.emplace_back("momentum_buffer", momentum_.span());
+    return v;
+  }
+  void set_steps(std::int64_t steps) noexcept { steps_ = steps; }
 
  private:
   options o_;
   AlignedBuffer<float> momentum_;
-  bool first_step_ = true;
+  std::int64_t steps_ = 0;
 };
 
-static_assert(Optimizer<Sgd>);
+static_assert(Optimizer<Sgd> && req::has_state<Sgd>);
 
 }  // namespace sinew::optim

@@ -61,6 +61,7 @@ class loader_plan {
   int height() const { return height_; }
   int width() const { return width_; }
   int batch_size() const { return options_.batch_size; }
+  std::uint64_t seed() const { return options_.seed; }
   std::size_t samples() const { return samples_; }
   std::size_t batches() const { return batches_; }
 

@@ -1,0 +1,430 @@
+// sinew/io/checkpoint.hpp: a training run on disk, written so that a crash at any byte loses nothing.
+//
+//   trainer.save_checkpoint("run/ckpt");  // every rank calls it, between epochs or from the step callback
+//   trainer.resume("run/ckpt");           // on a freshly built trainer of the same type, on as many ranks
+//
+// A checkpoint directory holds, for generation G (one more than the last checkpoint written there):
+//   model-gG.safetensors    rank 0's parameters and BatchNorm statistics under PyTorch's state_dict names
+//                           (torch: model.load_state_dict(safetensors.torch.load_file(...))), as io/safetensors.hpp;
+//   rank<r>-gG.safetensors  one per rank, written by that rank: its BatchNorm statistics ("model.buffers"), its
+//                           optimizer's buffers ("optimizer.momentum_buffer", "optimizer.exp_avg" ...) and, on a
+//                           parameter server, its shard and the shard optimizer's buffers ("shard.parameters",
+//                           "shard.optimizer.*"); the counters (the model's dropout step, the optimizers' steps)
+//                           are its string metadata;
+//   checkpoint.json         the manifest: format and version tag, generation, the trainer's type (network,
+//                           backend, strategy, sync mode, optimizer), seed, world size, step, epoch and the
+//                           batches of it already trained (the loader's position), the loader's batch size,
+//                           batches per epoch and shuffle seed, and every file above with
+//                           its size in bytes and FNV-1a 64 checksum.
+// The manifest is what makes a checkpoint exist: a file it does not list is not part of any checkpoint.
+//
+// Atomicity. Every file is written under a temporary name, fsync'ed, renamed to its name and the directory
+// fsync'ed; data files carry the generation in their name, so the new files never replace the files the
+// current manifest lists. Once every rank has written its files, rank 0 writes the new manifest the same way
+// (the rename replaces the old manifest: the one atomic step), then removes the files no manifest lists. A
+// crash before that rename leaves the previous manifest and its files whole; a crash after it, the new ones.
+// The directory must be one every rank sees (a shared file system with several hosts).
+//
+// Loading checks the version tag, the trainer's type (a mismatch names what differs), the world size, and each
+// file's size and checksum before a value is changed, so a refused resume leaves the trainer as it was; a
+// truncated or corrupt file is a data_error naming the file. With several ranks, a rank that cannot save or
+// load makes every rank throw (none is left waiting in a collective).
+#pragma once
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "sinew/core/error.hpp"
+#include "sinew/io/detail/json_reader.hpp"
+
+namespace sinew::io {
+
+/// One file of a checkpoint, as the manifest lists it.
+struct CheckpointFile {
+  std::string name;             ///< in the checkpoint directory
+  std::uint64_t bytes = 0;
+  std::uint64_t checksum = 0;   ///< FNV-1a 64 of the whole file
+};
+
+/// What checkpoint.json says.
+struct CheckpointManifest {
+  static constexpr std::string_view kFormat = "sinew-checkpoint";
+  static constexpr std::uint64_t kVersion = 1;
+
+  std::uint64_t version = kVersion;
+  std::uint64_t generation = 0;
+  /// The trainer's type, part by part, in this order: network, backend, strategy, sync mode, optimizer.
+  std::vector<std::pair<std::string, std::string>> trainer;
+  std::string network_layout;   ///< input shape, lowered nodes and parameter count: what must match
+  std::uint64_t seed = 0;       ///< TrainerOptions::seed (initialisation and dropout masks)
+  std::uint64_t world_size = 1;
+  std::uint64_t step = 0;       ///< training steps done
+  std::uint64_t epoch = 0;      ///< the epoch the next train_epoch trains
+  std::uint64_t batches_done = 0;  ///< of that epoch, already trained (saved mid-epoch; 0 between epochs)
+  /// The loader rank 0 trained with last (0: none yet): resuming with another is refused at the next epoch.
+  std::uint64_t batch_size = 0, batches_per_epoch = 0;
+  std::optional<std::uint64_t> shuffle_seed;
+  std::vector<CheckpointFile> files;
+
+  /// "Trainer<net, backend, strategy, mode, optimizer>".
+  std::string trainer_type() const {
+    std::string s = "Trainer<";
+    for (std::size_t i = 0; i < trainer.size(); ++i) s += (i ? ", " : "") + trainer[i].second;
+    return s + ">";
+  }
+  const CheckpointFile* find(std::string_view name) const {
+    for (const CheckpointFile& f : files)
+      if (f.name == name) return &f;
+    return nullptr;
+  }
+};
+
+inline constexpr std::string_view kManifestName = "checkpoint.json";
+
+/// The files of generation g.
+inline std::string model_file_name(std::uint64_t g) { return "model-g" + std::to_string(g) + ".safetensors"; }
+inline std::string rank_file_name(int rank, std::uint64_t g) {
+  return "rank" + std::to_string(rank) + "-g" + std::to_string(g) + ".safetensors";
+}
+
+namespace detail {
+
+/// Tests kill the writer here (a hook that raises SIGKILL at one stage) to check that every crash leaves a
+/// loadable checkpoint. Stages, in order: "rank file written" (fsync'ed, not renamed), "rank file renamed",
+/// "files written" (every rank's), "manifest written" (fsync'ed, not renamed), "manifest renamed", "cleaned".
+inline std::function<void(std::string_view stage)> checkpoint_fault_hook;
+inline void fault_point(std::string_view stage) {
+  if (checkpoint_fault_hook) checkpoint_fault_hook(stage);
+}
+
+inline std::uint64_t fnv1a64(const void* data, std::size_t n, std::uint64_t h = 0xcbf29ce484222325ull) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
+/// The size and FNV-1a 64 checksum of a file.
+inline CheckpointFile describe_file(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw data_error("checkpoint: cannot open " + file.string() + " for reading");
+  CheckpointFile f{file.filename().string(), 0, 0xcbf29ce484222325ull};
+  std::vector<char> buffer(1 << 16);
+  while (in) {
+    in.read(buffer.data(), std::streamsize(buffer.size()));
+    const auto got = std::size_t(in.gcount());
+    f.checksum = fnv1a64(buffer.data(), got, f.checksum);
+    f.bytes += got;
+  }
+  if (in.bad()) throw data_error("checkpoint: reading " + file.string() + " failed");
+  return f;
+}
+
+inline void fsync_path(const std::filesystem::path& path, bool directory) {
+  const int fd = ::open(path.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+  if (fd < 0) throw error("checkpoint: cannot open " + path.string() + " to sync it: " + std::strerror(errno));
+  const int rc = ::fsync(fd);
+  const int saved = errno;
+  ::close(fd);
+  if (rc != 0) throw error("checkpoint: cannot sync " + path.string() + " to disk: " + std::strerror(saved));
+}
+
+/// Makes `tmp` (complete) durable under the name `file`: fsync, rename, fsync of the directory.
+inline void commit_file(const std::filesystem::path& tmp, const std::filesystem::path& file) {
+  fsync_path(tmp, false);
+  std::error_code ec;
+  std::filesystem::rename(tmp, file, ec);
+  if (ec) throw error("checkpoint: cannot rename " + tmp.string() + " to " + file.string() + ": " + ec.message());
+  fsync_path(file.parent_path().empty() ? std::filesystem::path(".") : file.parent_path(), true);
+}
+
+inline std::string json_quoted(std::string_view s) {
+  std::string q = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') {
+      q += '\\';
+      q += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      q += buf;
+    } else {
+      q += c;
+    }
+  }
+  return q + "\"";
+}
+
+inline std::string hex64(std::uint64_t x) {
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(x));
+  return buf;
+}
+
+}  // namespace detail
+
+/// The manifest as JSON text.
+inline std::string manifest_json(const CheckpointManifest& m) {
+  const auto quoted = [](std::string_view x) { return detail::json_quoted(x); };
+  std::string s = "{\n  \"format\": " + quoted(CheckpointManifest::kFormat) +
+                  ",\n  \"version\": " + std::to_string(m.version) +
+                  ",\n  \"generation\": " + std::to_string(m.generation) + ",\n  \"trainer\": {";
+  for (std::size_t i = 0; i < m.trainer.size(); ++i)
+    s += (i ? ", " : "") + quoted(m.trainer[i].first) + ": " + quoted(m.trainer[i].second);
+  s += "},\n  \"network_layout\": " + quoted(m.network_layout) + ",\n  \"seed\": " + std::to_string(m.seed) +
+       ",\n  \"world_size\": " + std::to_string(m.world_size) + ",\n  \"step\": " + std::to_string(m.step) +
+       ",\n  \"epoch\": " + std::to_string(m.epoch) + ",\n  \"batches_done\": " + std::to_string(m.batches_done) +
+       ",\n  \"loader\": {\"batch_size\": " +
+       std::to_string(m.batch_size) + ", \"batches_per_epoch\": " + std::to_string(m.batches_per_epoch);
+  if (m.shuffle_seed) s += ", \"shuffle_seed\": " + std::to_string(*m.shuffle_seed);
+  s += "},\n  \"files\": [";
+  for (std::size_t i = 0; i < m.files.size(); ++i)
+    s += std::string(i ? "," : "") + "\n    {\"name\": " + quoted(m.files[i].name) +
+         ", \"bytes\": " + std::to_string(m.files[i].bytes) + ", \"fnv1a64\": " +
+         quoted(detail::hex64(m.files[i].checksum)) + "}";
+  return s + "\n  ]\n}\n";
+}
+
+/// Parses a manifest's text; `file` names it in errors (data_error). Never trusts the text: a missing or
+/// mistyped member, an unknown format or version, or a file name that leaves the directory is refused.
+inline CheckpointManifest parse_manifest(std::string_view text, const std::string& file) {
+  const auto corrupt = [&](const std::string& what) -> data_error {
+    return data_error("checkpoint: " + file + " is not a valid checkpoint manifest: " + what +
+                      " (a truncated or corrupt file? the checkpoint cannot be loaded)");
+  };
+  detail::json_value doc;
+  try {
+    doc = detail::json_parser::parse(text);
+  } catch (const std::exception& e) {
+    throw corrupt(std::string("not valid JSON (") + e.what() + ")");
+  }
+  if (!doc.is_object()) throw corrupt("not a JSON object");
+  const auto u64 = [&](const detail::json_value& in, std::string_view key) {
+    const detail::json_value* v = in.find(key);
+    std::uint64_t x = 0;
+    if (!v || !v->to_u64(x)) throw corrupt("\"" + std::string(key) + "\" is missing or not a non-negative integer");
+    return x;
+  };
+  const auto str = [&](const detail::json_value& in, std::string_view key) {
+    const detail::json_value* v = in.find(key);
+    if (!v || !v->string()) throw corrupt("\"" + std::string(key) + "\" is missing or not a string");
+    return *v->string();
+  };
+  if (str(doc, "format") != CheckpointManifest::kFormat) throw corrupt("its format is not sinew-checkpoint");
+  CheckpointManifest m;
+  m.version = u64(doc, "version");
+  if (m.version != CheckpointManifest::kVersion)
+    throw data_error("checkpoint: " + file + " has version " + std::to_string(m.version) +
+                     "; this sinew reads version " + std::to_string(CheckpointManifest::kVersion) +
+                     " (written by another sinew?)");
+  m.generation = u64(doc, "generation");
+  const detail::json_value* trainer = doc.find("trainer");
+  if (!trainer || !trainer->members()) throw corrupt("\"trainer\" is missing or not an object");
+  for (const auto& [k, v] : *trainer->members()) {
+    if (!v.string()) throw corrupt("trainer." + k + " is not a string");
+    m.trainer.emplace_back(k, *v.string());
+  }
+  m.network_layout = str(doc, "network_layout");
+  m.seed = u64(doc, "seed");
+  m.world_size = u64(doc, "world_size");
+  m.step = u64(doc, "step");
+  m.epoch = u64(doc, "epoch");
+  m.batches_done = u64(doc, "batches_done");
+  if (m.world_size == 0 || m.world_size > (1u << 24)) throw corrupt("\"world_size\" is out of range");
+  if (m.epoch > (1u << 30)) throw corrupt("\"epoch\" is out of range");
+  if (m.batches_done > (std::uint64_t(1) << 40)) throw corrupt("\"batches_done\" is out of range");
+  const detail::json_value* loader = doc.find("loader");
+  if (!loader || !loader->is_object()) throw corrupt("\"loader\" is missing or not an object");
+  m.batch_size = u64(*loader, "batch_size");
+  m.batches_per_epoch = u64(*loader, "batches_per_epoch");
+  if (loader->find("shuffle_seed")) m.shuffle_seed = u64(*loader, "shuffle_seed");
+  const detail::json_value* files = doc.find("files");
+  if (!files || !files->elements()) throw corrupt("\"files\" is missing or not an array");
+  for (const detail::json_value& f : *files->elements()) {
+    if (!f.is_object()) throw corrupt("an entry of \"files\" is not an object");
+    CheckpointFile cf{str(f, "name"), u64(f, "bytes"), 0};
+    if (cf.name.empty() || cf.name.find('/') != std::string::npos || cf.name == "." || cf.name == "..")
+      throw corrupt("the file name \"" + cf.name + "\" is not a plain name in the checkpoint directory");
+    const std::string hex = str(f, "fnv1a64");
+    if (hex.size() != 16 || hex.find_first_not_of("0123456789abcdef") != std::string::npos)
+      throw corrupt("the checksum of " + cf.name + " is not 16 hexadecimal digits");
+    cf.checksum = std::stoull(hex, nullptr, 16);
+    m.files.push_back(std::move(cf));
+  }
+  return m;
+}
+
+/// Reads dir/checkpoint.json (data_error naming it when it is missing, truncated or corrupt).
+inline CheckpointManifest read_manifest(const std::filesystem::path& dir) {
+  const std::filesystem::path file = dir / kManifestName;
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec))
+    throw data_error("checkpoint: " + dir.string() + " holds no checkpoint (" + std::string(kManifestName) +
+                     " is missing; save_checkpoint writes it last)");
+  const std::uint64_t size = std::filesystem::file_size(file, ec);
+  if (ec || size > (16u << 20))
+    throw data_error("checkpoint: " + file.string() + " is unreadable or larger than a manifest can be");
+  std::ifstream in(file, std::ios::binary);
+  std::string text(size, '\0');
+  in.read(text.data(), std::streamsize(size));
+  if (!in) throw data_error("checkpoint: cannot read " + file.string());
+  return parse_manifest(text, file.string());
+}
+
+/// Checks that dir/`name` is listed in `m` and has the listed size and checksum (data_error naming the file).
+inline void verify_file(const std::filesystem::path& dir, const CheckpointManifest& m, const std::string& name) {
+  const CheckpointFile* listed = m.find(name);
+  if (!listed)
+    throw data_error("checkpoint: the manifest in " + dir.string() + " does not list " + name +
+                     ", which this rank needs (a manifest written by another sinew, or edited?)");
+  const std::filesystem::path file = dir / name;
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec))
+    throw data_error("checkpoint: " + file.string() + " is missing (the manifest lists it; was it deleted?)");
+  const CheckpointFile found = detail::describe_file(file);
+  if (found.bytes != listed->bytes)
+    throw data_error("checkpoint: " + file.string() + " is " + std::to_string(found.bytes) +
+                     " bytes but the manifest says " + std::to_string(listed->bytes) + " (truncated or overwritten?)");
+  if (found.checksum != listed->checksum)
+    throw data_error("checkpoint: " + file.string() + " is corrupt: its FNV-1a 64 checksum is " +
+                     detail::hex64(found.checksum) + ", the manifest says " + detail::hex64(listed->checksum));
+}
+
+/// The generation after every one found in `dir`: in its manifest, and in the names of files left by a
+/// checkpoint that crashed before its manifest (their names must not be reused while a manifest lists them).
+inline std::uint64_t next_generation(const std::filesystem::path& dir) {
+  std::uint64_t last = 0;
+  try {
+    last = read_manifest(dir).generation;
+  } catch (const data_error&) {
+  }
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const auto g = name.find("-g");
+    if (g == std::string::npos) continue;
+    std::uint64_t x = 0;
+    std::size_t i = g + 2;
+    for (; i < name.size() && name[i] >= '0' && name[i] <= '9' && x < (1ull << 50); ++i) x = x * 10 + (name[i] - '0');
+    if (i > g + 2) last = std::max(last, x);
+  }
+  return last + 1;
+}
+
+/// How the ranks of a job act together while saving or loading. With one rank: the identities.
+struct CheckpointGroup {
+  int rank = 0, world_size = 1;
+  /// Collective: the number of ranks that passed true.
+  std::function<int(bool failed)> count_failures = [](bool failed) { return int(failed); };
+  /// Collective: rank 0's value on every rank.
+  std::function<std::uint64_t(std::uint64_t)> broadcast = [](std::uint64_t x) { return x; };
+};
+
+/// Builds the group from a communicator (c.rank(), c.size(), c.allreduce_sum, c.broadcast over floats).
+template <class Comm>
+CheckpointGroup group_of(Comm& comm) {
+  CheckpointGroup g;
+  g.rank = comm.rank(), g.world_size = comm.size();
+  g.count_failures = [&comm](bool failed) {
+    float n[1] = {failed ? 1.0f : 0.0f};
+    comm.allreduce_sum(std::span<float>(n));
+    return int(n[0] + 0.5f);
+  };
+  g.broadcast = [&comm](std::uint64_t x) {
+    float parts[4];  // 16 bits each: exact in a float
+    for (int i = 0; i < 4; ++i) parts[i] = float((x >> (16 * i)) & 0xffff);
+    comm.broadcast(std::span<float>(parts), 0);
+    std::uint64_t y = 0;
+    for (int i = 0; i < 4; ++i) y |= std::uint64_t(parts[i]) << (16 * i);
+    return y;
+  };
+  return g;
+}
+
+namespace detail {
+/// Runs `f` on every rank; if it threw on any, every rank throws: the rank's own message, or one naming how
+/// many others failed.
+template <class F>
+void on_every_rank(const CheckpointGroup& group, std::string_view doing, F&& f) {
+  std::string message;
+  bool data = false;
+  try {
+    f();
+  } catch (const data_error& e) {
+    message = e.what(), data = true;
+  } catch (const std::exception& e) {
+    message = e.what();
+  }
+  const int failed = group.count_failures(!message.empty());
+  if (failed == 0) return;
+  if (message.empty())
+    message = "checkpoint: " + std::to_string(failed) + " other rank" + (failed == 1 ? "" : "s") + " could not " +
+              std::string(doing) + " (see their messages); this rank stops too";
+  if (data) throw data_error(message);
+  throw error(message);
+}
+}  // namespace detail
+
+/// Collective: writes generation next_generation(dir) of a checkpoint into `dir` (see the top of this file).
+/// `write_files(g)` writes this rank's files of generation g, each with commit_file, and returns nothing;
+/// `manifest` (used on rank 0) lacks only the generation and the file list, which this fills in.
+template <class WriteFiles>
+void save_checkpoint(const std::filesystem::path& dir, const CheckpointGroup& group, CheckpointManifest manifest,
+                     WriteFiles&& write_files) {
+  std::uint64_t generation = 0;
+  detail::on_every_rank(group, "create the checkpoint directory", [&] {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) throw error("checkpoint: cannot create the directory " + dir.string() + ": " + ec.message());
+  });
+  generation = group.broadcast(group.rank == 0 ? next_generation(dir) : 0);
+  detail::on_every_rank(group, "write its checkpoint files", [&] { write_files(generation); });
+  detail::fault_point("files written");
+  detail::on_every_rank(group, "write the checkpoint manifest", [&] {
+    if (group.rank != 0) return;
+    manifest.generation = generation;
+    manifest.world_size = std::uint64_t(group.world_size);
+    manifest.files = {detail::describe_file(dir / model_file_name(generation))};
+    for (int r = 0; r < group.world_size; ++r)
+      manifest.files.push_back(detail::describe_file(dir / rank_file_name(r, generation)));
+    const std::filesystem::path tmp = dir / (std::string(kManifestName) + ".tmp");
+    {
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+      out << manifest_json(manifest);
+      out.close();
+      if (!out) throw error("checkpoint: writing " + tmp.string() + " failed (disk full?)");
+    }
+    detail::fsync_path(tmp, false);
+    detail::fault_point("manifest written");
+    detail::commit_file(tmp, dir / kManifestName);
+    detail::fault_point("manifest renamed");
+    // What no manifest lists: older generations, and what a crashed checkpoint left.
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      const std::string name = entry.path().filename().string();
+      const bool ours = name.ends_with(".tmp") || name.ends_with(".part") ||
+                        (name.ends_with(".safetensors") && name.find("-g") != std::string::npos &&
+                         (name.starts_with("model-g") || name.starts_with("rank")));
+      if (ours && !manifest.find(name)) std::filesystem::remove(entry.path(), ec);
+    }
+    detail::fault_point("cleaned");
+  });
+}
+
+}  // namespace sinew::io

@@ -1,0 +1,296 @@
+// Checkpoints in one process (dist::Local): a resumed run ends bit for bit where the run that was not stopped
+// ends; another configuration, a corrupt file or a truncated manifest is refused with a sentence naming it and
+// changes nothing; a writer killed (SIGKILL) at any stage of save_checkpoint leaves a loadable checkpoint; and
+// repeated runs with one seed are bitwise identical (the determinism dist::Local promises).
+#include <gtest/gtest.h>
+
+#include "../support/corners.hpp"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sinew/data.hpp"
+#include "sinew/io/checkpoint.hpp"
+#include "sinew/optim/adam.hpp"
+#include "sinew/trainer.hpp"
+
+namespace {
+using namespace sinew;
+namespace fs = std::filesystem;
+
+// BatchNorm (running statistics), Dropout (masks from the seed and the model's step) and momentum or Adam
+// moments: every piece of state a resume must restore changes the result if it is lost.
+using Net = Sequential<Input<1, 12, 12>, Conv2d<4, 3>, BatchNorm2d, ReLU, MaxPool<2>, Flatten, Dense<16>, Tanh,
+                       Dropout<25>, Dense<2>>;
+using SgdTrainer = Trainer<Net, backend::OneDnn, dist::Local, Sync, optim::Sgd>;
+using AdamTrainer = Trainer<Net, backend::OneDnn, dist::Local, Sync, optim::Adam>;
+constexpr TrainerOptions kOptions{.threads = 1, .seed = 11, .warmup_steps = 0};
+
+data::CachedLoader loader(std::uint64_t seed = 4) {
+  data::LoaderOptions o;
+  o.batch_size = 16;
+  o.seed = seed;
+  o.mean = {0.3f};
+  o.std = {0.25f};
+  return data::CachedLoader(test::corners(96, 1), o);  // 6 batches an epoch
+}
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("sinew-test-checkpoint-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  return dir;
+}
+
+template <class T>
+std::vector<float> state_of(T& t) {
+  std::vector<float> all(t.model().parameters().begin(), t.model().parameters().end());
+  all.insert(all.end(), t.model().buffers().begin(), t.model().buffers().end());
+  return all;
+}
+
+bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+template <class T, class O>
+void expect_resume_is_exact(const O& optimizer, const std::string& name) {
+  const fs::path dir = fresh_dir(name);
+  auto data = loader();
+  // Not stopped: 4 steps, then an epoch, then 3 steps (train_steps ends an epoch after its steps).
+  T whole(kOptions, optimizer);
+  whole.train_steps(data, 4);
+  whole.train_epoch(data);
+  whole.train_steps(data, 3);
+  // Stopped after step 4 and after the epoch, each time resumed by a new trainer.
+  {
+    T first(kOptions, optimizer);
+    first.train_steps(data, 4);
+    first.save_checkpoint(dir);
+  }
+  {
+    T second(kOptions, optimizer);
+    second.resume(dir);
+    EXPECT_EQ(second.steps_done(), 4);
+    second.train_epoch(data);
+    second.save_checkpoint(dir);  // replaces the first checkpoint
+  }
+  T third(kOptions, optimizer);
+  third.resume(dir);
+  EXPECT_EQ(third.steps_done(), 10);
+  third.train_steps(data, 3);
+  EXPECT_TRUE(bitwise_equal(state_of(whole), state_of(third))) << "the resumed run differs from the one not stopped";
+  // Only the last checkpoint's files are left: the manifest, the model and one rank file.
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}), 3);
+  fs::remove_all(dir);
+}
+
+TEST(checkpoint, local_sgd_momentum_resume_is_bitwise_exact) {
+  expect_resume_is_exact<SgdTrainer>(optim::Sgd::options{.lr = 0.05f, .momentum = 0.9f}, "sgd");
+}
+
+TEST(checkpoint, local_adam_resume_is_bitwise_exact) {
+  expect_resume_is_exact<AdamTrainer>(optim::Adam::options{.lr = 3e-3f}, "adam");
+}
+
+struct stop_here {};
+
+// Saved from the step callback in the middle of an epoch: the resumed trainer trains the rest of that epoch.
+TEST(checkpoint, local_saved_mid_epoch_resumes_the_rest_of_the_epoch_exactly) {
+  const fs::path dir = fresh_dir("mid-epoch");
+  auto data = loader();
+  const optim::Sgd::options sgd{.lr = 0.05f, .momentum = 0.9f};
+  SgdTrainer whole(kOptions, sgd);
+  whole.train_epoch(data);
+  whole.train_epoch(data);
+  {
+    SgdTrainer stopped(kOptions, sgd);
+    stopped.set_step_callback([&](const StepInfo& s) {
+      if (s.steps_done == 8) {  // step 2 of epoch 1
+        stopped.save_checkpoint(dir);
+        throw stop_here{};
+      }
+    });
+    stopped.train_epoch(data);
+    EXPECT_THROW(stopped.train_epoch(data), stop_here);
+  }
+  SgdTrainer resumed(kOptions, sgd);
+  resumed.resume(dir);
+  EXPECT_EQ(io::read_manifest(dir).batches_done, 2u);
+  EXPECT_EQ(resumed.epochs_done(), 1);
+  const EpochStats rest = resumed.train_epoch(data);
+  EXPECT_EQ(rest.steps, 4u);
+  EXPECT_EQ(resumed.epochs_done(), 2);
+  EXPECT_TRUE(bitwise_equal(state_of(whole), state_of(resumed)));
+  fs::remove_all(dir);
+}
+
+TEST(checkpoint, weights_load_as_a_state_dict_and_the_manifest_names_the_trainer) {
+  const fs::path dir = fresh_dir("state-dict");
+  auto data = loader();
+  SgdTrainer trainer(kOptions, {.lr = 0.05f});
+  trainer.train_steps(data, 2);
+  trainer.save_checkpoint(dir);
+  const io::CheckpointManifest m = io::read_manifest(dir);
+  EXPECT_EQ(m.trainer_type(), SgdTrainer::type_name());
+  EXPECT_NE(m.trainer_type().find("OneDnn, Local, Sync, Sgd>"), std::string::npos) << m.trainer_type();
+  EXPECT_EQ(m.step, 2u);
+  EXPECT_EQ(m.epoch, 1u);
+  EXPECT_EQ(m.batch_size, 16u);
+  EXPECT_EQ(m.shuffle_seed, 4u);
+  // The model file is a plain state_dict (conv.weight, running_mean, num_batches_tracked ...).
+  backend::OneDnn::context ctx;
+  Model<Net, backend::OneDnn> copy(ctx, {.seed = 99});
+  io::load_safetensors(copy, dir / io::model_file_name(m.generation));
+  EXPECT_TRUE(std::equal(copy.parameters().begin(), copy.parameters().end(), trainer.model().parameters().begin()));
+  EXPECT_EQ(copy.step(), trainer.model().step());
+  fs::remove_all(dir);
+}
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no exception)";
+}
+
+TEST(checkpoint, another_configuration_a_corrupt_file_or_a_truncated_manifest_is_refused_and_changes_nothing) {
+  const fs::path dir = fresh_dir("refused");
+  auto data = loader();
+  {
+    SgdTrainer trainer(kOptions, {.lr = 0.05f});
+    trainer.train_steps(data, 2);
+    trainer.save_checkpoint(dir);
+  }
+  AdamTrainer adam(kOptions, {});
+  const std::vector<float> before = state_of(adam);
+  std::string m = message_of([&] { adam.resume(dir); });
+  EXPECT_NE(m.find("was written by Trainer<"), std::string::npos) << m;
+  EXPECT_NE(m.find("Sgd>; this trainer is Trainer<"), std::string::npos) << m;
+  EXPECT_NE(m.find(": the optimizer differs"), std::string::npos) << m;
+  EXPECT_TRUE(bitwise_equal(before, state_of(adam)));
+
+  SgdTrainer other_seed({.threads = 1, .seed = 12}, {.lr = 0.05f});
+  m = message_of([&] { other_seed.resume(dir); });
+  EXPECT_NE(m.find("TrainerOptions::seed 11; this trainer has 12"), std::string::npos) << m;
+
+  // A loader with another shuffle seed than the saved run's is refused at the next epoch.
+  SgdTrainer resumed(kOptions, {.lr = 0.05f});
+  resumed.resume(dir);
+  auto other_order = loader(5);
+  m = message_of([&] { resumed.train_epoch(other_order); });
+  EXPECT_NE(m.find("saved training with shuffle seed 4, this loader's is 5"), std::string::npos) << m;
+
+  const io::CheckpointManifest manifest = io::read_manifest(dir);
+  const fs::path rank_file = dir / io::rank_file_name(0, manifest.generation);
+  {  // one flipped byte in the rank file
+    std::fstream f(rank_file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-3, std::ios::end);
+    f.put('\x7f');
+  }
+  SgdTrainer fresh(kOptions, {.lr = 0.05f});
+  const std::vector<float> fresh_before = state_of(fresh);
+  m = message_of([&] { fresh.resume(dir); });
+  EXPECT_NE(m.find(rank_file.string() + " is corrupt"), std::string::npos) << m;
+  EXPECT_TRUE(bitwise_equal(fresh_before, state_of(fresh)));
+
+  fs::resize_file(dir / io::kManifestName, 40);  // a truncated manifest
+  m = message_of([&] { fresh.resume(dir); });
+  EXPECT_NE(m.find((dir / io::kManifestName).string() + " is not a valid checkpoint manifest"), std::string::npos) << m;
+  EXPECT_TRUE(bitwise_equal(fresh_before, state_of(fresh)));
+  fs::remove_all(dir);
+}
+
+// A child process saves checkpoint after checkpoint, each with the parameters set to its number; it is killed
+// (SIGKILL) at a stage of save_checkpoint, or after a random delay. Whatever the moment, the directory must
+// hold a whole checkpoint: the last one completed, or the one being written if its manifest was renamed.
+int kill_while_saving(const fs::path& dir, const std::string& stage, int kill_at_save, int delay_us) {
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::alarm(30);  // a hook that never fires must not hang the test
+    if (!stage.empty()) {
+      static int saves = 0;
+      static std::string kill_stage;
+      saves = 0, kill_stage = stage;
+      io::detail::checkpoint_fault_hook = [kill_at_save](std::string_view s) {
+        if (s == "cleaned") ++saves;
+        if (s == kill_stage && saves == kill_at_save) ::raise(SIGKILL);
+      };
+    }
+    SgdTrainer trainer({.threads = 1, .seed = 11}, {.lr = 0.05f});
+    for (int i = 1;; ++i) {
+      std::fill(trainer.model().parameters().begin(), trainer.model().parameters().end(), float(i));
+      trainer.save_checkpoint(dir);
+    }
+  }
+  if (stage.empty()) {
+    std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+    ::kill(child, SIGKILL);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return status;
+}
+
+float loaded_value(const fs::path& dir) {
+  SgdTrainer t({.threads = 1, .seed = 11}, {.lr = 0.05f});
+  t.resume(dir);
+  // Every parameter the state_dict holds (the flat buffer's padding between layers is not saved).
+  const auto p = t.model().parameters();
+  for (const StateEntry& e : state_dict_entries<Net>()) {
+    if (!e.is_parameter()) continue;
+    EXPECT_TRUE(std::all_of(p.begin() + e.offset, p.begin() + e.offset + e.size(), [&](float x) { return x == p[0]; }))
+        << "a mix of two checkpoints in " << e.key;
+  }
+  return p[0];
+}
+
+TEST(checkpoint, a_writer_killed_at_any_stage_leaves_a_loadable_checkpoint) {
+  const fs::path dir = fresh_dir("killed");
+  // At each stage of the third save: saves 1 and 2 are complete, so 2 must load, or 3 once its manifest is in.
+  const std::pair<const char*, float> stages[] = {{"rank file written", 2.0f}, {"rank file renamed", 2.0f},
+                                                  {"files written", 2.0f},     {"manifest written", 2.0f},
+                                                  {"manifest renamed", 3.0f}};
+  for (const auto& [stage, expected] : stages) {
+    fs::remove_all(dir);
+    const int status = kill_while_saving(dir, stage, 2, 0);
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << stage;
+    EXPECT_EQ(loaded_value(dir), expected) << "killed at '" << stage << "'";
+  }
+  // Then at random moments of a save loop (the first checkpoint is written within a few milliseconds).
+  std::mt19937 rng(7);
+  fs::remove_all(dir);
+  for (int i = 0; i < 4; ++i) {
+    kill_while_saving(dir, "", 0, 40000 + int(rng() % 30000));
+    if (fs::exists(dir / io::kManifestName)) {
+      EXPECT_GT(loaded_value(dir), 0.0f) << "kill " << i;
+    }
+  }
+  fs::remove_all(dir);
+}
+
+// dist::Local's determinism: the same seed gives the same bits, run after run, on one thread count. (Across
+// thread counts oneDNN may split a reduction differently, so results may differ in the last bits.)
+TEST(checkpoint, local_runs_with_one_seed_are_bitwise_identical) {
+  auto data = loader();
+  std::vector<float> runs[2];
+  for (auto& run : runs) {
+    SgdTrainer t(kOptions, {.lr = 0.05f, .momentum = 0.9f});
+    t.train_steps(data, 8);
+    run = state_of(t);
+  }
+  EXPECT_TRUE(bitwise_equal(runs[0], runs[1]));
+}
+
+}  // namespace
