@@ -14,7 +14,12 @@ server's push and pull of the same bytes next to its own,
 
 which no all-reduce beats in its bandwidth term (so MPI_Allreduce is set against it too); the parameter server
 (1 server, p - 1 workers): 2 (p - 1) x bytes / bandwidth + 2 x latency, its link carrying every worker's
-gradients in and then, as the sum needs them all, the parameters out. Then bench/dist's ResNet-18 step breakdown for every strategy and mode at --dist-link on
+gradients in and then, as the sum needs them all, the parameters out. Each bound is computed twice: with the
+link's nominal rate and the shaped delay, and with the alpha (latency) and beta (bandwidth) that an MPI
+ping-pong between two hosts measures on that link (bench/comm's "p2p" column: alpha from the smallest size,
+beta from the two largest), which is what the alpha-beta model means by them: TCP/IP and Ethernet headers
+(66 bytes per 1448 at MTU 1500, counted by tc's rate) and MPI's own latency are the link's, not the
+algorithm's. Then bench/dist's ResNet-18 step breakdown for every strategy and mode at --dist-link on
 --dist-hosts hosts, each with the bound of its communication per step: the ring's on the gradient bytes (its
 latency term once per bucket), the parameter server's on the server's link. Writes comm.md, dist.md and
 results.json to --out.
@@ -63,6 +68,17 @@ def ps_server_bound(p, nbytes, bw, alpha):
     return 2 * (p - 1) * nbytes / bw + 2 * alpha
 
 
+def fit_alpha_beta(rows):
+    """alpha and beta of the link from bench/comm's ping-pong rows: t(n) = alpha + n / beta."""
+    pp = sorted((r["bytes"], r["pingpong_one_way_seconds"]) for r in rows if r.get("pingpong_one_way_seconds"))
+    if len(pp) < 3:
+        return None, None
+    (n1, t1), (n2, t2) = pp[-2], pp[-1]
+    beta = (n2 - n1) / (t2 - t1) if t2 > t1 else n2 / t2
+    alpha = max(pp[0][1] - pp[0][0] / beta, 0.0)
+    return alpha, beta
+
+
 def comm_table(build, link, p, delay, args):
     cluster("up", str(p), "--bandwidth", link, *(["--delay", delay] if seconds(delay) > 0 else []))
     try:
@@ -76,9 +92,14 @@ def comm_table(build, link, p, delay, args):
     finally:
         cluster("down")
     bw, alpha = rate_bytes_per_second(link), seconds(delay)
-    lines = [f"### all-reduce, {p} hosts, {link} links, {delay} one-way delay, 1 rank per host, 1 thread",
-             "", "| bytes | ring us | MPI us | ring bound us | ring % of bound | MPI % of bound | ring vs MPI |"
-             " ring bus GB/s | PS push/pull us | PS bound us | PS % of bound |",
+    p2p_alpha, p2p_beta = fit_alpha_beta(rows)
+    lines = [f"### all-reduce, {p} hosts, {link} links, {delay} one-way delay, 1 rank per host, 1 thread", "",
+             f"Measured link (MPI ping-pong h0-h1): alpha {1e6 * p2p_alpha:.1f} us, beta {p2p_beta / 1e6:.1f} MB/s "
+             f"({100 * p2p_beta / bw:.1f}% of the nominal {bw / 1e6:.1f} MB/s)." if p2p_beta else
+             "No ping-pong figures (one host): bounds from the nominal rate only.", "",
+             "| bytes | ring us | MPI us | ring bound us (rate / p2p) | ring % of bound (rate / p2p) |"
+             " MPI % of bound (rate / p2p) | ring vs MPI | ring bus GB/s | PS push/pull us |"
+             " PS bound us (rate / p2p) | PS % of bound (rate / p2p) |",
              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     results = []
     for r in rows:
@@ -87,11 +108,20 @@ def comm_table(build, link, p, delay, args):
         bound = ring_bound(p, n, bw, alpha)
         ps = r.get("ps_sync_push_pull_seconds") or 0
         ps_bound = ps_server_bound(p, n, bw, alpha)
-        lines.append(f"| {n} | {1e6 * ring:.0f} | {1e6 * mpi:.0f} | {1e6 * bound:.0f} | {100 * bound / ring:.0f}% |"
-                     f" {100 * bound / mpi:.0f}% | {mpi / ring:.2f}x | {2 * (p - 1) / p * n / ring / 1e9:.3f} |"
-                     f" {1e6 * ps:.0f} | {1e6 * ps_bound:.0f} | {100 * ps_bound / ps if ps else 0:.0f}% |")
+        if p2p_beta:
+            bound2, ps_bound2 = ring_bound(p, n, p2p_beta, p2p_alpha), ps_server_bound(p, n, p2p_beta, p2p_alpha)
+        else:
+            bound2, ps_bound2 = bound, ps_bound
+        pct = lambda b, t: f"{100 * b / t:.0f}%" if t else "-"
+        lines.append(f"| {n} | {1e6 * ring:.0f} | {1e6 * mpi:.0f} | {1e6 * bound:.0f} / {1e6 * bound2:.0f} |"
+                     f" {pct(bound, ring)} / {pct(bound2, ring)} | {pct(bound, mpi)} / {pct(bound2, mpi)} |"
+                     f" {mpi / ring:.2f}x | {2 * (p - 1) / p * n / ring / 1e9:.3f} | {1e6 * ps:.0f} |"
+                     f" {1e6 * ps_bound:.0f} / {1e6 * ps_bound2:.0f} | {pct(ps_bound, ps)} / {pct(ps_bound2, ps)} |")
         results.append(dict(link=link, hosts=p, delay=delay, bytes=n, ring_seconds=ring, mpi_seconds=mpi,
-                            ring_bound_seconds=bound, ps_sync_push_pull_seconds=ps, ps_bound_seconds=ps_bound))
+                            ring_bound_seconds=bound, ring_p2p_bound_seconds=bound2, ps_sync_push_pull_seconds=ps,
+                            ps_bound_seconds=ps_bound, ps_p2p_bound_seconds=ps_bound2,
+                            pingpong_one_way_seconds=r.get("pingpong_one_way_seconds"),
+                            p2p_alpha_seconds=p2p_alpha, p2p_beta_bytes_per_second=p2p_beta))
     return "\n".join(lines), results
 
 

@@ -2,7 +2,7 @@
 // all-reduce, in the same run, and the synchronous parameter server's push and pull of the same bytes.
 //
 //   mpirun -np 2 --bind-to core build/bench/comm [--min 4096] [--max 67108864] [--iterations 50] [--no-gloo]
-//                                                [--json FILE]
+//                                                [--ring-chunk FLOATS] [--json FILE]
 //
 // Gloo runs first: rank 0 starts bench/pytorch/gloo_allreduce.py with as many processes, bound as this rank is
 // (one CPU each when mpirun bound the ranks to cores), while the other ranks wait without spinning.
@@ -10,6 +10,8 @@
 // bandwidth-optimal all-reduce moves per rank (NCCL's convention), so it compares across rank counts.
 // Each figure is the median of --iterations timed calls after 5 warm-up calls, all ranks synchronised by a
 // barrier before each call. State the binding and rank count with the figures: they change them threefold.
+// "p2p us" is half the round trip of the same bytes between ranks 0 and 1 (MPI_Send/MPI_Recv ping-pong): the
+// link's own latency and bandwidth as MPI sees them, from which bench/cluster.py fits the alpha-beta bound.
 #include <mpi.h>
 #include <sched.h>
 
@@ -109,6 +111,25 @@ double ps_push_pull_seconds(sinew::comm::Mpi& world, std::span<float> data, int 
   return median;
 }
 
+// The point-to-point link as the alpha-beta model sees it: half the median round trip of `bytes` sent from rank 0
+// to rank 1 and back with MPI_Send/MPI_Recv (Hockney's ping-pong), so that alpha (latency) and beta
+// (bandwidth) can be fitted from the smallest and the largest size; 0 with one rank. Ranks other than 0 and 1
+// wait in the barriers.
+double pingpong_seconds(sinew::comm::Mpi& world, std::span<float> data, int iterations) {
+  if (world.size() < 2) return 0;
+  const int rank = world.rank(), n = int(data.size());
+  return median_seconds(world, iterations, [&] {
+           if (rank == 0) {
+             MPI_Send(data.data(), n, MPI_FLOAT, 1, 17, world.native());
+             MPI_Recv(data.data(), n, MPI_FLOAT, 1, 17, world.native(), MPI_STATUS_IGNORE);
+           } else if (rank == 1) {
+             MPI_Recv(data.data(), n, MPI_FLOAT, 0, 17, world.native(), MPI_STATUS_IGNORE);
+             MPI_Send(data.data(), n, MPI_FLOAT, 0, 17, world.native());
+           }
+         }) /
+         2;
+}
+
 // Every rank but 0 waits here without spinning while rank 0 runs `work`; then all go on together.
 template <class F>
 void while_root_works(sinew::comm::Mpi& world, F&& work) {
@@ -127,11 +148,16 @@ int main(int argc, char** argv) try {
   sinew::comm::Mpi world;
   sinew::cli::Args args(argc, argv,
                         "usage: mpirun -np N comm [--min 4096] [--max 67108864] [--iterations 50] [--no-gloo]\n"
-                        "                         [--json FILE]");
+                        "                         [--ring-chunk FLOATS] [--json FILE]");
   const std::size_t min_bytes = std::size_t(args.number("min", 4096));
   const std::size_t max_bytes = std::size_t(args.number("max", 64.0 * 1024 * 1024));
   const int iterations = args.integer("iterations", 50);
   const bool gloo = !args.flag("no-gloo");
+  // Floats per ring message (RingAllReduce::options::chunk_floats); 0: one message per segment; by default
+  // what the ring picks for these ranks' hosts (dist::ring_chunk_floats).
+  const double asked_chunk = args.number("ring-chunk", -1);
+  const std::size_t chunk = sinew::dist::ring_chunk_floats(
+      world, asked_chunk < 0 ? sinew::dist::kRingChunkAuto : std::size_t(asked_chunk));
   const std::string json = args.get("json", "");
   args.check_unused();
 
@@ -142,29 +168,32 @@ int main(int argc, char** argv) try {
   if (gloo && p > 1)
     while_root_works(world, [&] { gloo_seconds = run_gloo(p, bind, min_bytes, max_bytes, iterations); });
   if (root)
-    std::printf("all-reduce of floats, %d ranks, bound to %s, 1 thread each, median of %d\n"
-                "%10s %10s %10s %10s %9s %9s %9s %7s %7s %10s\n",
-                p, bind == "core" ? "one core each" : "nothing", iterations, "bytes", "ring us", "MPI us", "Gloo us",
-                "ring GB/s", "MPI GB/s", "Gloo GB/s", "vs MPI", "vs Gloo", "PS us");
+    std::printf("all-reduce of floats, %d ranks, bound to %s, 1 thread each, median of %d, ring messages of %zu "
+                "floats\n%10s %10s %10s %10s %9s %9s %9s %7s %7s %10s %10s\n",
+                p, bind == "core" ? "one core each" : "nothing", iterations, chunk, "bytes", "ring us", "MPI us",
+                "Gloo us", "ring GB/s", "MPI GB/s", "Gloo GB/s", "vs MPI", "vs Gloo", "PS us", "p2p us");
   auto out = sinew::metrics::Json::make_array();
   sinew::dist::RingWorkspace<sinew::comm::Mpi> work;
   for (std::size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
     std::vector<float> data(bytes / sizeof(float), 1.0f);
-    const double ring = median_seconds(world, iterations, [&] { sinew::dist::ring_allreduce_sum(world, data, work); });
+    const double ring =
+        median_seconds(world, iterations, [&] { sinew::dist::ring_allreduce_sum(world, data, work, chunk); });
     const double mpi = median_seconds(world, iterations, [&] {
       MPI_Allreduce(MPI_IN_PLACE, data.data(), int(data.size()), MPI_FLOAT, MPI_SUM, world.native());
     });
     std::fill(data.begin(), data.end(), 1.0f);  // the sums above may have grown to infinity
     const double ps = ps_push_pull_seconds(world, data, iterations);
+    const double one_way = pingpong_seconds(world, data, iterations);
     const double bus = 2.0 * (p - 1) / p * double(bytes);
     if (root) {
       const double g = gloo_seconds.count(bytes) ? gloo_seconds[bytes] : 0.0;
-      std::printf("%10zu %10.1f %10.1f %10.1f %9.2f %9.2f %9.2f %7.2f %7.2f %10.1f\n", bytes, 1e6 * ring, 1e6 * mpi,
-                  1e6 * g, bus / ring / 1e9, bus / mpi / 1e9, g > 0 ? bus / g / 1e9 : 0.0, mpi / ring,
-                  g > 0 ? g / ring : 0.0, 1e6 * ps);
+      std::printf("%10zu %10.1f %10.1f %10.1f %9.2f %9.2f %9.2f %7.2f %7.2f %10.1f %10.1f\n", bytes, 1e6 * ring,
+                  1e6 * mpi, 1e6 * g, bus / ring / 1e9, bus / mpi / 1e9, g > 0 ? bus / g / 1e9 : 0.0, mpi / ring,
+                  g > 0 ? g / ring : 0.0, 1e6 * ps, 1e6 * one_way);
       auto j = sinew::metrics::Json::make_object();
       j.set("ranks", p);
       j.set("binding", bind);
+      j.set("ring_chunk_floats", chunk);
       j.set("gloo_seconds", g > 0 ? sinew::metrics::Json(g) : sinew::metrics::Json());
       j.set("gloo_bus_gbps", g > 0 ? sinew::metrics::Json(bus / g / 1e9) : sinew::metrics::Json());
       j.set("ratio_ring_to_gloo", g > 0 ? sinew::metrics::Json(g / ring) : sinew::metrics::Json());
@@ -175,6 +204,7 @@ int main(int argc, char** argv) try {
       j.set("mpi_allreduce_bus_gbps", bus / mpi / 1e9);
       j.set("ratio_ring_to_mpi", mpi / ring);
       j.set("ps_sync_push_pull_seconds", ps > 0 ? sinew::metrics::Json(ps) : sinew::metrics::Json());
+      j.set("pingpong_one_way_seconds", one_way > 0 ? sinew::metrics::Json(one_way) : sinew::metrics::Json());
       out.push_back(std::move(j));
     }
   }

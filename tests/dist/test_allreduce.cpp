@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <thread>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -216,6 +217,24 @@ TYPED_TEST(allreduce_strategy, start_names_the_last_rank_when_only_it_has_anothe
               std::string::npos)
         << error;
   }
+}
+
+// scripts/cluster's run sets SINEW_CLUSTER_HOSTS (tests/cluster runs this test across 3 hosts); elsewhere
+// every rank of this test runs on this machine.
+TEST(ring_allreduce, hosts_are_counted_and_pick_the_chunk_size) {
+  Mpi world;
+  const char* cluster = std::getenv("SINEW_CLUSTER_HOSTS");
+  const int expected = cluster ? std::min(std::atoi(cluster), world.size()) : 1;
+  EXPECT_EQ(world.hosts(), expected);
+  EXPECT_EQ(dist::ring_chunk_floats(world, dist::kRingChunkAuto),
+            expected > 1 ? dist::kRingChunkNetworkFloats : dist::kRingChunkFloats);
+  EXPECT_EQ(dist::ring_chunk_floats(world, 64), 64u) << "an explicit chunk size is kept";
+  struct two_hosts : comm::example::single_process {
+    int hosts() const { return 2; }
+  };
+  EXPECT_EQ(dist::ring_chunk_floats(two_hosts{}, dist::kRingChunkAuto), dist::kRingChunkNetworkFloats);
+  EXPECT_EQ(dist::ring_chunk_floats(comm::example::single_process{}, dist::kRingChunkAuto), dist::kRingChunkFloats)
+      << "a communicator that does not say where it runs counts as one host";
 }
 
 TEST(ring_allreduce_strategy, start_names_a_rank_with_another_chunk_size) {

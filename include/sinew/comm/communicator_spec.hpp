@@ -24,6 +24,8 @@
 //                                  that rank (MPI_Probe with MPI_ANY_SOURCE); the message stays to be recv'd.
 //   c.iprobe_any(tag) -> int       the same without blocking: -1 when no such message has come (MPI_Iprobe);
 //                                  the parameter server's watchdog polls with it.
+// Optional (req::has_hosts; dist::RingAllReduce sizes its messages by it, assuming one host without it):
+//   c.hosts() -> int                the number of hosts the processes run on (groups sharing memory). Constant.
 // Collectives must be called by every rank in the same order. Failures throw sinew::comm_error naming the
 // operation and the peer. Counts are ints in MPI, so one call moves at most INT_MAX floats.
 #pragma once
@@ -76,6 +78,11 @@ template <class C>
 concept has_probe_any = requires(C& c, int tag) {
   { c.probe_any(tag) } -> std::convertible_to<int>;
   { c.iprobe_any(tag) } -> std::convertible_to<int>;
+};
+/// Optional: where the processes run (the ring all-reduce sizes its messages for a network by it).
+template <class C>
+concept has_hosts = requires(const C& c) {
+  { c.hosts() } -> std::convertible_to<int>;
 };
 }  // namespace req
 

@@ -195,9 +195,13 @@ class Mpi {
       : comm_(duplicate(parent)),
         rank_(comm_.rank()),
         size_(comm_.size()),
+        hosts_(count_hosts(MPI_Comm(comm_), rank_, size_)),
         guard_(std::make_shared<unwinding_guard>(size_ > 1 ? rank_ : -1)) {}
 
   int rank() const noexcept { return rank_; }
+  /// The number of hosts the processes run on: groups that can share memory (MPI_COMM_TYPE_SHARED), as
+  /// mpirun's hostfile places them. The ring all-reduce sizes its messages by it (dist/ring_allreduce.hpp).
+  int hosts() const noexcept { return hosts_; }
   int size() const noexcept { return size_; }
 
   /// The duplicated communicator, for calls sinew does not wrap.
@@ -302,13 +306,28 @@ class Mpi {
     }
   }
 
+  // Collective: how many shared-memory groups `comm` spans (each counts its lowest rank once).
+  static int count_hosts(MPI_Comm comm, int rank, int size) {
+    if (size == 1) return 1;
+    MPI_Comm node = MPI_COMM_NULL;
+    detail::check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node), rank,
+                      {"hosts (MPI_Comm_split_type)"});
+    int node_rank = 0;
+    MPI_Comm_rank(node, &node_rank);
+    MPI_Comm_free(&node);
+    int leaders = node_rank == 0 ? 1 : 0;
+    detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, &leaders, 1, MPI_INT, MPI_SUM, comm), rank,
+                      {"hosts (MPI_Allreduce)"});
+    return leaders;
+  }
+
   int count(std::size_t n, const detail::mpi_site& site) const { return detail::mpi_count(n, rank_, site); }
 
   boost::mpi::communicator comm_;
-  int rank_ = 0, size_ = 1;
+  int rank_ = 0, size_ = 1, hosts_ = 1;
   std::shared_ptr<unwinding_guard> guard_;  // shared by the copies: the last one destroyed decides
 };
 
-static_assert(Communicator<Mpi>);
+static_assert(Communicator<Mpi> && req::has_probe_any<Mpi> && req::has_hosts<Mpi>);
 
 }  // namespace sinew::comm

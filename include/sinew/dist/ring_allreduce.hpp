@@ -12,6 +12,11 @@
 //
 // Segments travel in chunks of `chunk_floats`, all with non-blocking sends and receives: a chunk is added
 // (with xsimd) and sent on to the right as soon as it arrived, while the next chunks are still on the wire.
+// The chunk size follows the transport (kRingChunkAuto): 128 KiB within one host, where shared memory copies a
+// large message once; 32 KiB across hosts, where Open MPI's TCP transport sends a message of up to 64 KiB
+// (btl_tcp_eager_limit) at once but a larger one only after a round trip to the receiver (rendezvous). Across
+// 2 and 3 emulated hosts at 1 Gbit/s, 32 KiB chunks take a 4 MiB all-reduce from 84-90% of its alpha-beta
+// bound to 95% (docs/several-hosts.md).
 //
 // The strategy sums the gradient in buckets of options.bucket_bytes, cut on layer boundaries in reverse layer
 // order (dist/buckets.hpp), one ring after the other. With options.overlap, the trainer's hooks queue a bucket
@@ -46,9 +51,24 @@
 
 namespace sinew::dist {
 
-/// 32768 floats (128 KiB) a chunk: large enough that per-message overhead is small, small enough that a
-/// segment of a few MB pipelines over tens of chunks.
+/// 32768 floats (128 KiB) a chunk within one host: large enough that per-message overhead is small, small
+/// enough that a segment of a few MB pipelines over tens of chunks.
 inline constexpr std::size_t kRingChunkFloats = std::size_t(1) << 15;
+/// 8192 floats (32 KiB) a chunk when the ranks span several hosts: under the TCP transport's eager limit
+/// (64 KiB in Open MPI), so a chunk never waits for the receiver's go-ahead.
+inline constexpr std::size_t kRingChunkNetworkFloats = std::size_t(1) << 13;
+/// The chunk size chosen by the communicator's hosts(): kRingChunkFloats on one host (or for a communicator
+/// that does not say), kRingChunkNetworkFloats on several. Every rank chooses alike.
+inline constexpr std::size_t kRingChunkAuto = ~std::size_t(0);
+
+/// The chunk size a ring over `comm` uses when asked for `requested` floats (kRingChunkAuto: by the hosts).
+template <Communicator C>
+std::size_t ring_chunk_floats(const C& comm, std::size_t requested) {
+  if (requested != kRingChunkAuto) return requested;
+  if constexpr (req::has_hosts<C>)
+    if (comm.hosts() > 1) return kRingChunkNetworkFloats;
+  return kRingChunkFloats;
+}
 
 /// The buffers one ring all-reduce needs; keep one to reuse them across calls.
 template <Communicator C>
@@ -81,7 +101,7 @@ class RingOperation {
 
   /// Starts summing `data` (see ring_allreduce_sum for the preconditions); `data` and `work` must stay alive
   /// and untouched until advance() returned true.
-  void start(C& comm, std::span<float> data, RingWorkspace<C>& work, std::size_t chunk_floats = kRingChunkFloats,
+  void start(C& comm, std::span<float> data, RingWorkspace<C>& work, std::size_t chunk_floats = kRingChunkAuto,
              int tag = detail::kRingTag) {
     comm_ = &comm, data_ = data, work_ = &work, tag_ = tag;
     ranks_ = std::size_t(comm.size()), n_ = data.size();
@@ -92,6 +112,7 @@ class RingOperation {
     rank_ = std::size_t(comm.rank());
     right_ = int((rank_ + 1) % ranks_), left_ = int((rank_ + ranks_ - 1) % ranks_);
     max_segment_ = (n_ + ranks_ - 1) / ranks_;
+    chunk_floats = ring_chunk_floats(comm, chunk_floats);
     chunk_ = chunk_floats == 0 ? max_segment_ : chunk_floats;
     steps_ = ranks_ - 1;
     if (work.scratch.size() < 2 * max_segment_) work.scratch.resize(2 * max_segment_);
@@ -225,10 +246,10 @@ class RingOperation {
 
 /// Collective: every rank's `data` becomes the element-wise sum over all ranks, by the pipelined ring.
 /// Pre: data.size() is the same on every rank (any size, 0 and fewer than the ranks included) and so is
-/// `chunk_floats` (0: one chunk per segment).
+/// `chunk_floats` (0: one chunk per segment; kRingChunkAuto: by the hosts, see ring_chunk_floats).
 template <Communicator C>
 void ring_allreduce_sum(C& comm, std::span<float> data, RingWorkspace<C>& work,
-                        std::size_t chunk_floats = kRingChunkFloats) {
+                        std::size_t chunk_floats = kRingChunkAuto) {
   RingOperation<C> ring;
   ring.start(comm, data, work, chunk_floats);
   ring.advance(/*block=*/true);
@@ -236,7 +257,7 @@ void ring_allreduce_sum(C& comm, std::span<float> data, RingWorkspace<C>& work,
 
 /// The same, with buffers allocated for this call.
 template <Communicator C>
-void ring_allreduce_sum(C& comm, std::span<float> data, std::size_t chunk_floats = kRingChunkFloats) {
+void ring_allreduce_sum(C& comm, std::span<float> data, std::size_t chunk_floats = kRingChunkAuto) {
   RingWorkspace<C> work;
   ring_allreduce_sum(comm, data, work, chunk_floats);
 }
@@ -254,7 +275,7 @@ class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
     /// Free text every rank must agree on (batch size, data set ...), checked by start() with the parameter
     /// count, the optimizer and the chunk size.
     std::string configuration;
-    std::size_t chunk_floats = kRingChunkFloats;  ///< floats per message; 0: one message per segment
+    std::size_t chunk_floats = kRingChunkAuto;  ///< floats per message (auto: by the hosts); 0: one per segment
     std::size_t bucket_bytes = kDefaultBucketBytes;  ///< gradient bytes per ring; 0: one ring for all
     bool overlap = true;          ///< start each bucket's ring during backward (off: all after backward)
     double timeout_seconds = 25;  ///< waiting longer in a collective aborts the job naming silent ranks; 0: never
@@ -279,7 +300,7 @@ class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
   template <SyncMode M, Optimizer O>
   void start(std::span<float> params, O&) {
     static_assert(sizeof(mode<M>) > 0);
-    std::vector<comm::Fact> facts = {{"ring chunk size", options_.chunk_floats}};
+    std::vector<comm::Fact> facts = {{"ring chunk size", ring_chunk_floats(this->comm_, options_.chunk_floats)}};
     const std::vector<comm::Fact> buckets = this->bucket_facts(params.size());
     facts.insert(facts.end(), buckets.begin(), buckets.end());
     detail::agree_and_broadcast<Comm, O>(this->comm_, params, "dist::RingAllReduce", options_.configuration, facts);
