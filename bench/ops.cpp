@@ -381,7 +381,10 @@ Row run_sgd(const Task& t, const Timing& timing) {
 
 std::string dims(std::initializer_list<long> v) {
   std::string s;
-  for (long x : v) s += (s.empty() ? "" : "x") + std::to_string(x);
+  for (long x : v) {
+    if (!s.empty()) s += 'x';
+    s += std::to_string(x);
+  }
   return s;
 }
 
