@@ -13,8 +13,8 @@
 // With all-reduce, gradients are summed in buckets of --bucket-kb KiB (0: one for all), each started during
 // backward unless --overlap off. As root, Open MPI also needs --allow-run-as-root, and --oversubscribe beyond
 // the number of cores. --checkpoint-dir D (seen by every rank) saves the run every --checkpoint-every epochs
-// and after the last, the parameter server's shard included; --resume continues it on as many ranks, up to
-// --epochs epochs in all (sinew/io/checkpoint.hpp).
+// and after the last, the parameter server's shard included; --resume continues it, up to --epochs epochs in
+// all, on as many ranks or on another number (after a machine died: see the README's "Checkpoints and resume").
 #include <cstdio>
 #include <exception>
 #include <vector>

@@ -26,10 +26,12 @@ struct Checkpoints {
   template <class Trainer>
   int start(Trainer& trainer, bool print) const {
     if (!resume) return 0;
-    trainer.resume(dir);
-    if (print)
+    const std::string note = trainer.resume(dir);  // what did not carry over exactly (another number of ranks)
+    if (print) {
       std::printf("resumed from %s: epoch %d, step %lld\n", dir.c_str(), trainer.epochs_done(),
                   static_cast<long long>(trainer.steps_done()));
+      if (!note.empty()) std::printf("%s\n", note.c_str());
+    }
     return trainer.epochs_done();
   }
 

@@ -30,6 +30,8 @@
 // and number of ranks continues it: a Sync run resumed ends bit for bit where the run that was not stopped
 // ends (the same train_epoch / train_steps calls). Saved mid-epoch, the next train_epoch trains the rest of
 // that epoch (its max_steps counts from the epoch's first step), passing over the batches already trained.
+// On another number of ranks (after a rank died) resume continues the run too: data re-dealt, shards re-read
+// by the servers' new ranks, step count continuing; what cannot carry over it returns as a sentence.
 // A checkpoint of another configuration is refused with a sentence naming what differs.
 //
 // A Trainer of more than one rank holds a comm::unwinding_guard (comm/failure.hpp): if an exception takes it
@@ -233,12 +235,23 @@ class Trainer {
     io::save_checkpoint(dir, checkpoint_group(), std::move(m), [&](std::uint64_t g) { write_checkpoint(dir, g); });
   }
 
-  /// Collective, on a trainer built as the one that saved (same type, TrainerOptions::seed and number of
-  /// ranks): continues the run saved in `dir`. Every file is checked before anything changes, so a refused
-  /// resume (another configuration: the sentence names what differs; a truncated or corrupt file: it names the
-  /// file) leaves the trainer as it was. The next train_epoch trains the saved epoch, and refuses a loader
-  /// with another batch size, number of batches or shuffle seed than the saved run's.
-  void resume(const std::filesystem::path& dir) {
+  /// Collective, on a trainer built as the one that saved (same type and TrainerOptions::seed): continues the
+  /// run saved in `dir`. Every file is checked before anything changes, so a refused resume (another
+  /// configuration: the sentence names what differs; a truncated or corrupt file: it names the file) leaves the
+  /// trainer as it was. The next train_epoch trains the saved epoch, and refuses a loader with another batch
+  /// size or shuffle seed than the saved run's (on as many ranks, another number of batches too).
+  ///
+  /// On another number of ranks (a rank died; or more machines): the step and epoch counts continue; worker i
+  /// takes the BatchNorm statistics, dropout step and optimizer state of saved worker i mod (saved workers)
+  /// (an all-reduce keeps the optimizer's state the same on every rank; BatchNorm statistics are each rank's
+  /// own running averages, so a new rank starts from a saved rank's); a parameter server's server s reads
+  /// saved server s's shard (the number of servers is part of the strategy's type, so the shards are the same
+  /// ranges) whatever its rank now. The loaders' position is the number of samples of the epoch's permutation
+  /// already dealt (batches x batch size x workers): the new workers continue from the same sample when that
+  /// is a whole number of their steps; otherwise the rest of the saved epoch is not trained and training
+  /// continues at the start of the next.
+  /// Returns what did not carry over exactly, as a sentence (empty when the run continues as saved).
+  std::string resume(const std::filesystem::path& dir) {
     static_assert(req::has_state<O>,
                   "a checkpoint saves and restores the optimizer's state, and this optimizer does not expose it: "
                   "give it state() -> optim::StateView and set_steps(n) (optim/optimizer_spec.hpp), as Sgd, Adam "
@@ -254,7 +267,7 @@ class Trainer {
       m = io::read_manifest(dir);
       check_same_run(m, dir);
       const std::string model_file = io::model_file_name(m.generation);
-      const std::string rank_file = io::rank_file_name(strategy_.rank(), m.generation);
+      const std::string rank_file = io::rank_file_name(saved_rank_for(m), m.generation);
       io::verify_file(dir, m, model_file);
       io::verify_file(dir, m, rank_file);
       io::load_safetensors<Net>(dir / model_file, params, buffers);
@@ -265,6 +278,7 @@ class Trainer {
         read_state(reader, "optimizer.", optimizer_.state(), optimizer_state, optimizer_steps);
       if constexpr (kServerOptimizer) {
         if (auto shard = strategy_.shard_state()) {
+          check_shard_range(reader, *shard);
           shard_params.resize(shard->end - shard->begin);
           read_f32(reader, "shard.parameters", shard_params);
           read_state(reader, "shard.optimizer.", shard->optimizer, shard_state, shard_steps);
@@ -287,8 +301,33 @@ class Trainer {
     epoch_ = int(m.epoch);
     epoch_batch_ = std::size_t(m.batches_done);
     step_ = std::int64_t(m.step);
-    resumed_loader_ = loader_facts{m.batch_size, m.batches_per_epoch, m.shuffle_seed};
+    const bool same_ranks = m.world_size == std::uint64_t(strategy_.world_size());
+    // On other ranks each loader gives another number of batches: only the batch size and seed must match.
+    resumed_loader_ = loader_facts{m.batch_size, same_ranks ? m.batches_per_epoch : 0, m.shuffle_seed};
     loader_seen_ = *resumed_loader_;
+    if (same_ranks) return {};
+    const std::uint64_t saved_workers = saved_workers_of(m), workers = std::uint64_t(strategy_.workers());
+    const auto count = [](std::uint64_t n, const char* what) {
+      return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+    };
+    std::string note = "resumed on " + count(std::uint64_t(strategy_.world_size()), "rank") + " (" +
+                       count(workers, "worker") + ") a run saved on " + std::to_string(m.world_size) + " (" +
+                       count(saved_workers, "worker") + ") at step " + std::to_string(m.step) + ", epoch " +
+                       std::to_string(m.epoch);
+    if (m.batches_done == 0) return note + ": the epoch starts anew on the new workers";
+    // The saved workers dealt the first batches_done x batch x saved_workers samples of the epoch's permutation
+    // (rank r takes positions r, r + W, ...): the new workers continue there if it is a whole number of steps.
+    const std::uint64_t dealt = m.batches_done * m.batch_size * saved_workers, per_step = m.batch_size * workers;
+    if (dealt % per_step == 0) {
+      epoch_batch_ = std::size_t(dealt / per_step);
+      return note + " after " + std::to_string(dealt) + " samples of it: the new workers continue from that "
+             "sample, at their batch " + std::to_string(epoch_batch_);
+    }
+    ++epoch_;
+    epoch_batch_ = 0;
+    return note + " after " + std::to_string(dealt) + " samples of it, which is no whole number of steps of " +
+           std::to_string(per_step) + " samples on the new workers: the rest of epoch " + std::to_string(m.epoch) +
+           " is not trained, and training continues at the start of epoch " + std::to_string(epoch_);
   }
 
  private:
@@ -516,13 +555,38 @@ class Trainer {
       throw error(where + " was written by " + m.trainer_type() + "; this trainer is " + type_name() + ": the " + what +
                   (differ.size() == 1 ? " differs" : " differ") + " (resume with the trainer that saved it)");
     }
-    if (m.world_size != std::uint64_t(strategy_.world_size()))
-      throw error(where + " was written by " + std::to_string(m.world_size) + " ranks; this job has " +
-                  std::to_string(strategy_.world_size()) + " (resume on as many ranks as saved)");
+    const std::uint64_t servers = std::uint64_t(strategy_.world_size() - strategy_.workers());
+    if (m.world_size <= servers)
+      throw data_error(where + " was written by " + std::to_string(m.world_size) + " ranks, but this strategy has " +
+                       std::to_string(servers) + " servers and needs a worker beside them (a corrupt manifest?)");
+    if (m.world_size != std::uint64_t(strategy_.world_size()) && m.batches_done > 0 && m.batch_size == 0)
+      throw data_error(where + " was saved mid-epoch but records no batch size (a corrupt manifest?)");
     if (m.seed != options_.seed)
       throw error(where + " was written with TrainerOptions::seed " + std::to_string(m.seed) + "; this trainer has " +
                   std::to_string(options_.seed) + ", which would draw other dropout masks (build it with seed " +
                   std::to_string(m.seed) + ")");
+  }
+
+  /// The number of workers of the saved run: the same servers (the strategy's type fixes them), the rest.
+  std::uint64_t saved_workers_of(const io::CheckpointManifest& m) const {
+    return m.world_size - std::uint64_t(strategy_.world_size() - strategy_.workers());
+  }
+  /// The saved rank whose file this rank reads: its own on as many ranks; on another number, worker i reads
+  /// saved worker i mod (saved workers) and server s (a rank after the workers) saved server s.
+  int saved_rank_for(const io::CheckpointManifest& m) const {
+    const std::uint64_t saved_workers = saved_workers_of(m);
+    if (m.world_size == std::uint64_t(strategy_.world_size())) return strategy_.rank();
+    if (strategy_.is_worker()) return int(std::uint64_t(strategy_.worker_index()) % saved_workers);
+    return int(saved_workers) + (strategy_.rank() - strategy_.workers());
+  }
+  /// A server's file records its shard's range: the one this server holds must be the same.
+  template <class Shard>
+  static void check_shard_range(const io::SafetensorsReader& reader, const Shard& shard) {
+    const std::uint64_t begin = read_count(reader, "shard.begin"), end = read_count(reader, "shard.end");
+    if (begin != shard.begin || end != shard.end)
+      throw data_error("checkpoint: " + reader.path().string() + " holds the parameters [" + std::to_string(begin) +
+                       ", " + std::to_string(end) + ") but this server's shard is [" + std::to_string(shard.begin) +
+                       ", " + std::to_string(shard.end) + ") (another configuration?)");
   }
 
   static loader_facts facts_of(const L& loader) {
@@ -540,7 +604,7 @@ class Trainer {
       if (was.batch_size != 0 && was.batch_size != now.batch_size)
         differs =
             "batch size " + std::to_string(was.batch_size) + ", this loader's is " + std::to_string(now.batch_size);
-      else if (was.batch_size != 0 && was.batches_per_epoch != now.batches_per_epoch)
+      else if (was.batch_size != 0 && was.batches_per_epoch != 0 && was.batches_per_epoch != now.batches_per_epoch)
         differs = std::to_string(was.batches_per_epoch) + " batches per epoch, this loader gives " +
                   std::to_string(now.batches_per_epoch);
       else if (was.shuffle_seed && now.shuffle_seed && *was.shuffle_seed != *now.shuffle_seed)
@@ -578,6 +642,8 @@ class Trainer {
         add("shard.parameters", model_.parameters().subspan(shard->begin, shard->end - shard->begin));
         for (const auto& [name, data] : shard->optimizer.buffers) add("shard.optimizer." + name, data);
         meta.emplace_back("shard.optimizer.steps", std::to_string(shard->optimizer.steps));
+        meta.emplace_back("shard.begin", std::to_string(shard->begin));
+        meta.emplace_back("shard.end", std::to_string(shard->end));
       }
     }
     const std::filesystem::path file = dir / io::rank_file_name(strategy_.rank(), g), tmp = file.string() + ".part";

@@ -72,7 +72,8 @@ std::vector<float> state_of(T& t) {
 }
 
 bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  // memcmp must not see the null data() of an empty vector (a server's state), even with a size of 0.
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 /// Runs 3 steps, an epoch and 2 steps; returns this rank's parameters and buffers at the end. With `dir`, the

@@ -1,7 +1,7 @@
 // sinew/io/checkpoint.hpp: a training run on disk, written so that a crash at any byte loses nothing.
 //
 //   trainer.save_checkpoint("run/ckpt");  // every rank calls it, between epochs or from the step callback
-//   trainer.resume("run/ckpt");           // on a freshly built trainer of the same type, on as many ranks
+//   trainer.resume("run/ckpt");           // on a freshly built trainer of the same type, on any number of ranks
 //
 // A checkpoint directory holds, for generation G (one more than the last checkpoint written there):
 //   model-gG.safetensors    rank 0's parameters and BatchNorm statistics under PyTorch's state_dict names
@@ -9,8 +9,8 @@
 //   rank<r>-gG.safetensors  one per rank, written by that rank: its BatchNorm statistics ("model.buffers"), its
 //                           optimizer's buffers ("optimizer.momentum_buffer", "optimizer.exp_avg" ...) and, on a
 //                           parameter server, its shard and the shard optimizer's buffers ("shard.parameters",
-//                           "shard.optimizer.*"); the counters (the model's dropout step, the optimizers' steps)
-//                           are its string metadata;
+//                           "shard.optimizer.*"); the counters (the model's dropout step, the optimizers' steps,
+//                           a shard's range "shard.begin" and "shard.end") are its string metadata;
 //   checkpoint.json         the manifest: format and version tag, generation, the trainer's type (network,
 //                           backend, strategy, sync mode, optimizer), seed, world size, step, epoch and the
 //                           batches of it already trained (the loader's position), the loader's batch size,
@@ -25,7 +25,7 @@
 // crash before that rename leaves the previous manifest and its files whole; a crash after it, the new ones.
 // The directory must be one every rank sees (a shared file system with several hosts).
 //
-// Loading checks the version tag, the trainer's type (a mismatch names what differs), the world size, and each
+// Loading checks the version tag, the trainer's type (a mismatch names what differs), and each
 // file's size and checksum before a value is changed, so a refused resume leaves the trainer as it was; a
 // truncated or corrupt file is a data_error naming the file. With several ranks, a rank that cannot save or
 // load makes every rank throw (none is left waiting in a collective).
