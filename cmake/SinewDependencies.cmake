@@ -37,6 +37,14 @@ if(TARGET xsimd AND NOT TARGET xtl)
 endif()
 sinew_need(range-v3 librange-v3-dev)
 sinew_need(ZLIB zlib1g-dev)                       # reads .gz datasets
+# Debian 12's libjpeg-turbo CMake package (in libturbojpeg0-dev) imports libjpeg's files too and stops the
+# configure with a page about a "faulty installation package" when libjpeg62-turbo-dev is missing: look first.
+find_file(_sinew_libjpeg_static libjpeg.a PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE} /usr/lib NO_CACHE)
+if(NOT _sinew_libjpeg_static AND EXISTS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/cmake/libjpeg-turbo
+   AND NOT DEFINED sinew_NOT_FOUND_MESSAGE)
+  string(CONCAT sinew_NOT_FOUND_MESSAGE "sinew needs libjpeg-turbo's libjpeg files, which were not found: install "
+         "the Debian 12 package libjpeg62-turbo-dev (scripts/install-deps installs every dependency).")
+endif()
 sinew_need(libjpeg-turbo libturbojpeg0-dev 2)     # JPEG in data::ImageFolder
 sinew_need(PNG libpng-dev)                        # PNG in data::ImageFolder
 sinew_need(OpenMP "g++ (libgomp)" COMPONENTS CXX) # the thread pool oneDNN is built on
