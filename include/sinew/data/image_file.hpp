@@ -26,7 +26,7 @@ namespace sinew::data {
 
 /// A decoded image: channels x height x width bytes, CHW.
 struct Image {
-  /// the shape: channels (1 gray, 3 RGB), height, width
+  /// the shape: channels (3: every image is decoded as RGB), height, width
   /// @{
   int channels = 0, height = 0, width = 0;
   /// @}

@@ -134,7 +134,7 @@ class ImageFolder {
                        (skipped_ > 0 ? " that decode (" + std::to_string(skipped_) + " skipped as bad)" : ""));
   }
 
-  /// The RecordSource contract: 3 channels (gray images are expanded), the fitted size, the classes found,
+  /// The RecordSource contract: 3 channels (every image is decoded as RGB), the fitted size, the classes found,
   /// the files listed.
   /// @{
   int channels() const { return 3; }
@@ -150,7 +150,7 @@ class ImageFolder {
   const std::filesystem::path& path(std::size_t i) const { return files_.at(i).path; }
   /// Files left out by skip_bad_files, and their messages.
   std::size_t skipped() const { return skipped_; }
-  /// The messages of the files left out by skip_bad_files, in the order of skipped().
+  /// The messages of the files left out by skip_bad_files, one per file.
   const std::vector<std::string>& skipped_messages() const { return skipped_messages_; }
 
   /// Record `index` fitted to height() x width() (the crop of epoch 0 with random_resized_crop).

@@ -34,7 +34,8 @@ class Json {
   Json(std::nullptr_t) : v_(nullptr) {}
   /// true or false
   Json(bool b) : v_(b) {}
-  /// A number (written as the shortest decimal that reads back as the value; non-finite: null).
+  /// A number: a float is kept as the shortest decimal that reads back as it; written as an integer when
+  /// whole (below 1e15), else with 9 significant digits; NaN and infinities are written as null.
   template <class T>
     requires std::is_arithmetic_v<T>
   Json(T x) : v_(double(x)) {
