@@ -142,7 +142,7 @@ class ImageFolder {
   int width() const { return options_.width; }
   int num_classes() const { return static_cast<int>(classes_.size()); }
   std::size_t size() const { return files_.size(); }
-/// @}
+  /// @}
 
   /// Class c's folder name; classes are numbered in sorted order.
   const std::string& class_name(int c) const { return classes_.at(static_cast<std::size_t>(c)); }

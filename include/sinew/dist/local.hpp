@@ -39,7 +39,7 @@ struct Local {
   bool is_worker() const noexcept { return true; }
   int workers() const noexcept { return 1; }
   int worker_index() const noexcept { return 0; }
-/// @}
+  /// @}
 
   template <SyncMode M, class O>
   /// Nothing to start (Strategy contract).

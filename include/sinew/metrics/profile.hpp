@@ -131,7 +131,7 @@ struct NoProfile {
   void resize(std::vector<std::string>) {}
   void add(std::size_t, Direction, double) {}
   void add(OpKind, double) {}
-/// @}
+  /// @}
 };
 
 /// Time per node, direction and operator kind, summed over training steps until reset().

@@ -33,7 +33,7 @@ class Adam {
     bool decoupled = false;  ///< AdamW
   };
 
-  /// For n parameters; throws a training_error for a negative rate or betas outside [0, 1).
+  /// For n parameters; throws a training_error for a negative rate, betas outside [0, 1) or eps <= 0.
   Adam(options o, std::size_t n) : o_(o), m_(n), v_(n) {
     if (o.lr < 0) throw training_error("adam: the learning rate must not be negative, got " + std::to_string(o.lr));
     if (!(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1))
