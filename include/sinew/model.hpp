@@ -35,6 +35,7 @@
 
 namespace sinew {
 
+/// How a Model initialises.
 struct ModelOptions {
   std::uint64_t seed = 0;       ///< initialisation (PyTorch's default schemes) and Dropout's masks
   bool input_gradient = false;  ///< also compute the gradient with respect to the input (tests, attacks)
@@ -44,13 +45,20 @@ struct ModelOptions {
 template <Network Net, Backend B, class Profile = metrics::NoProfile>
 class Model {
  public:
+  /// The policies and shapes it was built from.
+  /// @{
   using network = Net;
   using backend = B;
+  /// lowered nodes: layers, with each activation fused into the layer before it where the backend fuses
   using nodes = typename Net::template nodes<B::kFuseActivations>;
   using input_shape = typename Net::input_shape;
   using output_shape = typename Net::output_shape;
+  /// @}
+  /// the number of lowered nodes
   static constexpr std::size_t kOps = nodes::kSize;
+  /// trainable parameters, as PyTorch counts them
   static constexpr std::size_t kParams = Net::kParams;
+  /// floats in parameters(): every node starts 64-byte aligned
   static constexpr std::size_t kParamSpan = Net::kParamSpan;
   /// Floats in the flat buffer array (0 for a network without BatchNorm).
   static constexpr std::size_t kBufferSpan = []<class... N>(type_list<N...>) {
@@ -65,8 +73,10 @@ class Model {
     ((N::kParams > 0 ? void(starts[i++] = N::kParamOffset) : void()), ...);
     return starts;
   }(nodes{});
+  /// kLayerStarts as a span.
   static std::span<const std::size_t> layer_starts() noexcept { return kLayerStarts; }
 
+  /// Builds the network on `ctx` (which must outlive the model) and initialises it from options.seed.
   explicit Model(typename B::context& ctx, ModelOptions options = {})
       : ctx_(&ctx), options_(options), params_(kParamSpan), grads_(kParamSpan), buffers_(kBufferSpan) {
     initialize(options.seed);
@@ -79,13 +89,22 @@ class Model {
     init_nodes(rng, nodes{});
   }
 
+  /// Every parameter, in PyTorch's layout per tensor, each node's slice 64-byte aligned (state_dict.hpp
+  /// maps keys to offsets).
+  /// @{
   std::span<float> parameters() noexcept { return params_.span(); }
   std::span<const float> parameters() const noexcept { return params_.span(); }
+  /// @}
+  /// The gradients of the last backward(), laid out as parameters().
+  /// @{
   std::span<float> gradients() noexcept { return grads_.span(); }
   std::span<const float> gradients() const noexcept { return grads_.span(); }
+  /// @}
   /// Non-trainable state (running statistics): each layer's slice 64-byte aligned, in Node::kBufferOffset order.
   std::span<float> buffers() noexcept { return buffers_.span(); }
+  /// The buffers, read-only.
   std::span<const float> buffers() const noexcept { return buffers_.span(); }
+  /// The backend's context the model runs on.
   typename B::context& context() noexcept { return *ctx_; }
 
   /// Per-operator times (with Profile = metrics::OperatorProfile): training-mode passes and losses only.
@@ -100,10 +119,12 @@ class Model {
 
   /// PyTorch's module.train(true/false): whether the next forward() uses batch statistics and dropout.
   void set_training(bool training) noexcept { training_ = training; }
+  /// Whether the next forward() runs in training mode.
   bool training() const noexcept { return training_; }
   /// Training-mode forward passes so far; with the model seed it fixes Dropout's masks. set_step() replays a
   /// step (a resumed run, or a numerical-gradient check that must see the same mask each time).
   std::uint64_t step() const noexcept { return step_; }
+  /// Sets step() (see above).
   void set_step(std::uint64_t step) noexcept { step_ = step; }
 
   /// Runs the network on `batch` samples of plain NCHW floats; returns the output, plain [batch, output].

@@ -78,6 +78,7 @@
 
 namespace sinew {
 
+/// How a Trainer runs (the second and third constructor arguments are the optimizer's and the strategy's).
 struct TrainerOptions {
   int threads = 0;            ///< compute threads; 0 = the OMP_NUM_THREADS / hardware default
   std::uint64_t seed = 0;     ///< parameter initialisation and dropout masks
@@ -87,8 +88,12 @@ struct TrainerOptions {
 
 /// What one epoch of training did.
 struct EpochStats {
+  /// the epoch's index (0 for the first)
   int epoch = 0;
+  /// training steps and samples of this rank in the epoch
+  /// @{
   std::size_t steps = 0, samples = 0;
+  /// @}
   double loss = 0;          ///< mean training loss over the epoch's samples
   double accuracy = 0;      ///< fraction of training samples classified right (during the epoch)
   double seconds = 0;       ///< wall time of the epoch
@@ -98,6 +103,7 @@ struct EpochStats {
 
 /// What one training step did, for Trainer::set_step_callback.
 struct StepInfo {
+  /// the epoch it belongs to
   int epoch = 0;
   std::size_t step = 0;           ///< steps before this one in the epoch
   std::int64_t steps_done = 0;    ///< steps of this trainer so far, this one included
@@ -108,8 +114,12 @@ struct StepInfo {
 
 /// What an evaluation pass measured.
 struct EvalStats {
+  /// samples evaluated
   std::size_t samples = 0;
+  /// mean loss and accuracy (fraction classified right, 0 to 1) over the samples; wall time of the pass
+  /// @{
   double loss = 0, accuracy = 0, seconds = 0;
+  /// @}
 };
 
 /// Net, B, S, M, O, L: the policies (see the *_spec.hpp of each). Profile: metrics::NoProfile (free) or
@@ -122,6 +132,8 @@ class Trainer {
   static_assert(sizeof(typename S::template mode<M>) > 0);
 
  public:
+  /// The policies and shapes it was built from.
+  /// @{
   using model_type = Model<Net, B, Profile>;
   using network = Net;
   using backend = B;
@@ -130,6 +142,7 @@ class Trainer {
   using optimizer_type = O;
   using loader_type = L;
   using input_shape = typename Net::input_shape;
+  /// @}
   /// Learning rate at a step, from the base rate: see optim/schedule.hpp.
   using schedule_fn = std::function<float(float base_lr, std::int64_t step)>;
   /// Called after every training step (see set_step_callback).
@@ -137,6 +150,8 @@ class Trainer {
   /// train_epoch's default: the loader's whole epoch.
   static constexpr std::size_t kWholeEpoch = std::numeric_limits<std::size_t>::max();
 
+  /// Builds the model (initialised from options.seed), the optimizer from its options, and starts the
+  /// strategy. With several ranks: collective, and every rank must build the same trainer (checked).
   explicit Trainer(TrainerOptions options = {}, typename O::options optimizer = {}, S strategy = {})
       : options_(options),
         ctx_(BackendOptions{options.threads}),
@@ -159,10 +174,15 @@ class Trainer {
     if (strategy_.world_size() > 1) guard_ = std::make_unique<comm::unwinding_guard>(strategy_.rank());
   }
 
+  /// The model: parameters, forward for inference, the profile.
   model_type& model() noexcept { return model_; }
+  /// The optimizer.
   O& optimizer() noexcept { return optimizer_; }
+  /// The strategy: rank(), workers(), worker_index() ...
   S& dist() noexcept { return strategy_; }
+  /// The backend's context: threads().
   typename B::context& context() noexcept { return ctx_; }
+  /// Training steps taken so far (the schedule's step).
   std::int64_t steps_done() const noexcept { return step_; }
   /// Epochs trained (or served) so far: the epoch the next train_epoch trains.
   int epochs_done() const noexcept { return epoch_; }

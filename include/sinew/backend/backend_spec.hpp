@@ -56,9 +56,13 @@ struct BackendOptions {
 
 /// Where a node's parameters and their gradients live inside the network's flat buffers.
 struct ParamSlots {
+  /// the node's weights, PyTorch layout
   float* weights = nullptr;
+  /// its biases (nullptr without)
   float* bias = nullptr;
+  /// where backward writes the weights' gradient
   float* diff_weights = nullptr;
+  /// where backward writes the biases' gradient
   float* diff_bias = nullptr;
   float* buffers = nullptr;  ///< the layer's kBuffers floats of non-trainable state (running statistics)
 };

@@ -103,6 +103,8 @@ struct op_of<N> {
 
 /// Eigen Tensor expressions on an Eigen::ThreadPoolDevice, NHWC inside, activations fused.
 struct Eigen {
+  /// The Backend contract: backend/backend_spec.hpp says what each member does.
+  /// @{
   static constexpr std::string_view kName = "eigen";
   static constexpr bool kFuseActivations = true;
 
@@ -121,6 +123,7 @@ struct Eigen {
 
   template <NodeType N>
   using op = typename eigen::op_of<N>::type;
+  /// @}
 };
 
 static_assert(Backend<Eigen>);

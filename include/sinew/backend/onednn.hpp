@@ -109,6 +109,8 @@ struct op_of<N> {
 
 /// oneDNN primitives in the layouts they choose, activations fused into the layer before them.
 struct OneDnn {
+  /// The Backend contract: backend/backend_spec.hpp says what each member does.
+  /// @{
   static constexpr std::string_view kName = "onednn";
   static constexpr bool kFuseActivations = true;
 
@@ -127,6 +129,7 @@ struct OneDnn {
 
   template <NodeType N>
   using op = typename onednn::op_of<N>::type;
+  /// @}
 };
 
 static_assert(Backend<OneDnn>);

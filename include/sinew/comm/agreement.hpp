@@ -23,6 +23,7 @@ namespace sinew::comm {
 /// One value every rank must hold the same.
 struct Fact {
   std::string_view name;  ///< what it is, for the error: "parameter count", "optimizer"
+  /// the value every rank must hold (a count, or the fingerprint of text when `hashed`)
   std::uint64_t value;
   bool hashed = false;  ///< a fingerprint of text (printed in hex), not a count
 };

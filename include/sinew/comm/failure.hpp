@@ -34,6 +34,7 @@ namespace sinew::comm {
 
 /// Why this rank leaves its coupled work, if it does (rank < 0: it does not).
 struct leaving_note {
+  /// the rank that leaves
   int rank = -1;
   std::string what;  ///< the text of the last exception that passed through a Trainer; empty if none
 };
@@ -80,6 +81,7 @@ inline leaving_note leaving() {
 /// caught before it goes out of scope). rank < 0 makes it inert (a job of one process).
 class unwinding_guard {
  public:
+  /// Guards `rank` (rank < 0: inert).
   explicit unwinding_guard(int rank) noexcept : rank_(rank) {}
   unwinding_guard(const unwinding_guard&) = delete;
   unwinding_guard& operator=(const unwinding_guard&) = delete;

@@ -118,13 +118,16 @@ inline boost::mpi::environment& mpi_environment() {
 class MpiRequest {
  public:
   MpiRequest() = default;
+  /// A pending request (Mpi builds them); `check_count` also checks that a receive got the whole span.
   MpiRequest(MPI_Request request, int self, detail::mpi_site site, bool check_count)
       : request_(request), self_(self), site_(site), check_count_(check_count) {}
+  /// Moves; `other` is left empty (not pending).
   MpiRequest(MpiRequest&& other) noexcept
       : request_(std::exchange(other.request_, MPI_REQUEST_NULL)),
         self_(other.self_),
         site_(other.site_),
         check_count_(other.check_count_) {}
+  /// Waits for this request if it is pending (ignoring errors), then takes `other`'s.
   MpiRequest& operator=(MpiRequest&& other) noexcept {
     if (this != &other) {
       finish_quietly();
@@ -183,8 +186,11 @@ class MpiRequest {
 
 static_assert(req::comm_request<MpiRequest>);
 
+/// The Communicator (comm/communicator_spec.hpp) over MPI, through Boost.MPI: float messages, sums and
+/// broadcasts, each failure a comm_error naming the call, the peer and the rank.
 class Mpi {
  public:
+  /// A pending isend, irecv or iallreduce_sum: wait() or test() it.
   using request = MpiRequest;
 
   /// All processes of the job (a duplicate of MPI_COMM_WORLD). Collective.
@@ -198,26 +204,32 @@ class Mpi {
         hosts_(count_hosts(MPI_Comm(comm_), rank_, size_)),
         guard_(std::make_shared<unwinding_guard>(size_ > 1 ? rank_ : -1)) {}
 
+  /// This process's rank, 0 .. size() - 1.
   int rank() const noexcept { return rank_; }
   /// The number of hosts the processes run on: groups that can share memory (MPI_COMM_TYPE_SHARED), as
   /// mpirun's hostfile places them. The ring all-reduce sizes its messages by it (dist/ring_allreduce.hpp).
   int hosts() const noexcept { return hosts_; }
+  /// The number of processes.
   int size() const noexcept { return size_; }
 
   /// The duplicated communicator, for calls sinew does not wrap.
   const boost::mpi::communicator& boost_communicator() const noexcept { return comm_; }
+  /// The duplicated communicator as MPI's handle, for calls sinew does not wrap.
   MPI_Comm native() const noexcept { return MPI_Comm(comm_); }
 
+  /// Sends `data` to rank `peer` with `tag`; returns when the buffer may be reused.
   void send(std::span<const float> data, int peer, int tag) {
     const detail::mpi_site site{"send", "to", peer, tag, data.size()};
     detail::check_mpi(MPI_Send(data.data(), count(data.size(), site), MPI_FLOAT, peer, tag, native()), rank_, site);
   }
 
+  /// Receives exactly data.size() floats from rank `peer` with `tag`.
   void recv(std::span<float> data, int peer, int tag) {
     request r = irecv(data, peer, tag);
     r.wait();
   }
 
+  /// Starts sending `data`, which must stay alive and unchanged until the request completes.
   request isend(std::span<const float> data, int peer, int tag) {
     const detail::mpi_site site{"isend", "to", peer, tag, data.size()};
     MPI_Request r = MPI_REQUEST_NULL;
@@ -226,6 +238,7 @@ class Mpi {
     return request(r, rank_, site, false);
   }
 
+  /// Starts receiving data.size() floats into `data`, which must stay alive until the request completes.
   request irecv(std::span<float> data, int peer, int tag) {
     const detail::mpi_site site{"irecv", "from", peer, tag, data.size()};
     MPI_Request r = MPI_REQUEST_NULL;
@@ -234,6 +247,7 @@ class Mpi {
     return request(r, rank_, site, true);
   }
 
+  /// Replaces `data` on every rank by its element-wise sum over the ranks. Collective.
   void allreduce_sum(std::span<float> data) {
     const detail::mpi_site site{"allreduce_sum", nullptr, -1, -1, data.size()};
     if (data.empty()) return;
@@ -242,6 +256,7 @@ class Mpi {
         site);
   }
 
+  /// Starts allreduce_sum(data); `data` holds the sum once the request completes. Collective.
   request iallreduce_sum(std::span<float> data) {
     const detail::mpi_site site{"iallreduce_sum", nullptr, -1, -1, data.size()};
     if (data.empty()) return {};
@@ -252,12 +267,14 @@ class Mpi {
     return request(r, rank_, site, false);
   }
 
+  /// Copies rank `root`'s `data` into every rank's. Collective.
   void broadcast(std::span<float> data, int root) {
     const detail::mpi_site site{"broadcast", "from root", root, -1, data.size()};
     if (data.empty()) return;
     detail::check_mpi(MPI_Bcast(data.data(), count(data.size(), site), MPI_FLOAT, root, native()), rank_, site);
   }
 
+  /// Returns once every rank has called it. Collective.
   void barrier() {
     detail::check_mpi(MPI_Barrier(native()), rank_, {"barrier"});
   }

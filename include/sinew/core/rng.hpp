@@ -18,10 +18,14 @@ constexpr std::uint64_t mix64(std::uint64_t x) noexcept {
   return x ^ (x >> 31);
 }
 
+/// The random generator of parameter initialisation: a 64-bit Mersenne Twister seeded with the model seed,
+/// so that one seed gives one network on every backend.
 class Rng {
  public:
+  /// Seeds the generator.
   explicit Rng(std::uint64_t seed = 0) : engine_(seed) {}
 
+  /// The next 64 random bits.
   std::uint64_t next() { return engine_(); }
 
   /// Uniform in [0, 1) with 24 random bits: every float in the range is exactly representable.

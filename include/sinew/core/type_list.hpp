@@ -7,7 +7,9 @@
 namespace sinew {
 
 template <class... T>
+/// A list of types, for computing over layer and node lists at compile time.
 struct type_list {
+  /// the number of types
   static constexpr std::size_t kSize = sizeof...(T);
 };
 

@@ -20,6 +20,8 @@
 
 namespace sinew::data {
 
+/// Any Loader behind one type (see the top of this file), so that one Trainer type serves loaders chosen at
+/// run time. Move-only; the loader it owns lives as long as it does.
 class AnyLoader {
  public:
   /// Takes ownership of `loader`; `name` ("cached", "streaming, 2 workers") is what reports call it.
@@ -32,17 +34,26 @@ class AnyLoader {
     return AnyLoader(std::make_unique<L>(std::forward<Args>(args)...), std::move(name));
   }
 
+  /// The Loader contract (data/loader_spec.hpp): the image shape after padding, this rank's samples per
+  /// epoch, the largest batch, the non-empty next() calls per epoch.
+  /// @{
   int channels() const { return self_->channels(); }
   int height() const { return self_->height(); }
   int width() const { return self_->width(); }
   std::size_t size() const { return self_->size(); }
   int batch_size() const { return self_->batch_size(); }
+  /// @}
   /// The loader's shuffle seed, where it has one (sinew's three do); 0 otherwise.
   std::uint64_t shuffle_seed() const { return self_->shuffle_seed(); }
+  /// Calls to next() per epoch that return samples (Loader contract).
   std::size_t batches_per_epoch() const { return self_->batches_per_epoch(); }
+  /// Restarts at the first batch of `epoch`, in its order (Loader contract).
   void start_epoch(int epoch) { self_->start_epoch(epoch); }
+  /// Writes the next batch (NCHW floats, labels) and returns its samples; 0 at the end of the epoch
+  /// (Loader contract: images must hold batch_size() images and labels batch_size() labels).
   std::size_t next(std::span<float> images, std::span<std::int32_t> labels) { return self_->next(images, labels); }
 
+  /// What reports call the loader ("cached", "streaming, 2 workers").
   const std::string& name() const { return name_; }
   /// The loader's own time split (StreamingLoader::times()); zeros for a loader that keeps none.
   LoaderTimes times() const { return self_->times(); }

@@ -29,6 +29,8 @@
 
 namespace sinew::data {
 
+/// A Loader (data/loader_spec.hpp) that keeps the dataset as uint8 and converts each batch on a background
+/// thread (see the top of this file). Not copyable.
 class ByteLoader {
  public:
   /// Takes the dataset (move it in to avoid a copy) and starts preparing epoch 0.
@@ -54,13 +56,18 @@ class ByteLoader {
     worker_.join();
   }
 
+  /// The Loader contract (data/loader_spec.hpp): the image shape after padding, this rank's samples per
+  /// epoch, the largest batch, the non-empty next() calls per epoch.
+  /// @{
   int channels() const { return plan_.channels(); }
   int height() const { return plan_.height(); }
   int width() const { return plan_.width(); }
   std::size_t size() const { return plan_.samples(); }
   int batch_size() const { return plan_.batch_size(); }
+  /// @}
   /// LoaderOptions::seed, which with the epoch fixes the order (checkpoints record it).
   std::uint64_t shuffle_seed() const { return plan_.seed(); }
+  /// Calls to next() per epoch that return samples (Loader contract).
   std::size_t batches_per_epoch() const { return plan_.batches(); }
 
   /// Drops whatever was prepared and starts over with the order of `epoch`.
@@ -78,6 +85,8 @@ class ByteLoader {
     changed_.notify_all();
   }
 
+  /// Copies the next prepared batch into images (NCHW floats) and labels and returns its samples; 0 at the end
+  /// of the epoch. Rethrows an exception of the background thread.
   std::size_t next(std::span<float> images, std::span<std::int32_t> labels) {
     plan_.check_buffers(images, labels);
     std::unique_lock lock(mutex_);

@@ -19,6 +19,7 @@
 
 namespace sinew::data {
 
+/// A Loader (data/loader_spec.hpp) that holds every image as normalised floats (see the top of this file).
 class CachedLoader {
  public:
   /// Converts every image of `data` (padded, normalized) now; `data` is not needed afterwards.
@@ -29,21 +30,29 @@ class CachedLoader {
     start_epoch(0);
   }
 
+  /// The Loader contract (data/loader_spec.hpp): the image shape after padding, this rank's samples per
+  /// epoch, the largest batch, the non-empty next() calls per epoch.
+  /// @{
   int channels() const { return plan_.channels(); }
   int height() const { return plan_.height(); }
   int width() const { return plan_.width(); }
   std::size_t size() const { return plan_.samples(); }
   int batch_size() const { return plan_.batch_size(); }
+  /// @}
   /// LoaderOptions::seed, which with the epoch fixes the order (checkpoints record it).
   std::uint64_t shuffle_seed() const { return plan_.seed(); }
+  /// Calls to next() per epoch that return samples (Loader contract).
   std::size_t batches_per_epoch() const { return plan_.batches(); }
 
+  /// Restarts at the first batch of `epoch`, in the order fixed by (seed, epoch).
   void start_epoch(int epoch) {
     order_ = plan_.epoch_indices(epoch);
     epoch_ = epoch;
     next_sample_ = 0;
   }
 
+  /// Copies the next batch into images (NCHW floats) and labels and returns its samples; 0 at the end of the
+  /// epoch (Loader contract).
   std::size_t next(std::span<float> images, std::span<std::int32_t> labels) {
     plan_.check_buffers(images, labels);
     const std::size_t count =

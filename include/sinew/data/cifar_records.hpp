@@ -25,6 +25,8 @@
 
 namespace sinew::data {
 
+/// CIFAR-10/100 binary files as a RecordSource (data/record_source_spec.hpp) for StreamingLoader: record i
+/// read by offset (see the top of this file).
 class CifarRecords {
  public:
   /// CIFAR-10 files (3073-byte records), in order.
@@ -37,12 +39,18 @@ class CifarRecords {
     return CifarRecords(files, detail::kCifar100Fields, label == Cifar100Label::coarse ? 0 : 1);
   }
 
+  /// The RecordSource contract (data/record_source_spec.hpp): the shape and class count of every record, and
+  /// the number of records.
+  /// @{
   int channels() const { return 3; }
   int height() const { return detail::kCifarSide; }
   int width() const { return detail::kCifarSide; }
   int num_classes() const { return fields_[chosen_].num_classes; }
   std::size_t size() const { return first_.back(); }
+  /// @}
 
+  /// Reads record `index` (< size()): its 3x32x32 pixels into `pixels` (CHW), and returns its label. Throws
+  /// a data_error naming the file for a short read or a label out of range.
   std::int32_t read(std::size_t index, std::span<std::uint8_t> pixels) const {
     if (index >= size())
       throw data_error("cifar: record " + std::to_string(index) + " asked of " + std::to_string(size()));

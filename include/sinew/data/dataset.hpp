@@ -19,12 +19,18 @@ enum class Split { train, test };
 
 /// Labelled images, NCHW uint8: image i is pixels[i * image_size(), (i + 1) * image_size()).
 struct Dataset {
+  /// image shape: channels, height, width
+  /// @{
   int channels = 0, height = 0, width = 0;
+  /// @}
+  /// labels lie in [0, num_classes)
   int num_classes = 0;
-  std::vector<std::uint8_t> pixels;  // size() * image_size() bytes
-  std::vector<std::int32_t> labels;  // each in [0, num_classes)
+  std::vector<std::uint8_t> pixels;  ///< size() * image_size() bytes
+  std::vector<std::int32_t> labels;  ///< each in [0, num_classes)
 
+  /// The number of images.
   std::size_t size() const { return labels.size(); }
+  /// Bytes per image: channels x height x width.
   std::size_t image_size() const {
     return static_cast<std::size_t>(channels) * static_cast<std::size_t>(height) * static_cast<std::size_t>(width);
   }

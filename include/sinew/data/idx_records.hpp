@@ -21,8 +21,11 @@
 
 namespace sinew::data {
 
+/// An IDX pair (MNIST layout) as a RecordSource (data/record_source_spec.hpp) for StreamingLoader.
 class IdxRecords {
  public:
+  /// Opens and checks the images and labels files (either may be .gz); labels must lie in [0, num_classes),
+  /// num_classes in 1..256.
   IdxRecords(const std::filesystem::path& images, const std::filesystem::path& labels, int num_classes = 10)
       : images_(images, "idx"), labels_(labels, "idx"), num_classes_(num_classes) {
     if (num_classes < 1 || num_classes > 256)
@@ -41,12 +44,17 @@ class IdxRecords {
                        " labels (are both from the same split, train or t10k?)");
   }
 
+  /// The RecordSource contract (data/record_source_spec.hpp): the shape and class count of every record, and
+  /// the number of records.
+  /// @{
   int channels() const { return 1; }
   int height() const { return static_cast<int>(rows_); }
   int width() const { return static_cast<int>(cols_); }
   int num_classes() const { return num_classes_; }
   std::size_t size() const { return count_; }
+  /// @}
 
+  /// Reads record `index` (< size()): its pixels into `pixels`, and returns its label (checked).
   std::int32_t read(std::size_t index, std::span<std::uint8_t> pixels) const {
     if (index >= count_)
       throw data_error("idx: record " + std::to_string(index) + " asked of " + std::to_string(count_));

@@ -26,7 +26,11 @@ namespace sinew::data {
 
 /// A decoded image: channels x height x width bytes, CHW.
 struct Image {
+  /// the shape: channels (3: every image is decoded as RGB), height, width
+  /// @{
   int channels = 0, height = 0, width = 0;
+  /// @}
+  /// channels x height x width bytes, CHW
   std::vector<std::uint8_t> pixels;
 };
 

@@ -35,20 +35,30 @@
 
 namespace sinew::data {
 
+/// How an ImageFolder fits its images to one size.
 struct ImageFolderOptions {
+  /// every image is fitted to this size (pixels)
+  /// @{
   int height = 224, width = 224;  // every image is fitted to this size
-  bool skip_bad_files = false;    // leave out files that do not decode (counted) instead of failing
-  // torchvision's RandomResizedCrop: a crop of scale[0]..scale[1] of the area, aspect ratio ratio[0]..ratio[1]
-  // (drawn log-uniformly), resized to height x width; a new draw per (seed, epoch, index). Off: the whole image.
+  /// @}
+  bool skip_bad_files = false;    ///< leave out files that do not decode (counted) instead of failing
+  /// torchvision's RandomResizedCrop: a crop of scale[0]..scale[1] of the area, aspect ratio ratio[0]..ratio[1]
+  /// (drawn log-uniformly), resized to height x width; a new draw per (seed, epoch, index). Off: the whole image.
   bool random_resized_crop = false;
+  /// the crop's share of the image's area, [min, max] (torchvision: (0.08, 1))
   float scale[2] = {0.08f, 1.0f};
+  /// the crop's aspect ratio width / height, [min, max], drawn log-uniformly
   float ratio[2] = {3.0f / 4.0f, 4.0f / 3.0f};
+  /// fixes the crops, with the epoch and the image's index
   std::uint64_t seed = 0;
 };
 
 /// Where random_resized_crop cuts: rows [top, top + height), columns [left, left + width).
 struct CropWindow {
+  /// the window: its top-left corner and size, in pixels of the image
+  /// @{
   int top = 0, left = 0, height = 0, width = 0;
+  /// @}
 };
 
 /// torchvision's RandomResizedCrop.get_params for an image of height x width: ten tries at a window of random
@@ -84,8 +94,12 @@ inline CropWindow random_resized_crop_window(int height, int width, const float 
   return {(height - h) / 2, (width - w) / 2, h, w};
 }
 
+/// A folder of JPEG/PNG images in torchvision's ImageFolder layout, as a RecordSource for StreamingLoader
+/// (see the top of this file; read_image_folder reads it into a Dataset).
 class ImageFolder {
  public:
+  /// Lists the classes and files under `root` (nothing is decoded unless options.skip_bad_files). Throws a
+  /// data_error when root is missing or holds no class folder or no image.
   explicit ImageFolder(const std::filesystem::path& root, ImageFolderOptions options = {})
       : root_(root), options_(options) {
     if (options.height <= 0 || options.width <= 0 || options.height > 16384 || options.width > 16384)
@@ -120,11 +134,15 @@ class ImageFolder {
                        (skipped_ > 0 ? " that decode (" + std::to_string(skipped_) + " skipped as bad)" : ""));
   }
 
+  /// The RecordSource contract: 3 channels (every image is decoded as RGB), the fitted size, the classes found,
+  /// the files listed.
+  /// @{
   int channels() const { return 3; }
   int height() const { return options_.height; }
   int width() const { return options_.width; }
   int num_classes() const { return static_cast<int>(classes_.size()); }
   std::size_t size() const { return files_.size(); }
+  /// @}
 
   /// Class c's folder name; classes are numbered in sorted order.
   const std::string& class_name(int c) const { return classes_.at(static_cast<std::size_t>(c)); }
@@ -132,6 +150,7 @@ class ImageFolder {
   const std::filesystem::path& path(std::size_t i) const { return files_.at(i).path; }
   /// Files left out by skip_bad_files, and their messages.
   std::size_t skipped() const { return skipped_; }
+  /// The messages of the files left out by skip_bad_files, one per file.
   const std::vector<std::string>& skipped_messages() const { return skipped_messages_; }
 
   /// Record `index` fitted to height() x width() (the crop of epoch 0 with random_resized_crop).

@@ -20,31 +20,42 @@ enum class Sharding {
 
 /// Options shared by every loader; the same options give all of them the same batches.
 struct LoaderOptions {
+  /// samples per batch, per rank; > 0
   int batch_size = 64;
-  bool shuffle = true;     // false: visit samples in dataset order (then shard)
-  std::uint64_t seed = 0;  // with the epoch, fixes the order; must be the same on every rank
-  bool drop_last = false;  // drop the short last batch, and even out the ranks' shares so all have as many batches
-  // The size images are first resized to, bilinearly as torchvision's Resize((h, w), antialias=False) on uint8
-  // images (sinew/data/resize.hpp: rounded back to bytes); 0, 0 = keep their size. CIFAR's 32x32 to 64x64 for
-  // AlexNet. Padding and augmentation then apply to the resized image.
+  bool shuffle = true;     ///< false: visit samples in dataset order (then shard)
+  std::uint64_t seed = 0;  ///< with the epoch, fixes the order; must be the same on every rank
+  bool drop_last = false;  ///< drop the short last batch, and even out the ranks' shares so all have as many batches
+  /// The size images are first resized to, bilinearly as torchvision's Resize((h, w), antialias=False) on uint8
+  /// images (sinew/data/resize.hpp: rounded back to bytes); 0, 0 = keep their size. CIFAR's 32x32 to 64x64 for
+  /// AlexNet. Padding and augmentation then apply to the resized image.
+  /// @{
   int resize_to_height = 0, resize_to_width = 0;
-  // The size images are zero-padded to, centred (an odd margin puts the extra pixel at the bottom/right);
-  // 0 = no padding. 28 -> 32 adds 2 pixels of raw value 0 on each side, normalized like any other pixel.
+  /// @}
+  /// The size images are zero-padded to, centred (an odd margin puts the extra pixel at the bottom/right);
+  /// 0 = no padding. 28 -> 32 adds 2 pixels of raw value 0 on each side, normalized like any other pixel.
+  /// @{
   int pad_to_height = 0, pad_to_width = 0;
-  // Per channel: a pixel x becomes (x / 255 - mean[c]) / std[c]. Empty mean = 0, empty std = 1.
+  /// @}
+  /// Per channel: a pixel x becomes (x / 255 - mean[c]) / std[c]. Empty mean = 0, empty std = 1.
+  /// @{
   std::vector<float> mean, std;
-  // This worker's index among the workers and their number (see `sharding`). With all-reduce every rank is a
-  // worker; with a parameter server take the strategy's worker_index() and workers(), not the MPI rank and
-  // size: servers hold no data, so the global batch is batch_size x workers.
+  /// @}
+  /// This worker's index among the workers and their number (see `sharding`). With all-reduce every rank is a
+  /// worker; with a parameter server take the strategy's worker_index() and workers(), not the MPI rank and
+  /// size: servers hold no data, so the global batch is batch_size x workers.
+  /// @{
   int rank = 0, world_size = 1;
-  // Training augmentation, as torchvision's RandomCrop(size, padding) then RandomHorizontalFlip(): the image
-  // (after pad_to_*) is zero-padded by random_crop_padding pixels on every side (raw value 0, normalized like
-  // any other pixel) and a window of its own size is cut at a random offset; then, with random_horizontal_flip,
-  // it is mirrored left-right with probability 1/2. The draws depend only on (seed, epoch, dataset index), so
-  // both loaders, every rank and every thread count give the same images. Off by default; leave it off for
-  // evaluation.
+  /// @}
+  /// Training augmentation, as torchvision's RandomCrop(size, padding) then RandomHorizontalFlip(): the image
+  /// (after pad_to_*) is zero-padded by random_crop_padding pixels on every side (raw value 0, normalized like
+  /// any other pixel) and a window of its own size is cut at a random offset; then, with random_horizontal_flip,
+  /// it is mirrored left-right with probability 1/2. The draws depend only on (seed, epoch, dataset index), so
+  /// both loaders, every rank and every thread count give the same images. Off by default; leave it off for
+  /// evaluation.
   int random_crop_padding = 0;
+  /// augmentation: mirror left-right with probability 1/2 (see random_crop_padding)
   bool random_horizontal_flip = false;
+  /// how the workers share the dataset in an epoch
   Sharding sharding = Sharding::disjoint;
 };
 

@@ -39,19 +39,21 @@ namespace sinew::data {
 
 /// StreamingLoader's own options, beside the LoaderOptions every loader shares.
 struct StreamingOptions {
-  int workers = 2;           // threads that read and convert batches; 0: next() reads each batch itself
-  int prefetch_batches = 2;  // batches prepared ahead of the trainer (with workers > 0); at least 1
+  int workers = 2;           ///< threads that read and convert batches; 0: next() reads each batch itself
+  int prefetch_batches = 2;  ///< batches prepared ahead of the trainer (with workers > 0); at least 1
 };
 
 /// Where a StreamingLoader's time went in the current epoch (since start_epoch).
 struct LoaderTimes {
-  double waited = 0;    // seconds next() blocked the caller: reading it did itself, or waiting for a worker
-  double prepared = 0;  // seconds the workers spent reading, converting and augmenting, summed over workers
+  double waited = 0;    ///< seconds next() blocked the caller: reading it did itself, or waiting for a worker
+  double prepared = 0;  ///< seconds the workers spent reading, converting and augmenting, summed over workers
   /// The workers' time the caller did not wait for.
   double hidden() const { return prepared > waited ? prepared - waited : 0.0; }
 };
 
 template <class S>
+/// A Loader (data/loader_spec.hpp) that reads every batch from disk with `workers` threads (see the top
+/// of this file). S is a RecordSource: CifarRecords, IdxRecords, ImageFolder. Not copyable.
 class StreamingLoader {
   // Not a constraint on S: CTAD from a Dataset must end in this sentence, not in a list of unmet requirements.
   static_assert(RecordSource<S>,
@@ -59,6 +61,8 @@ class StreamingLoader {
                 "IdxRecords, ImageFolder); for a Dataset in memory use CachedLoader or ByteLoader");
 
  public:
+  /// Takes the source; options as every loader's, streaming: the threads and how far ahead they read.
+  /// Throws a data_error for workers < 0 or prefetch_batches < 1.
   StreamingLoader(S source, LoaderOptions options = {}, StreamingOptions streaming = {})
       : source_(std::move(source)),
         plan_(detail::record_shape{source_.channels(), source_.height(), source_.width(), source_.num_classes(),
@@ -86,15 +90,22 @@ class StreamingLoader {
 
   ~StreamingLoader() { stop(); }
 
+  /// The Loader contract (data/loader_spec.hpp): the image shape after padding, this rank's samples per
+  /// epoch, the largest batch, the non-empty next() calls per epoch.
+  /// @{
   int channels() const { return plan_.channels(); }
   int height() const { return plan_.height(); }
   int width() const { return plan_.width(); }
   std::size_t size() const { return plan_.samples(); }
   int batch_size() const { return plan_.batch_size(); }
+  /// @}
   /// LoaderOptions::seed, which with the epoch fixes the order (checkpoints record it).
   std::uint64_t shuffle_seed() const { return plan_.seed(); }
+  /// Calls to next() per epoch that return samples (Loader contract).
   std::size_t batches_per_epoch() const { return plan_.batches(); }
+  /// The record source it reads.
   const S& source() const { return source_; }
+  /// The options it was built with.
   const StreamingOptions& streaming_options() const { return streaming_; }
 
   /// Drops whatever was prepared, waits for batches in flight, and starts over with the order of `epoch`.
@@ -116,6 +127,8 @@ class StreamingLoader {
     changed_.notify_all();
   }
 
+  /// Copies the next batch into images (NCHW floats) and labels and returns its samples; 0 at the end of the
+  /// epoch. Rethrows a worker's exception from the call that asks for that batch.
   std::size_t next(std::span<float> images, std::span<std::int32_t> labels) {
     plan_.check_buffers(images, labels);
     const auto start = clock::now();

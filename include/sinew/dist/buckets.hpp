@@ -30,8 +30,13 @@ inline constexpr std::size_t kDefaultBucketBytes = std::size_t(1) << 20;
 
 /// The floats [begin, end) of the flat gradient buffer.
 struct Bucket {
+  /// the floats [begin, end) of the flat gradient buffer
+  /// @{
   std::size_t begin = 0, end = 0;
+  /// @}
+  /// floats in the bucket
   std::size_t size() const noexcept { return end - begin; }
+  /// Same range.
   friend bool operator==(const Bucket&, const Bucket&) = default;
 };
 

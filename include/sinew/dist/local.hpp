@@ -13,13 +13,16 @@
 
 namespace sinew::dist {
 
+/// One process: the gradients are the local ones, and the update is the optimizer's step.
 struct Local {
+  /// for reports and checkpoints
   static constexpr std::string_view kName = "local";
 
   /// Nothing to set (one process); here so that every strategy is built the same way: S(S::options{...}).
   struct options {};
 
   Local() = default;
+  /// As Local(); every strategy is built as S(S::options{...}).
   explicit Local(options) {}
 
   template <class M>
@@ -29,16 +32,21 @@ struct Local {
                   "BoundedStaleness<K> use dist::ParameterServer<Comm, Servers>");
   };
 
+  /// The Strategy contract (dist/strategy_spec.hpp): one rank, which is the only worker.
+  /// @{
   int rank() const noexcept { return 0; }
   int world_size() const noexcept { return 1; }
   bool is_worker() const noexcept { return true; }
   int workers() const noexcept { return 1; }
   int worker_index() const noexcept { return 0; }
+  /// @}
 
   template <SyncMode M, class O>
+  /// Nothing to start (Strategy contract).
   void start(std::span<float>, O&) {}
 
   template <SyncMode M, Optimizer O>
+  /// Applies the optimizer to the local gradients, timed as the update phase (Strategy contract).
   void update(std::span<float> params, std::span<float> grads, O& optimizer, metrics::PhaseSeconds& phases) {
     metrics::Stopwatch watch;
     optimizer.step(params, grads);

@@ -45,8 +45,10 @@ class MpiAllReduce : public detail::allreduce_base<Comm, MpiAllReduce<Comm>> {
   friend base;
 
  public:
+  /// for reports and checkpoints
   static constexpr std::string_view kName = "mpi_allreduce";
 
+  /// How the gradients are summed.
   struct options {
     /// Free text every rank must agree on (batch size, data set ...), checked by start() with the parameter
     /// count and the optimizer.
@@ -67,6 +69,7 @@ class MpiAllReduce : public detail::allreduce_base<Comm, MpiAllReduce<Comm>> {
   struct mode<M> {};
 
   MpiAllReduce() : MpiAllReduce(options{}) {}
+  /// Over the ranks of `comm` (by default all of the job's). Collective.
   explicit MpiAllReduce(options o, Comm comm = Comm())
       : base(std::move(comm), {o.bucket_bytes, o.overlap, o.timeout_seconds}, "dist::MpiAllReduce"),
         options_(std::move(o)) {}

@@ -142,9 +142,12 @@ class ParameterServer {
   using request = decltype(std::declval<Comm&>().isend(std::span<const float>{}, 0, 0));
 
  public:
+  /// for reports and checkpoints
   static constexpr std::string_view kName = "parameter_server";
+  /// the last kServers ranks are servers
   static constexpr int kServers = Servers;
 
+  /// How servers and workers talk.
   struct options {
     /// Free text every rank must agree on (batch size, data set ...), checked by start() with the parameter
     /// count, the optimizer, the number of servers and the sync mode.
@@ -157,6 +160,7 @@ class ParameterServer {
   /// Every sync mode runs on servers; Async and BoundedStaleness<K> let workers take uneven numbers of steps.
   template <class M>
   struct mode {
+    /// whether workers may take different numbers of steps per epoch
     static constexpr bool kUnevenEpochs = !std::same_as<M, Sync>;
   };
 
@@ -171,20 +175,29 @@ class ParameterServer {
                        "), or use fewer servers");
   }
 
+  /// The Strategy contract (dist/strategy_spec.hpp): this rank, the job's ranks, whether this rank trains
+  /// (the first world_size() - kServers ranks do), the number of workers.
+  /// @{
   int rank() const { return comm_.rank(); }
   int world_size() const { return comm_.size(); }
   bool is_worker() const { return comm_.rank() < workers(); }
   int workers() const { return comm_.size() - Servers; }
+  /// @}
   /// This worker's index among the workers; 0 on a server, so that a loader built from it stays valid there
   /// (a server never reads it).
   int worker_index() const { return is_worker() ? comm_.rank() : 0; }
   /// This server's index, the shard it holds; -1 on a worker.
   int server_index() const { return is_worker() ? -1 : comm_.rank() - workers(); }
+  /// The communicator, for collective calls of the program's own.
   Comm& communicator() noexcept { return comm_; }
 
   /// Where a server's shard lies in the flat parameters, and its optimizer's state (views of it).
   struct ShardState {
+    /// the floats [begin, end) of the flat parameters that this server holds
+    /// @{
     std::size_t begin = 0, end = 0;
+    /// @}
+    /// views of the shard optimizer's state
     optim::StateView optimizer;
   };
   /// On a server, after start() (for checkpoints): its shard and the state of the shard's optimizer, whose

@@ -73,9 +73,13 @@ std::size_t ring_chunk_floats(const C& comm, std::size_t requested) {
 /// The buffers one ring all-reduce needs; keep one to reuse them across calls.
 template <Communicator C>
 struct RingWorkspace {
+  /// the communicator's pending request
   using request = decltype(std::declval<C&>().isend(std::span<const float>{}, 0, 0));
-  std::vector<float> scratch;  // two segments: the one being added while the next arrives
+  std::vector<float> scratch;  ///< two segments: the one being added while the next arrives
+  /// pending requests, reused
+  /// @{
   std::vector<request> sends, recvs;
+  /// @}
 };
 
 namespace detail {
@@ -128,6 +132,7 @@ class RingOperation {
     step_begun_ = false;
   }
 
+  /// Whether the all-reduce has finished.
   bool done() const noexcept { return stage_ == stage::done; }
 
   /// Does what the arrived messages allow; true once every rank's sum is in `data`. With block, waits
@@ -269,8 +274,10 @@ class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
   friend base;
 
  public:
+  /// for reports and checkpoints
   static constexpr std::string_view kName = "ring_allreduce";
 
+  /// How the ring sums the gradients.
   struct options {
     /// Free text every rank must agree on (batch size, data set ...), checked by start() with the parameter
     /// count, the optimizer and the chunk size.
@@ -291,6 +298,7 @@ class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
   struct mode<M> {};
 
   RingAllReduce() : RingAllReduce(options{}) {}
+  /// Over the ranks of `comm` (by default all of the job's). Collective.
   explicit RingAllReduce(options o, Comm comm = Comm())
       : base(std::move(comm), {o.bucket_bytes, o.overlap, o.timeout_seconds}, "dist::RingAllReduce"),
         options_(std::move(o)) {}

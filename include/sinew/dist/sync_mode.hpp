@@ -8,17 +8,21 @@ namespace sinew {
 
 /// Every step, every worker's gradient enters the same update (all-reduce, synchronous parameter server).
 struct Sync {
+  /// for reports and checkpoints
   static constexpr std::string_view kName = "sync";
 };
 /// Servers apply each worker's gradient as it arrives; workers never wait for each other.
 struct Async {
+  /// for reports and checkpoints
   static constexpr std::string_view kName = "async";
 };
 /// Asynchronous, but no worker runs more than K steps ahead of the slowest.
 template <int K>
 struct BoundedStaleness {
   static_assert(K >= 0, "BoundedStaleness<K>: K is a number of steps and must not be negative");
+  /// for reports and checkpoints
   static constexpr std::string_view kName = "bounded_staleness";
+  /// K: the most steps a worker may run ahead of the slowest
   static constexpr int kStaleness = K;
 };
 

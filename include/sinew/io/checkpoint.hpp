@@ -59,28 +59,38 @@ namespace sinew::io {
 /// One file of a checkpoint, as the manifest lists it.
 struct CheckpointFile {
   std::string name;             ///< in the checkpoint directory
+  /// its size
   std::uint64_t bytes = 0;
   std::uint64_t checksum = 0;   ///< FNV-1a 64 of the whole file
 };
 
 /// What checkpoint.json says.
 struct CheckpointManifest {
+  /// the `format` field that marks a sinew checkpoint
   static constexpr std::string_view kFormat = "sinew-checkpoint";
+  /// the version this sinew writes and reads
   static constexpr std::uint64_t kVersion = 1;
 
+  /// the file's version: another is refused with a sentence
   std::uint64_t version = kVersion;
+  /// counts checkpoints written to the directory; names the data files (model-gN, rankR-gN)
   std::uint64_t generation = 0;
   /// The trainer's type, part by part, in this order: network, backend, strategy, sync mode, optimizer.
   std::vector<std::pair<std::string, std::string>> trainer;
   std::string network_layout;   ///< input shape, lowered nodes and parameter count: what must match
   std::uint64_t seed = 0;       ///< TrainerOptions::seed (initialisation and dropout masks)
+  /// ranks of the run that saved
   std::uint64_t world_size = 1;
   std::uint64_t step = 0;       ///< training steps done
   std::uint64_t epoch = 0;      ///< the epoch the next train_epoch trains
   std::uint64_t batches_done = 0;  ///< of that epoch, already trained (saved mid-epoch; 0 between epochs)
   /// The loader rank 0 trained with last (0: none yet): resuming with another is refused at the next epoch.
+  /// @{
   std::uint64_t batch_size = 0, batches_per_epoch = 0;
+  /// @}
+  /// the loader's shuffle seed, where it has one
   std::optional<std::uint64_t> shuffle_seed;
+  /// every data file, with its size and checksum
   std::vector<CheckpointFile> files;
 
   /// "Trainer<net, backend, strategy, mode, optimizer>".
@@ -89,6 +99,7 @@ struct CheckpointManifest {
     for (std::size_t i = 0; i < trainer.size(); ++i) s += (i ? ", " : "") + trainer[i].second;
     return s + ">";
   }
+  /// The listed file called `name`, or nullptr.
   const CheckpointFile* find(std::string_view name) const {
     for (const CheckpointFile& f : files)
       if (f.name == name) return &f;
@@ -329,7 +340,10 @@ inline std::uint64_t next_generation(const std::filesystem::path& dir) {
 
 /// How the ranks of a job act together while saving or loading. With one rank: the identities.
 struct CheckpointGroup {
+  /// this rank and the number of ranks
+  /// @{
   int rank = 0, world_size = 1;
+  /// @}
   /// Collective: the number of ranks that passed true.
   std::function<int(bool failed)> count_failures = [](bool failed) { return int(failed); };
   /// Collective: rank 0's value on every rank.

@@ -53,10 +53,14 @@ static_assert(std::endian::native == std::endian::little,
 
 /// One tensor listed in a safetensors header.
 struct SafetensorsTensor {
+  /// the key
   std::string name;
   std::string dtype;                 ///< "F32", "I64", "BF16", ...
+  /// extents, outermost first; empty for a scalar
   std::vector<std::int64_t> shape;
+  /// @{
   std::uint64_t begin = 0, end = 0;  ///< byte offsets from the start of the data
+  /// @}
 };
 
 /// Bytes per element of a safetensors dtype, or 0 for one this reader does not know.
@@ -84,6 +88,8 @@ class SafetensorsReader {
   /// Headers larger than this are refused as corrupt (the reference implementation's limit).
   static constexpr std::uint64_t kMaxHeader = 100u << 20;
 
+  /// Reads and checks the header of `file` (see the top of this file); throws a data_error naming the file
+  /// and what is wrong.
   explicit SafetensorsReader(std::filesystem::path file) : path_(std::move(file)) {
     in_.open(path_, std::ios::binary);
     if (!in_) throw data_error("safetensors: cannot open " + path_.string() + " for reading");
@@ -115,12 +121,16 @@ class SafetensorsReader {
     check_tiling();
   }
 
+  /// The file read.
   const std::filesystem::path& path() const noexcept { return path_; }
   /// Bytes after the header: exactly the sum of the tensors' sizes (the constructor checked the tiling).
   std::uint64_t data_size() const noexcept { return data_size_; }
+  /// Every tensor, in the header's order.
   const std::vector<SafetensorsTensor>& tensors() const noexcept { return tensors_; }
+  /// The "__metadata__" entries (text to text).
   const std::vector<std::pair<std::string, std::string>>& metadata() const noexcept { return metadata_; }
 
+  /// The tensor called `name`, or nullptr.
   const SafetensorsTensor* find(std::string_view name) const noexcept {
     for (const auto& t : tensors_)
       if (t.name == name) return &t;
@@ -256,9 +266,13 @@ class SafetensorsReader {
 
 /// A tensor to write: its bytes are written as they lie (little-endian).
 struct TensorRef {
+  /// the key
   std::string name;
+  /// "F32", "I64", ...
   std::string dtype;
+  /// extents, outermost first
   std::vector<std::int64_t> shape;
+  /// the data: product of the extents x the dtype's size bytes, little-endian
   std::span<const std::byte> bytes;
 };
 

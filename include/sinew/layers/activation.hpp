@@ -22,14 +22,17 @@ struct elementwise {
 
 /// max(x, 0)
 struct ReLU : detail::elementwise<ReLU> {
+  /// what reports, profiles and checkpoints call the layer kind
   static constexpr std::string_view kName = "relu";
 };
 /// tanh(x)
 struct Tanh : detail::elementwise<Tanh> {
+  /// what reports, profiles and checkpoints call the layer kind
   static constexpr std::string_view kName = "tanh";
 };
 /// 1 / (1 + exp(-x))
 struct Sigmoid : detail::elementwise<Sigmoid> {
+  /// what reports, profiles and checkpoints call the layer kind
   static constexpr std::string_view kName = "sigmoid";
 };
 

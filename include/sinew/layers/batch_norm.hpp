@@ -17,16 +17,22 @@ namespace sinew {
 /// it only matters with momentum=None (a cumulative average), which sinew does not offer; its state_dict entry
 /// is written from the Model's step count (io/safetensors.hpp).
 struct BatchNorm2d {
+  /// what reports, profiles and checkpoints call the layer kind
   static constexpr std::string_view kName = "batch_norm2d";
   static constexpr float kEps = 1e-5f;        ///< added to the variance, as PyTorch
   static constexpr float kMomentum = 0.1f;    ///< weight of the batch in the running statistics, as PyTorch
   static constexpr bool kFusesActivation = true;  ///< an activation right after it may be fused
 
+  /// The layer applied to an input of shape In (the contract is in layers/layer_spec.hpp).
   template <FeatureShape In>
   struct at {
+    /// the input's shape
     using output = In;
+    /// gamma, one per channel
     static constexpr std::size_t kWeights = In::kChannels;
+    /// beta, one per channel
     static constexpr std::size_t kBias = In::kChannels;
+    /// running mean then running variance, one each per channel
     static constexpr std::size_t kBuffers = 2 * std::size_t(In::kChannels);
     /// PyTorch's keys, in its order.
     static constexpr std::array kStateDict{
@@ -36,10 +42,12 @@ struct BatchNorm2d {
         StateTensor{"running_var", StateSource::buffers, std::size_t(In::kChannels), 1, {In::kChannels}},
         StateTensor{"num_batches_tracked", StateSource::batches_tracked, 0, 0, {}}};
 
+    /// PyTorch's initialisation: gamma 1, beta 0.
     static void init(std::span<float> weights, std::span<float> bias, Rng&) {
       std::fill(weights.begin(), weights.end(), 1.0f);
       std::fill(bias.begin(), bias.end(), 0.0f);
     }
+    /// Running mean 0, running variance 1.
     static void init_buffers(std::span<float> buffers) {
       std::fill(buffers.begin(), buffers.begin() + In::kChannels, 0.0f);
       std::fill(buffers.begin() + In::kChannels, buffers.end(), 1.0f);

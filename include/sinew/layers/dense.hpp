@@ -10,18 +10,26 @@ template <int Out, bool Bias = true>
 struct Dense {
   static_assert(Out > 0, "Dense: the number of outputs must be positive");
 
+  /// what reports, profiles and checkpoints call the layer kind
   static constexpr std::string_view kName = "dense";
+  /// Out
   static constexpr int kOutputs = Out;
+  /// whether it has a bias
   static constexpr bool kHasBias = Bias;
   static constexpr bool kFusesActivation = true;  ///< an activation right after it may be fused
 
+  /// The layer applied to an input of shape In (the contract is in layers/layer_spec.hpp).
   template <FeatureShape In>
   struct at {
     static_assert(In::kIsFlat,
                   "Dense needs a flat input but follows a C x H x W output: insert Flatten before the first Dense");
+    /// the shape of the output for one sample
     using output = Flat<Out>;
+    /// inputs per output
     static constexpr std::size_t kFanIn = In::kSize;
+    /// trainable weights (floats) at this input
     static constexpr std::size_t kWeights = std::size_t(Out) * kFanIn;
+    /// trainable biases (floats); 0 without bias
     static constexpr std::size_t kBias = Bias ? Out : 0;
     /// PyTorch's weight [out, in] and, with Bias, bias [out].
     static constexpr auto kStateDict = [] {
@@ -32,6 +40,7 @@ struct Dense {
         return std::array{weight};
     }();
 
+    /// PyTorch's default initialisation: weights and bias uniform in +-1 / sqrt(kFanIn).
     static void init(std::span<float> weights, std::span<float> bias, Rng& rng) {
       detail::init_fan_in_uniform(weights, bias, kFanIn, rng);
     }

@@ -16,14 +16,20 @@ template <int Percent = 50>
 struct Dropout {
   static_assert(Percent >= 0 && Percent < 100, "Dropout: the percentage dropped must be in [0, 100)");
 
+  /// what reports, profiles and checkpoints call the layer kind
   static constexpr std::string_view kName = "dropout";
+  /// Percent
   static constexpr int kPercent = Percent;
   static constexpr float kP = float(Percent) / 100.0f;  ///< probability of zeroing an element
 
+  /// The layer applied to an input of shape In (the contract is in layers/layer_spec.hpp).
   template <FeatureShape In>
   struct at {
+    /// the input's shape
     using output = In;
+    /// none
     static constexpr std::size_t kWeights = 0;
+    /// none
     static constexpr std::size_t kBias = 0;
   };
 };

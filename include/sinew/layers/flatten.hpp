@@ -5,12 +5,18 @@
 
 namespace sinew {
 
+/// Flatten: C x H x W -> (C * H * W), as torch.nn.Flatten; Dense needs it first.
 struct Flatten {
+  /// what reports, profiles and checkpoints call the layer kind
   static constexpr std::string_view kName = "flatten";
+  /// The layer applied to an input of shape In (the contract is in layers/layer_spec.hpp).
   template <FeatureShape In>
   struct at {
+    /// the shape of the output for one sample
     using output = Flat<int(In::kSize)>;
+    /// none
     static constexpr std::size_t kWeights = 0;
+    /// none
     static constexpr std::size_t kBias = 0;
   };
 };

@@ -25,14 +25,22 @@ struct adaptive_pool_at {
 template <int OH, int OW = OH>
 struct AdaptiveAvgPool : detail::adaptive_pool_at<OH, OW> {
   static_assert(OH > 0 && OW > 0, "AdaptiveAvgPool: the output size must be positive");
+  /// what reports, profiles and checkpoints call the layer kind
   static constexpr std::string_view kName = "adaptive_avg_pool";
+  /// the output's height and width
+  /// @{
   static constexpr int kOutHeight = OH, kOutWidth = OW;
+  /// @}
 };
 
 /// GlobalAvgPool: C x H x W -> C x 1 x 1, the mean of each channel (AdaptiveAvgPool2d(1), ResNet's head).
 struct GlobalAvgPool : detail::adaptive_pool_at<1, 1> {
+  /// what reports, profiles and checkpoints call the layer kind
   static constexpr std::string_view kName = "global_avg_pool";
+  /// the output's height and width: 1 x 1
+  /// @{
   static constexpr int kOutHeight = 1, kOutWidth = 1;
+  /// @}
 };
 
 }  // namespace sinew

@@ -8,6 +8,7 @@ namespace sinew {
 /// Input<C, H, W>: the network takes batches of C x H x W samples.
 template <int C, int H, int W>
 struct Input {
+  /// Shape<C, H, W>
   using shape = Shape<C, H, W>;
 };
 

@@ -37,6 +37,7 @@ namespace sinew {
 
 /// The activation slot of a node that has none.
 struct NoActivation {
+  /// what reports, profiles and checkpoints call the layer kind
   static constexpr std::string_view kName = "none";
 };
 
@@ -118,11 +119,13 @@ enum class StateSource { weights, bias, buffers, batches_tracked };
 /// One tensor of a layer's state_dict: the last component of its key, where it lies, and its shape.
 struct StateTensor {
   std::string_view name;                   ///< "weight", "running_mean", ...
+  /// which of the layer's slices it lies in
   StateSource source = StateSource::weights;
   std::size_t offset = 0;                  ///< floats from the start of the source's slice
   int rank = 1;                            ///< 0 for a scalar
   std::array<std::int64_t, 4> extents{};   ///< PyTorch's shape, outermost first
 
+  /// Elements: the product of the extents (1 for a scalar).
   constexpr std::size_t size() const noexcept {
     std::size_t n = 1;
     for (int d = 0; d < rank; ++d) n *= std::size_t(extents[std::size_t(d)]);
@@ -136,20 +139,32 @@ struct StateTensor {
 template <class L, FeatureShape In, class Act, std::size_t ParamOffset, std::size_t Index,
           std::size_t BufferOffset = 0>
 struct Node {
+  /// L
   using layer = L;
+  /// L::at<In>: the layer at this input
   using applied = typename L::template at<In>;
+  /// In
   using input = In;
+  /// the shape it produces
   using output = typename applied::output;
+  /// the fused activation, or NoActivation
   using activation = Act;
+  /// trainable weights (floats)
   static constexpr std::size_t kWeights = applied::kWeights;
+  /// trainable biases (floats)
   static constexpr std::size_t kBias = applied::kBias;
+  /// kWeights + kBias
   static constexpr std::size_t kParams = kWeights + kBias;
+  /// where its parameters start in the flat buffer
   static constexpr std::size_t kParamOffset = ParamOffset;
   /// Space the node takes in the flat buffer: its parameters, padded so the next layer starts aligned.
   static constexpr std::size_t kParamSpan = detail::param_span_of<applied, kParams>();
   static constexpr std::size_t kIndex = Index;  ///< position of L in the network's layer list
+  /// floats of non-trainable state (BatchNorm's running statistics)
   static constexpr std::size_t kBuffers = detail::buffers_of<applied>();
+  /// where its buffers start in the flat buffer array
   static constexpr std::size_t kBufferOffset = BufferOffset;
+  /// space its buffers take, padded so the next start aligned
   static constexpr std::size_t kBufferSpan = detail::buffer_span_of<applied, kBuffers>();
 };
 

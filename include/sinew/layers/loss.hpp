@@ -21,6 +21,7 @@ struct LossValue {
 /// Softmax over the logits, then the mean negative log-likelihood of the labels over the batch
 /// (torch.nn.CrossEntropyLoss with reduction='mean'). The gradient is (softmax - onehot) / batch.
 struct SoftmaxCrossEntropy {
+  /// what reports and profiles call it
   static constexpr std::string_view kName = "softmax_cross_entropy";
 
   /// logits and diff are [batch, classes] row-major; diff receives d(loss)/d(logits).

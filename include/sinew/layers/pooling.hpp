@@ -26,15 +26,23 @@ struct pool_at {
 /// MaxPool<Kernel, Stride = Kernel, Padding = 0>
 template <int Kernel, int Stride = Kernel, int Padding = 0>
 struct MaxPool : detail::pool_at<Kernel, Stride, Padding> {
+  /// what reports, profiles and checkpoints call the layer kind
   static constexpr std::string_view kName = "max_pool";
+  /// Kernel, Stride, Padding
+  /// @{
   static constexpr int kKernel = Kernel, kStride = Stride, kPadding = Padding;
+  /// @}
 };
 
 /// AvgPool<Kernel, Stride = Kernel, Padding = 0>: padded zeros count in the average, as PyTorch's default.
 template <int Kernel, int Stride = Kernel, int Padding = 0>
 struct AvgPool : detail::pool_at<Kernel, Stride, Padding> {
+  /// what reports, profiles and checkpoints call the layer kind
   static constexpr std::string_view kName = "avg_pool";
+  /// Kernel, Stride, Padding
+  /// @{
   static constexpr int kKernel = Kernel, kStride = Stride, kPadding = Padding;
+  /// @}
 };
 
 }  // namespace sinew

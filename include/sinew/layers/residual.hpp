@@ -69,19 +69,25 @@ void init_lowered_buffers(type_list<N...>, [[maybe_unused]] float* buffers) {
 /// Residual<Main, Shortcut = Chain<>>: main(x) + shortcut(x). Follow it with ReLU as ResNets do.
 template <class Main, class Shortcut = Chain<>>
 struct Residual {
+  /// what reports, profiles and checkpoints call the layer kind
   static constexpr std::string_view kName = "residual";
 
+  /// The layer applied to an input of shape In (the contract is in layers/layer_spec.hpp).
   template <FeatureShape In>
   struct at {
+    /// the shortcut branch as a Chain (ProjectIfNeeded resolved for In)
     using shortcut = typename detail::resolve_shortcut<Shortcut, In>::type;
+    /// The main branch lowered at In (Fuse: with activations fused).
     template <bool Fuse>
     using main_lowered = detail::lower_branch<Main, In, 0, 0, Fuse>;
+    /// The shortcut lowered after it.
     template <bool Fuse>
     using shortcut_lowered =
         detail::lower_branch<shortcut, In, main_lowered<Fuse>::kEnd, main_lowered<Fuse>::kBufferEnd, Fuse>;
     /// The branches' nodes, offsets relative to the block's start in the flat buffers.
     template <bool Fuse>
     using main_nodes = typename main_lowered<Fuse>::type;
+    /// The shortcut's nodes.
     template <bool Fuse>
     using shortcut_nodes = typename shortcut_lowered<Fuse>::type;
 
@@ -89,14 +95,20 @@ struct Residual {
                   "Residual: the main branch and the shortcut produce different shapes; give the shortcut a "
                   "projection that matches (ProjectIfNeeded<C, Stride>, or Chain<Conv2d<C, 1, Stride, 0, false>, "
                   "BatchNorm2d>)");
+    /// the shape of the output for one sample
     using output = typename main_lowered<false>::output;
 
+    /// trainable parameters of both branches (all counted as weights)
     static constexpr std::size_t kWeights = detail::param_count<main_nodes<false>>::value +
                                             detail::param_count<shortcut_nodes<false>>::value;
+    /// none of its own
     static constexpr std::size_t kBias = 0;
+    /// floats the block takes in the flat parameter buffer
     static constexpr std::size_t kParamSpan = shortcut_lowered<false>::kEnd;
+    /// non-trainable floats of both branches
     static constexpr std::size_t kBuffers = detail::param_count<main_nodes<false>>::buffers +
                                             detail::param_count<shortcut_nodes<false>>::buffers;
+    /// floats the block takes in the flat buffer array
     static constexpr std::size_t kBufferSpan = shortcut_lowered<false>::kBufferEnd;
 
     /// `weights` starts the block's slice (kParamSpan floats, sub-layers aligned inside it).

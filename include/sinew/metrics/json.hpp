@@ -20,14 +20,22 @@
 
 namespace sinew::metrics {
 
+/// A JSON value (null, bool, number, string, array, object) for reports: objects keep their keys' order.
 class Json {
  public:
+  /// A JSON array.
   using array = std::vector<Json>;
+  /// A JSON object: keys in insertion order.
   using object = std::vector<std::pair<std::string, Json>>;
 
+  /// null
   Json() : v_(nullptr) {}
+  /// null
   Json(std::nullptr_t) : v_(nullptr) {}
+  /// true or false
   Json(bool b) : v_(b) {}
+  /// A number: a float is kept as the shortest decimal that reads back as it; written as an integer when
+  /// whole (below 1e15), else with 9 significant digits; NaN and infinities are written as null.
   template <class T>
     requires std::is_arithmetic_v<T>
   Json(T x) : v_(double(x)) {
@@ -39,13 +47,20 @@ class Json {
       v_ = std::strtod(buf, nullptr);
     }
   }
+  /// A string (escaped when written).
+  /// @{
   Json(const char* s) : v_(std::string(s)) {}
   Json(std::string s) : v_(std::move(s)) {}
   Json(std::string_view s) : v_(std::string(s)) {}
+  /// @}
+  /// An array.
   Json(array a) : v_(std::make_shared<array>(std::move(a))) {}
+  /// An object.
   Json(object o) : v_(std::make_shared<object>(std::move(o))) {}
 
+  /// An empty object.
   static Json make_object() { return Json(object{}); }
+  /// An empty array.
   static Json make_array() { return Json(array{}); }
 
   /// Sets key in an object (replacing an earlier value), keeping first-insertion order.
@@ -56,12 +71,14 @@ class Json {
     o.emplace_back(key, std::move(value));
     return o.back().second;
   }
+  /// Appends to an array.
   Json& push_back(Json value) {
     auto& a = as_array();
     a.push_back(std::move(value));
     return a.back();
   }
 
+  /// The JSON text, `indent` spaces per level (0: one line).
   std::string dump(int indent = 2) const {
     std::ostringstream out;
     write(out, indent, 0);

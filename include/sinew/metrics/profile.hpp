@@ -115,32 +115,48 @@ constexpr OpKind default_kind(std::string_view layer, Direction d) {
 
 /// The probe of an unprofiled run: begin() compiles to nothing.
 struct NoProbe {
+  /// false: the Model skips the probe's overloads
   static constexpr bool kEnabled = false;
+  /// Does nothing.
   constexpr void begin(OpKind) const noexcept {}
 };
 inline constexpr NoProbe no_probe{};
 
 /// Profiling off: nothing is measured, nothing is stored.
 struct NoProfile {
+  /// false: the Model keeps no timer
   static constexpr bool kEnabled = false;
+  /// The hooks of OperatorProfile, empty.
+  /// @{
   void resize(std::vector<std::string>) {}
   void add(std::size_t, Direction, double) {}
   void add(OpKind, double) {}
+  /// @}
 };
 
 /// Time per node, direction and operator kind, summed over training steps until reset().
 class OperatorProfile {
  public:
+  /// true: the Model times every node and hands ops a probe
   static constexpr bool kEnabled = true;
 
+  /// Time and calls of one kind.
   struct Part {
+    /// summed over the steps
     double seconds = 0;
+    /// calls summed over the steps
     std::size_t calls = 0;
   };
+  /// One lowered node's times.
   struct Entry {
     std::string name;  ///< "conv2d+tanh", "avg_pool", ...: the lowered node
+    /// @{
     double forward_seconds = 0, backward_seconds = 0;  ///< the op timed whole, by the Model
+    /// @}
+    /// calls of the op, forward and backward
+    /// @{
     std::size_t forward_calls = 0, backward_calls = 0;
+    /// @}
     std::array<Part, kOpKinds> kinds{};  ///< the same time split by kind (probe), indexed by OpKind
 
     /// The split's sum for one direction: the whole time less the probe's clock reads.
@@ -157,8 +173,11 @@ class OperatorProfile {
   /// part counts one call. end(k) closes the last part, or puts the whole call in k if nothing began.
   class probe {
    public:
+    /// true: ops call begin() and end()
     static constexpr bool kEnabled = true;
+    /// Times one call of node `node` (OperatorProfile::start builds it).
     probe(OperatorProfile& profile, std::size_t node) : kinds_(&profile.entries_[node].kinds), start_(clock::now()) {}
+    /// Starts part k (see the class comment).
     void begin(OpKind k) {
       if (started_) {
         if (k == kind_) return;
@@ -170,6 +189,7 @@ class OperatorProfile {
       kind_ = k;
       ++part(k).calls;
     }
+    /// Closes the running part (see the class comment).
     void end(OpKind otherwise) {
       if (!started_) begin(otherwise);
       part(kind_).seconds += std::chrono::duration<double>(clock::now() - start_).count();
@@ -191,6 +211,7 @@ class OperatorProfile {
     steps_ = 0;
     step_kinds_ = {};
   }
+  /// A probe for one call of node `node`.
   probe start(std::size_t node) { return probe(*this, node); }
 
   /// A node's whole forward or backward time.
@@ -213,6 +234,7 @@ class OperatorProfile {
   /// Counts one training step (the Model, at each training-mode forward pass).
   void count_step() { ++steps_; }
 
+  /// Forgets every time and step (the node names stay).
   void reset() {
     for (Entry& e : entries_) {
       e.forward_seconds = e.backward_seconds = 0, e.forward_calls = e.backward_calls = 0;
@@ -222,7 +244,9 @@ class OperatorProfile {
     steps_ = 0;
   }
 
+  /// Every node's times, in execution order.
   const std::vector<Entry>& nodes() const noexcept { return entries_; }
+  /// Training steps counted since resize() or reset().
   std::size_t steps() const noexcept { return steps_; }
 
   /// A kind summed over every node and the step-level parts.

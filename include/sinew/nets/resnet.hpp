@@ -30,13 +30,16 @@ using Bottleneck = Module<"", Residual<Chain<Named<"conv1", Conv2d<Width, 1, 1, 
 
 /// The first layers: ImageNetStem (7x7/2 convolution, 3x3/2 max-pool) or CifarStem (3x3/1, no pool).
 struct ImageNetStem {
+  /// its layers
   using layers = Chain<Named<"conv1", Conv2d<64, 7, 2, 3, false>>, Named<"bn1", BatchNorm2d>, ReLU, MaxPool<3, 2, 1>>;
 };
 /// torchvision's resnet18 with conv1 replaced by a 3x3 stride-1 convolution and maxpool by nn.Identity.
 struct CifarStem {
+  /// its layers
   using layers = Chain<Named<"conv1", Conv2d<64, 3, 1, 1, false>>, Named<"bn1", BatchNorm2d>, ReLU>;
 };
 
+/// @cond detail (Doxygen cannot parse the pack expansion in stage::make)
 namespace detail {
 /// Block<C, Stride> repeated: the first block of a stage strides, the others keep the shape.
 template <template <int, int> class Block, int C, int Stride, int Count>
@@ -56,6 +59,7 @@ using resnet = Sequential<In, typename Stem::layers,
                           Module<"layer3", stage_t<Block, 256, 2, N3>>, Module<"layer4", stage_t<Block, 512, 2, N4>>,
                           GlobalAvgPool, Flatten, Named<"fc", Dense<Classes>>>;
 }  // namespace detail
+/// @endcond
 
 template <class In = Input<3, 224, 224>, int Classes = 1000, class Stem = ImageNetStem>
 using ResNet18 = detail::resnet<In, Stem, Classes, BasicBlock, 2, 2, 2, 2>;

@@ -93,10 +93,12 @@ struct Sequential {
   static_assert(is_input_v<In>, "Sequential: the first element must be Input<C, H, W>, the shape of one sample");
   static_assert(sizeof...(Layers) > 0, "Sequential: a network needs at least one layer after its Input");
 
+  /// The shape of one input sample (Input<C, H, W>::shape).
   using input_shape = typename In::shape;
   /// The lowered nodes; with Fuse, each Conv2d or Dense absorbs the activation right after it.
   template <bool Fuse>
   using nodes = typename detail::lower<input_shape, 0, 0, 0, Fuse, Layers...>::type;
+  /// The shape of the network's output for one sample.
   using output_shape = typename detail::lower<input_shape, 0, 0, 0, false, Layers...>::output;
 
   /// Trainable parameters, as PyTorch counts them.
@@ -107,6 +109,7 @@ struct Sequential {
   static constexpr std::size_t kBuffers = detail::param_count<nodes<false>>::buffers;
   /// Floats in the flat buffer array: every layer's buffers start 64-byte aligned.
   static constexpr std::size_t kBufferSpan = detail::lower<input_shape, 0, 0, 0, false, Layers...>::kBufferEnd;
+  /// the number of entries after Input (a Chain, Named or Module counts one)
   static constexpr std::size_t kLayers = sizeof...(Layers);
 };
 

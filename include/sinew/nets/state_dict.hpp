@@ -40,9 +40,12 @@ struct StateEntry {
   StateSource source;        ///< weights or bias: in parameters(); buffers: in buffers(); batches_tracked: none
   std::size_t offset = 0;    ///< first float in parameters() or buffers()
   int rank = 1;              ///< 0 for a scalar
+  /// the extents, the first `rank` of them used
   std::array<std::int64_t, 4> extents{};
 
+  /// The extents in use, as PyTorch's shape.
   std::vector<std::int64_t> shape() const { return {extents.begin(), extents.begin() + rank}; }
+  /// Elements: the product of the extents (1 for a scalar).
   constexpr std::size_t size() const noexcept {
     std::size_t n = 1;
     for (int d = 0; d < rank; ++d) n *= std::size_t(extents[std::size_t(d)]);
@@ -252,7 +255,7 @@ struct network_walk<Net, type_list<Layers...>> {
 
 }  // namespace detail
 
-/// A network whose state_dict keys sinew knows: a Sequential (or any type with ::layers as Sequential's).
+/// A network whose state_dict keys sinew knows: a Sequential (or any type with a `layers` list as Sequential's).
 template <class Net>
 concept NamedNetwork = requires {
   typename Net::layers;

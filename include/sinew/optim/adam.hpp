@@ -16,16 +16,24 @@ namespace sinew::optim {
 /// Adam; with options::decoupled it is AdamW (weight decay applied to the parameters, not the gradient).
 class Adam {
  public:
+  /// for reports and checkpoints
   static constexpr std::string_view kName = "adam";
+  /// torch.optim.Adam's arguments.
   struct options {
+    /// learning rate
     float lr = 1e-3f;
+    /// decay of the first moment (running mean of the gradient)
     float beta1 = 0.9f;
+    /// decay of the second moment (running mean of its square)
     float beta2 = 0.999f;
+    /// added to the square root of the second moment
     float eps = 1e-8f;
+    /// L2 penalty added to the gradient; with `decoupled`, the parameters shrink by lr x weight_decay
     float weight_decay = 0.0f;
     bool decoupled = false;  ///< AdamW
   };
 
+  /// For n parameters; throws a training_error for a negative rate, betas outside [0, 1) or eps <= 0.
   Adam(options o, std::size_t n) : o_(o), m_(n), v_(n) {
     if (o.lr < 0) throw training_error("adam: the learning rate must not be negative, got " + std::to_string(o.lr));
     if (!(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1))
@@ -33,6 +41,7 @@ class Adam {
     if (!(o.eps > 0)) throw training_error("adam: eps must be positive");
   }
 
+  /// One update of the parameters p from their gradients g (p.size() == g.size() == n).
   void step(std::span<float> p, std::span<const float> g) {
     ++t_;
     const float b1 = o_.beta1, b2 = o_.beta2, eps = o_.eps, lr = o_.lr;
@@ -59,12 +68,18 @@ class Adam {
     });
   }
 
+  /// The Optimizer contract (optim/optimizer_spec.hpp): the current rate, setting it (the trainer does before
+  /// every step, from its schedule), the options it was built with.
+  /// @{
   float learning_rate() const noexcept { return o_.lr; }
   void set_learning_rate(float lr) noexcept { o_.lr = lr; }
   const options& hyper_parameters() const noexcept { return o_; }
+  /// @}
+  /// Updates taken.
   long steps() const noexcept { return t_; }
   /// torch.optim.Adam's exp_avg and exp_avg_sq, and its step.
   StateView state() { return {{{"exp_avg", m_.span()}, {"exp_avg_sq", v_.span()}}, std::int64_t(t_)}; }
+  /// Sets the updates taken (a resumed run: the bias correction continues).
   void set_steps(std::int64_t steps) noexcept { t_ = long(steps); }
 
  private:
@@ -76,7 +91,9 @@ class Adam {
 /// AdamW: Adam with decoupled weight decay (default 0.01, as torch.optim.AdamW).
 class AdamW : public Adam {
  public:
+  /// for reports and checkpoints
   static constexpr std::string_view kName = "adamw";
+  /// Adam's options with AdamW's defaults: weight_decay 0.01, decoupled.
   struct options : Adam::options {
     options() {
       weight_decay = 0.01f;
@@ -85,6 +102,7 @@ class AdamW : public Adam {
     /// From hyper_parameters() (inherited from Adam), so that a parameter server can build a like optimizer.
     options(const Adam::options& o) : Adam::options(o) {}  // NOLINT(google-explicit-constructor)
   };
+  /// For n parameters.
   AdamW(options o, std::size_t n) : Adam(o, n) {}
 };
 

@@ -12,22 +12,32 @@
 
 namespace sinew::optim {
 
+/// RMSprop with torch.optim.RMSprop's semantics (centered=False), vectorised with xsimd.
 class RmsProp {
  public:
+  /// for reports and checkpoints
   static constexpr std::string_view kName = "rmsprop";
+  /// torch.optim.RMSprop's arguments.
   struct options {
+    /// learning rate
     float lr = 1e-2f;
+    /// decay of the running mean of the squared gradient, in [0, 1)
     float alpha = 0.99f;
+    /// added to the root of that mean
     float eps = 1e-8f;
+    /// L2 penalty added to the gradient
     float weight_decay = 0.0f;
+    /// momentum of the update (0: none)
     float momentum = 0.0f;
   };
 
+  /// For n parameters; throws a training_error for a negative rate or alpha outside [0, 1).
   RmsProp(options o, std::size_t n) : o_(o), square_(n), momentum_(o.momentum != 0 ? n : 0) {
     if (o.lr < 0) throw training_error("rmsprop: the learning rate must not be negative");
     if (!(o.alpha >= 0 && o.alpha < 1)) throw training_error("rmsprop: alpha must lie in [0, 1)");
   }
 
+  /// One update of the parameters p from their gradients g (p.size() == g.size() == n).
   void step(std::span<float> p, std::span<const float> g) {
     const float a = o_.alpha, eps = o_.eps, lr = o_.lr, wd = o_.weight_decay, mu = o_.momentum;
     const bool has_momentum = mu != 0;
@@ -52,15 +62,20 @@ class RmsProp {
     ++steps_;
   }
 
+  /// The Optimizer contract (optim/optimizer_spec.hpp): the current rate, setting it (the trainer does before
+  /// every step, from its schedule), the options it was built with.
+  /// @{
   float learning_rate() const noexcept { return o_.lr; }
   void set_learning_rate(float lr) noexcept { o_.lr = lr; }
   const options& hyper_parameters() const noexcept { return o_; }
+  /// @}
   /// torch.optim.RMSprop's square_avg and momentum_buffer (absent without momentum); it does not need a count.
   StateView state() {
     StateView v{{{"square_avg", square_.span()}}, steps_};
     if (momentum_.size() > 0) v.buffers.emplace_back("momentum_buffer", momentum_.span());
     return v;
   }
+  /// Sets the updates taken (a resumed run).
   void set_steps(std::int64_t steps) noexcept { steps_ = steps; }
 
  private:

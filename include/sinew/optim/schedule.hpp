@@ -17,13 +17,17 @@ concept Schedule = requires(const S& s, float lr, std::int64_t step) {
 
 /// The base rate throughout.
 struct Constant {
+  /// The rate at `step`: the base rate.
   float operator()(float lr, std::int64_t) const noexcept { return lr; }
 };
 
 /// Multiplies the rate by gamma every `every` steps (torch StepLR, counted in steps).
 struct StepDecay {
+  /// steps between two decays; <= 0 counts as 1
   std::int64_t every = 1000;
+  /// the factor of each decay
   float gamma = 0.1f;
+  /// The rate at `step`: lr x gamma^(step / every).
   float operator()(float lr, std::int64_t step) const noexcept {
     return lr * std::pow(gamma, float(step / (every > 0 ? every : 1)));
   }
@@ -31,9 +35,13 @@ struct StepDecay {
 
 /// Linear warm-up over `warmup` steps, then cosine decay to `floor` x base at `total` steps.
 struct WarmupCosine {
+  /// steps of linear warm-up, from lr / warmup to lr
   std::int64_t warmup = 0;
+  /// the step at which the cosine reaches `floor` (and stays)
   std::int64_t total = 1;
+  /// the final rate as a fraction of the base rate
   float floor = 0.0f;
+  /// The rate at `step`.
   float operator()(float lr, std::int64_t step) const noexcept {
     if (step < warmup) return lr * float(step + 1) / float(warmup);
     const double progress = std::min(1.0, double(step - warmup) / double(std::max<std::int64_t>(1, total - warmup)));

@@ -13,17 +13,25 @@
 
 namespace sinew::optim {
 
+/// Stochastic gradient descent with momentum, Nesterov momentum and weight decay, as torch.optim.SGD.
 class Sgd {
  public:
+  /// for reports and checkpoints
   static constexpr std::string_view kName = "sgd";
+  /// torch.optim.SGD's arguments.
   struct options {
+    /// learning rate, >= 0
     float lr = 0.01f;
+    /// momentum, >= 0 (0: none)
     float momentum = 0.0f;
+    /// dampening of the momentum
     float dampening = 0.0f;
     float weight_decay = 0.0f;  ///< L2 penalty added to the gradient
+    /// Nesterov momentum (needs momentum > 0 and dampening 0)
     bool nesterov = false;
   };
 
+  /// For n parameters; throws a training_error for options PyTorch would refuse.
   Sgd(options o, std::size_t n) : o_(o), momentum_(o.momentum != 0 ? n : 0) {
     if (o.lr < 0) throw training_error("sgd: the learning rate must not be negative, got " + std::to_string(o.lr));
     if (o.momentum < 0) throw training_error("sgd: momentum must not be negative");
@@ -31,6 +39,7 @@ class Sgd {
       throw training_error("sgd: Nesterov momentum needs momentum > 0 and dampening = 0 (as in PyTorch)");
   }
 
+  /// One update of the parameters p from their gradients g (p.size() == g.size() == n).
   void step(std::span<float> p, std::span<const float> g) {
     float* pp = p.data();
     const float* gp = g.data();
@@ -53,15 +62,20 @@ class Sgd {
     ++steps_;
   }
 
+  /// The Optimizer contract (optim/optimizer_spec.hpp): the current rate, setting it (the trainer does before
+  /// every step, from its schedule), the options it was built with.
+  /// @{
   float learning_rate() const noexcept { return o_.lr; }
   void set_learning_rate(float lr) noexcept { o_.lr = lr; }
   const options& hyper_parameters() const noexcept { return o_; }
+  /// @}
   /// torch.optim.SGD's momentum_buffer (absent without momentum) and the steps taken (the first starts it).
   StateView state() {
     StateView v{{}, steps_};
     if (momentum_.size() > 0) v.buffers.emplace_back("momentum_buffer", momentum_.span());
     return v;
   }
+  /// Sets the updates taken (a resumed run).
   void set_steps(std::int64_t steps) noexcept { steps_ = steps; }
 
  private:

@@ -31,6 +31,7 @@ template <class T = float>
 class AlignedBuffer {
  public:
   AlignedBuffer() = default;
+  /// n zero-initialised elements.
   explicit AlignedBuffer(std::size_t n) : size_(n) {
     if (n == 0) return;
     const std::size_t bytes = (n * sizeof(T) + kAlignment - 1) / kAlignment * kAlignment;
@@ -40,6 +41,8 @@ class AlignedBuffer {
     data_.reset(static_cast<T*>(p));
   }
 
+  /// Access as a contiguous range of size() elements.
+  /// @{
   T* data() noexcept { return data_.get(); }
   const T* data() const noexcept { return data_.get(); }
   std::size_t size() const noexcept { return size_; }
@@ -55,7 +58,9 @@ class AlignedBuffer {
   std::span<const T> span() const noexcept { return {data(), size_}; }
   operator std::span<T>() noexcept { return span(); }
   operator std::span<const T>() const noexcept { return span(); }
+  /// @}
 
+  /// Sets every element to v.
   void fill(T v) noexcept { std::fill(begin(), end(), v); }
 
  private:

@@ -14,8 +14,11 @@ namespace sinew {
 template <int C, int H, int W>
 struct Shape {
   static_assert(C > 0 && H > 0 && W > 0, "Shape: every extent must be positive");
+  /// C
   static constexpr int kChannels = C;
+  /// H
   static constexpr int kHeight = H;
+  /// W
   static constexpr int kWidth = W;
   static constexpr std::size_t kSize = std::size_t(C) * H * W;  ///< elements per sample
   static constexpr bool kIsFlat = (H == 1 && W == 1);           ///< a vector, as after Flatten or Dense
