@@ -1,5 +1,8 @@
 // sinew/trainer.hpp: the training loop, with every design choice a policy.
 //
+//   #include <sinew/trainer.hpp>
+//   #include <sinew/backend/onednn.hpp>  // the backend's own header: this one parses neither oneDNN nor Eigen
+//
 //   using Train = sinew::Trainer<sinew::nets::LeNet5<>,        // the network, a type
 //                                sinew::backend::OneDnn,        // operator library
 //                                sinew::dist::Local,            // how gradients are combined
@@ -57,7 +60,7 @@
 #include <utility>
 #include <vector>
 
-#include "sinew/backend.hpp"
+#include "sinew/backend/backend_spec.hpp"
 #include "sinew/comm/agreement.hpp"
 #include "sinew/comm/failure.hpp"
 #include "sinew/core/error.hpp"

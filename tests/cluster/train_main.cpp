@@ -12,6 +12,7 @@
 #include <string>
 
 #include "../support/corners.hpp"
+#include "sinew/backend/onednn.hpp"
 #include "sinew/comm/mpi.hpp"
 #include "sinew/data.hpp"
 #include "sinew/dist/mpi_allreduce.hpp"

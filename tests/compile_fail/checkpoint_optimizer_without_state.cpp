@@ -4,6 +4,7 @@
 #include <span>
 #include <string_view>
 
+#include "sinew/backend/onednn.hpp"
 #include "sinew/trainer.hpp"
 struct opaque {
   static constexpr std::string_view kName = "opaque";

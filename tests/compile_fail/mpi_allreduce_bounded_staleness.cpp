@@ -1,4 +1,5 @@
 // Must not compile: MPI_Allreduce combines every rank's gradient every step, so no rank can run ahead.
+#include "sinew/backend/onednn.hpp"
 #include "sinew/dist/mpi_allreduce.hpp"
 #include "sinew/nets/lenet5.hpp"
 #include "sinew/trainer.hpp"

@@ -1,4 +1,5 @@
 // Must not compile: a parameter server strategy with no server has nowhere to send the gradients.
+#include "sinew/backend/onednn.hpp"
 #include "sinew/dist/parameter_server.hpp"
 #include "sinew/nets/lenet5.hpp"
 #include "sinew/trainer.hpp"

@@ -1,4 +1,5 @@
 // Must not compile: the ring all-reduce is synchronous by construction.
+#include "sinew/backend/onednn.hpp"
 #include "sinew/dist/ring_allreduce.hpp"
 #include "sinew/nets/lenet5.hpp"
 #include "sinew/trainer.hpp"

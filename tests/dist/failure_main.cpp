@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "../support/corners.hpp"
+#include "sinew/backend/onednn.hpp"
 #include "sinew/comm/mpi.hpp"
 #include "sinew/data.hpp"
 #include "sinew/dist/mpi_allreduce.hpp"

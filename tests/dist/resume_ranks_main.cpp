@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "../support/corners.hpp"
+#include "sinew/backend/onednn.hpp"
 #include "sinew/comm/mpi.hpp"
 #include "sinew/data.hpp"
 #include "sinew/dist/parameter_server.hpp"

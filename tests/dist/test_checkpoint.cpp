@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "sinew/backend/onednn.hpp"
 #include "sinew/comm/mpi.hpp"
 #include "sinew/data.hpp"
 #include "sinew/dist/mpi_allreduce.hpp"

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "sinew/backend/onednn.hpp"
 #include "sinew/comm/mpi.hpp"
 #include "sinew/data.hpp"
 #include "sinew/dist/buckets.hpp"

@@ -18,6 +18,7 @@
 #include <tuple>
 #include <vector>
 
+#include "sinew/backend/onednn.hpp"
 #include "sinew/comm/mpi.hpp"
 #include "sinew/data.hpp"
 #include "sinew/dist/parameter_server.hpp"

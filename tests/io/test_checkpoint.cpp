@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "sinew/backend/onednn.hpp"
 #include "sinew/data.hpp"
 #include "sinew/io/checkpoint.hpp"
 #include "sinew/optim/adam.hpp"

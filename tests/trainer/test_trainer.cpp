@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "sinew/backend/onednn.hpp"
 #include "sinew/data.hpp"
 #include "sinew/nets/lenet5.hpp"
 #include "sinew/optim/adam.hpp"

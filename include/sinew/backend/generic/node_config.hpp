@@ -5,7 +5,7 @@
 
 #include <type_traits>
 
-#include "sinew/backend/simd/activation.hpp"
+#include "sinew/backend/simd/activation_kind.hpp"
 #include "sinew/layers/activation.hpp"
 #include "sinew/layers/layer_spec.hpp"
 

@@ -5,7 +5,7 @@
 
 #include <string_view>
 
-#include "sinew/backend/simd/activation.hpp"
+#include "sinew/backend/simd/activation_kind.hpp"
 #include "sinew/metrics/profile.hpp"
 
 namespace sinew::backend {

@@ -14,12 +14,11 @@
 
 #include <Eigen/Core>
 
+#include "sinew/backend/simd/activation_kind.hpp"
 #include "sinew/backend/simd/elementwise.hpp"
 #include "sinew/core/parallel.hpp"
 
 namespace sinew::simd {
-
-enum class activation { none, relu, tanh, sigmoid };
 
 /// y = f(x); x and y may be the same array.
 inline void activation_forward(activation a, const float* x, float* y, std::size_t n) {

@@ -14,11 +14,6 @@
 #include <string>
 #include <vector>
 
-#include <range/v3/range/conversion.hpp>
-#include <range/v3/view/drop.hpp>
-#include <range/v3/view/stride.hpp>
-#include <range/v3/view/take.hpp>
-
 #include "sinew/core/error.hpp"
 #include "sinew/core/rng.hpp"
 #include "sinew/data/dataset.hpp"
@@ -85,9 +80,11 @@ class loader_plan {
       return order;
     }
     // Rank r's share: positions r, r + world, r + 2 world, ... of the permutation, samples_ of them.
-    const auto rank = static_cast<std::ptrdiff_t>(options_.rank), world = static_cast<std::ptrdiff_t>(options_.world_size);
-    return order | ranges::views::drop(rank) | ranges::views::stride(world) |
-           ranges::views::take(static_cast<std::ptrdiff_t>(samples_)) | ranges::to<std::vector>();
+    const auto rank = static_cast<std::size_t>(options_.rank), world = static_cast<std::size_t>(options_.world_size);
+    std::vector<std::size_t> share;
+    share.reserve(samples_);
+    for (std::size_t i = rank; i < order.size() && share.size() < samples_; i += world) share.push_back(order[i]);
+    return share;
   }
 
   /// Writes a record's image `in` (channels x its height x its width bytes) as image_size() resized, padded,

@@ -1,0 +1,15 @@
+// Built against the installed package's sinew::eigen alone: an Eigen Trainer, whose translation unit parses
+// Eigen's Tensor module and neither oneDNN nor MPI.
+#include <sinew/backend/eigen.hpp>
+#include <sinew/trainer.hpp>
+
+#include "train_two_steps.hpp"
+
+#ifdef ONEAPI_DNNL_DNNL_HPP
+#error "an Eigen Trainer parsed oneDNN"
+#endif
+#if __has_include(<mpi.h>)
+#error "sinew::eigen put MPI on the include path"
+#endif
+
+int main() { return train_two_steps<sinew::backend::Eigen>(); }
