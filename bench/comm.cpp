@@ -172,7 +172,7 @@ int main(int argc, char** argv) try {
                 "floats\n%10s %10s %10s %10s %9s %9s %9s %7s %7s %10s %10s\n",
                 p, bind == "core" ? "one core each" : "nothing", iterations, chunk, "bytes", "ring us", "MPI us",
                 "Gloo us", "ring GB/s", "MPI GB/s", "Gloo GB/s", "vs MPI", "vs Gloo", "PS us", "p2p us");
-  auto out = sinew::metrics::Json::make_array();
+  auto out = sinew::metrics::Json::array();
   sinew::dist::RingWorkspace<sinew::comm::Mpi> work;
   for (std::size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
     std::vector<float> data(bytes / sizeof(float), 1.0f);
@@ -190,25 +190,25 @@ int main(int argc, char** argv) try {
       std::printf("%10zu %10.1f %10.1f %10.1f %9.2f %9.2f %9.2f %7.2f %7.2f %10.1f %10.1f\n", bytes, 1e6 * ring,
                   1e6 * mpi, 1e6 * g, bus / ring / 1e9, bus / mpi / 1e9, g > 0 ? bus / g / 1e9 : 0.0, mpi / ring,
                   g > 0 ? g / ring : 0.0, 1e6 * ps, 1e6 * one_way);
-      auto j = sinew::metrics::Json::make_object();
-      j.set("ranks", p);
-      j.set("binding", bind);
-      j.set("ring_chunk_floats", chunk);
-      j.set("gloo_seconds", g > 0 ? sinew::metrics::Json(g) : sinew::metrics::Json());
-      j.set("gloo_bus_gbps", g > 0 ? sinew::metrics::Json(bus / g / 1e9) : sinew::metrics::Json());
-      j.set("ratio_ring_to_gloo", g > 0 ? sinew::metrics::Json(g / ring) : sinew::metrics::Json());
-      j.set("bytes", bytes);
-      j.set("ring_seconds", ring);
-      j.set("mpi_allreduce_seconds", mpi);
-      j.set("ring_bus_gbps", bus / ring / 1e9);
-      j.set("mpi_allreduce_bus_gbps", bus / mpi / 1e9);
-      j.set("ratio_ring_to_mpi", mpi / ring);
-      j.set("ps_sync_push_pull_seconds", ps > 0 ? sinew::metrics::Json(ps) : sinew::metrics::Json());
-      j.set("pingpong_one_way_seconds", one_way > 0 ? sinew::metrics::Json(one_way) : sinew::metrics::Json());
+      auto j = sinew::metrics::Json::object();
+      j["ranks"] = p;
+      j["binding"] = bind;
+      j["ring_chunk_floats"] = chunk;
+      j["gloo_seconds"] = g > 0 ? sinew::metrics::Json(g) : sinew::metrics::Json();
+      j["gloo_bus_gbps"] = g > 0 ? sinew::metrics::Json(bus / g / 1e9) : sinew::metrics::Json();
+      j["ratio_ring_to_gloo"] = g > 0 ? sinew::metrics::Json(g / ring) : sinew::metrics::Json();
+      j["bytes"] = bytes;
+      j["ring_seconds"] = ring;
+      j["mpi_allreduce_seconds"] = mpi;
+      j["ring_bus_gbps"] = bus / ring / 1e9;
+      j["mpi_allreduce_bus_gbps"] = bus / mpi / 1e9;
+      j["ratio_ring_to_mpi"] = mpi / ring;
+      j["ps_sync_push_pull_seconds"] = ps > 0 ? sinew::metrics::Json(ps) : sinew::metrics::Json();
+      j["pingpong_one_way_seconds"] = one_way > 0 ? sinew::metrics::Json(one_way) : sinew::metrics::Json();
       out.push_back(std::move(j));
     }
   }
-  if (root && !json.empty()) out.save(json);
+  if (root && !json.empty()) sinew::metrics::save_json(out, json);
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "comm: %s\n", e.what());

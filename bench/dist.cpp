@@ -157,7 +157,7 @@ int main(int argc, char** argv) try {
                   "pytorch-ddp", ddp["images_per_second"], "1.00", 1e3 * ddp["step_seconds"],
                   100 * ddp["exposed_comm_fraction"]);
   }
-  auto out = sinew::metrics::Json::make_array();
+  auto out = sinew::metrics::Json::array();
   for (const std::string& config : kConfigs) {
     if (!only.empty() && ("," + only + ",").find("," + config + ",") == std::string::npos) continue;
     const std::string mpirun = "mpirun -np " + std::to_string(ranks) +
@@ -172,24 +172,24 @@ int main(int argc, char** argv) try {
                 1e3 * r["comm_exposed"], 1e3 * r["comm_hidden"], 1e3 * r["update"],
                 step > 0 ? 100 * r["comm_exposed"] / step : 0.0);
     std::fflush(stdout);
-    auto j = sinew::metrics::Json::make_object();
-    j.set("strategy", config);
-    j.set("net", "resnet18");
-    j.set("ranks", ranks);
-    j.set("workers", r["workers"]);
-    j.set("threads_per_rank", s.threads);
-    j.set("binding", bind);
-    j.set("local_batch", s.batch);
-    j.set("images_per_second", r["images_per_second"]);
-    j.set("pytorch_ddp_images_per_second", ddp.count("images_per_second") ? sinew::metrics::Json(ddp["images_per_second"]) : sinew::metrics::Json());
-    j.set("ratio", vs > 0 ? sinew::metrics::Json(vs) : sinew::metrics::Json());
-    auto ph = sinew::metrics::Json::make_object();
-    for (const char* k : {"load", "forward", "backward", "comm_exposed", "comm_hidden", "update"}) ph.set(k, r[k]);
-    j.set("seconds_per_step", ph);
-    j.set("exposed_comm_share", step > 0 ? r["comm_exposed"] / step : 0.0);
+    auto j = sinew::metrics::Json::object();
+    j["strategy"] = config;
+    j["net"] = "resnet18";
+    j["ranks"] = ranks;
+    j["workers"] = r["workers"];
+    j["threads_per_rank"] = s.threads;
+    j["binding"] = bind;
+    j["local_batch"] = s.batch;
+    j["images_per_second"] = r["images_per_second"];
+    j["pytorch_ddp_images_per_second"] = ddp.count("images_per_second") ? sinew::metrics::Json(ddp["images_per_second"]) : sinew::metrics::Json();
+    j["ratio"] = vs > 0 ? sinew::metrics::Json(vs) : sinew::metrics::Json();
+    auto ph = sinew::metrics::Json::object();
+    for (const char* k : {"load", "forward", "backward", "comm_exposed", "comm_hidden", "update"}) ph[k] = r[k];
+    j["seconds_per_step"] = ph;
+    j["exposed_comm_share"] = step > 0 ? r["comm_exposed"] / step : 0.0;
     out.push_back(std::move(j));
   }
-  if (!json.empty()) out.save(json);
+  if (!json.empty()) sinew::metrics::save_json(out, json);
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "dist: %s\n", e.what());

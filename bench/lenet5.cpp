@@ -110,7 +110,7 @@ int main(int argc, char** argv) try {
   std::printf("LeNet-5 3x32x32 training, %d threads, %d warm-up + %d timed steps, best of %d\n", ctx.threads(),
               warmup, steps, repeats);
   std::printf("%6s %12s %12s %7s   %s\n", "batch", "sinew img/s", "torch img/s", "ratio", "sinew ms/step: fwd bwd upd");
-  auto out = sinew::metrics::Json::make_array();
+  auto out = sinew::metrics::Json::array();
   for (std::size_t i = 0; i < batches.size(); ++i) {
     const int b = batches[i];
     const Result& r = results[i];
@@ -118,25 +118,25 @@ int main(int argc, char** argv) try {
     const double ratio = torch > 0 ? r.images_per_second / torch : 0;
     std::printf("%6d %12.0f %12.0f %7.2f   %.3f %.3f %.3f\n", b, r.images_per_second, torch, ratio,
                 1e3 * r.phases.forward, 1e3 * r.phases.backward, 1e3 * r.phases.update);
-    auto j = sinew::metrics::Json::make_object();
-    j.set("net", "lenet5");
-    j.set("input", "3x32x32");
-    j.set("batch", b);
-    j.set("threads", ctx.threads());
-    j.set("backend", Backend::kName);
-    j.set("images_per_second", r.images_per_second);
-    j.set("pytorch_images_per_second", torch > 0 ? sinew::metrics::Json(torch) : sinew::metrics::Json());
-    j.set("ratio", ratio > 0 ? sinew::metrics::Json(ratio) : sinew::metrics::Json());
-    auto ph = sinew::metrics::Json::make_object();
-    ph.set("forward", r.phases.forward);
-    ph.set("backward", r.phases.backward);
-    ph.set("update", r.phases.update);
-    j.set("phase_seconds_per_step", ph);
-    if (profile) j.set("operators", r.operators);
-    j.set("pytorch", anchor.torch_version.empty() ? sinew::metrics::Json() : sinew::metrics::Json(anchor.torch_version + ", BLAS " + anchor.blas));
+    auto j = sinew::metrics::Json::object();
+    j["net"] = "lenet5";
+    j["input"] = "3x32x32";
+    j["batch"] = b;
+    j["threads"] = ctx.threads();
+    j["backend"] = Backend::kName;
+    j["images_per_second"] = r.images_per_second;
+    j["pytorch_images_per_second"] = torch > 0 ? sinew::metrics::Json(torch) : sinew::metrics::Json();
+    j["ratio"] = ratio > 0 ? sinew::metrics::Json(ratio) : sinew::metrics::Json();
+    auto ph = sinew::metrics::Json::object();
+    ph["forward"] = r.phases.forward;
+    ph["backward"] = r.phases.backward;
+    ph["update"] = r.phases.update;
+    j["phase_seconds_per_step"] = ph;
+    if (profile) j["operators"] = r.operators;
+    j["pytorch"] = anchor.torch_version.empty() ? sinew::metrics::Json() : sinew::metrics::Json(anchor.torch_version + ", BLAS " + anchor.blas);
     out.push_back(std::move(j));
   }
-  if (!json.empty()) out.save(json);
+  if (!json.empty()) sinew::metrics::save_json(out, json);
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "lenet5: %s\n", e.what());

@@ -159,7 +159,7 @@ int main(int argc, char** argv) try {
   const std::string common = " --data " + dir + " --files " + std::to_string(files) + " --batches " +
                              std::to_string(batches) + " --batch " + std::to_string(batch) + " --threads " +
                              std::to_string(threads);
-  auto results = sinew::metrics::Json::make_array();
+  auto results = sinew::metrics::Json::array();
   std::printf("CIFAR-10, %d images, batch %d, %d compute threads, %d steps, random crop + flip\n", files * 10000,
               batch, threads, batches);
   std::printf("%-9s %-26s %10s %10s %10s %12s\n", "net", "loader", "images/s", "waited s", "hidden s", "peak RSS MB");
@@ -183,12 +183,12 @@ int main(int argc, char** argv) try {
                                                           w + common});
     for (const auto& [label, command] : runs) {
       const auto out = sinew::bench::run_child(command);
-      auto r = sinew::metrics::Json::make_object();
-      r.set("net", net);
-      r.set("loader", label);
+      auto r = sinew::metrics::Json::object();
+      r["net"] = net;
+      r["loader"] = label;
       if (!out.failure.empty()) {
         std::printf("%-9s %-26s  failed: %s\n", net.c_str(), label.c_str(), out.failure.c_str());
-        r.set("failure", out.failure);
+        r["failure"] = out.failure;
       } else {
         const auto get = [&](const char* key) {
           const auto it = out.results.find(key);
@@ -197,21 +197,21 @@ int main(int argc, char** argv) try {
         std::printf("%-9s %-26s %10.0f %10.3f %10.3f %12.0f\n", net.c_str(), label.c_str(), get("images_per_second"),
                     get("waited"), get("hidden"), get("peak_rss_bytes") / 1e6);
         for (const char* key : {"images_per_second", "waited", "hidden", "peak_rss_bytes", "worker_peak_rss_bytes"})
-          if (out.results.count(key)) r.set(key, get(key));
+          if (out.results.count(key)) r[key] = get(key);
       }
       std::fflush(stdout);
       results.push_back(std::move(r));
     }
   }
   if (!json.empty()) {
-    auto j = sinew::metrics::Json::make_object();
-    j.set("program", "bench/loaders");
-    j.set("images", files * 10000);
-    j.set("batch", batch);
-    j.set("threads", threads);
-    j.set("batches", batches);
-    j.set("results", std::move(results));
-    j.save(json);
+    auto j = sinew::metrics::Json::object();
+    j["program"] = "bench/loaders";
+    j["images"] = files * 10000;
+    j["batch"] = batch;
+    j["threads"] = threads;
+    j["batches"] = batches;
+    j["results"] = std::move(results);
+    sinew::metrics::save_json(j, json);
   }
   return 0;
 } catch (const std::exception& e) {

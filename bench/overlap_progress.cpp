@@ -185,16 +185,16 @@ int main(int argc, char** argv) try {
                   1e3 * hooks_ring, 1e3 * thread, provided >= MPI_THREAD_MULTIPLE ? "" : " (no MPI_THREAD_MULTIPLE)",
                   layers * compute_ms);
       if (!json.empty()) {
-        auto j = sinew::metrics::Json::make_object();
-        j.set("ranks", world.size());
-        j.set("layers", layers);
-        j.set("compute_ms_per_layer", compute_ms);
-        j.set("bucket_bytes", floats * sizeof(float));
-        j.set("after_seconds", after);
-        j.set("hooks_mpi_seconds", hooks_mpi);
-        j.set("hooks_ring_seconds", hooks_ring);
-        j.set("thread_seconds", thread);
-        j.save(json);
+        auto j = sinew::metrics::Json::object();
+        j["ranks"] = world.size();
+        j["layers"] = layers;
+        j["compute_ms_per_layer"] = compute_ms;
+        j["bucket_bytes"] = floats * sizeof(float);
+        j["after_seconds"] = after;
+        j["hooks_mpi_seconds"] = hooks_mpi;
+        j["hooks_ring_seconds"] = hooks_ring;
+        j["thread_seconds"] = thread;
+        sinew::metrics::save_json(j, json);
       }
     }
   }

@@ -37,6 +37,7 @@ if(TARGET xsimd AND NOT TARGET xtl)
 endif()
 sinew_need(range-v3 librange-v3-dev)
 sinew_need(ZLIB zlib1g-dev)                       # reads .gz datasets
+sinew_need(nlohmann_json nlohmann-json3-dev 3.11) # JSON: safetensors headers, checkpoints, reports (sinew core)
 # Debian 12's libjpeg-turbo CMake package (in libturbojpeg0-dev) imports libjpeg's files too and stops the
 # configure with a page about a "faulty installation package" when libjpeg62-turbo-dev is missing: look first.
 find_file(_sinew_libjpeg_static libjpeg.a PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE} /usr/lib NO_CACHE)

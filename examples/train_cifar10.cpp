@@ -112,7 +112,7 @@ int train(const Settings& s) {
               trainer.context().threads(), s.loader.batch_size);
 
   std::vector<sinew::examples::EpochRecord> records;
-  auto loader_epochs = sinew::metrics::Json::make_array();
+  auto loader_epochs = sinew::metrics::Json::array();
   for (int e = s.checkpoints.start(trainer, true); e < s.epochs; ++e) {
     sinew::examples::EpochRecord r;
     r.train = trainer.train_epoch(train);
@@ -121,32 +121,32 @@ int train(const Settings& s) {
     sinew::examples::print_epoch(r, s.epochs);
     records.push_back(r);
     s.checkpoints.after_epoch(trainer, e, s.epochs);
-    auto t = sinew::metrics::Json::make_object();
-    t.set("waited", times.waited);
-    t.set("hidden", times.hidden());
+    auto t = sinew::metrics::Json::object();
+    t["waited"] = times.waited;
+    t["hidden"] = times.hidden();
     loader_epochs.push_back(std::move(t));
   }
   if (!s.json.empty()) {
-    auto config = sinew::metrics::Json::make_object();
-    config.set("net", s.net);
-    config.set("dataset", s.describe());
-    config.set("image_size", kSide);
-    config.set("loader", train.name());
-    config.set("augmentation", s.augment ? "random crop (padding " + std::to_string(4 * kSide / 32) +
-                                               ") + horizontal flip"
-                                         : std::string("none"));
-    config.set("backend", Backend::kName);
-    config.set("threads", trainer.context().threads());
-    config.set("batch", s.loader.batch_size);
-    config.set("lr", s.optimizer.lr);
-    config.set("schedule", s.cosine ? "warmup 1 epoch + cosine" : "constant");
-    config.set("momentum", s.optimizer.momentum);
-    config.set("weight_decay", s.optimizer.weight_decay);
+    auto config = sinew::metrics::Json::object();
+    config["net"] = s.net;
+    config["dataset"] = s.describe();
+    config["image_size"] = kSide;
+    config["loader"] = train.name();
+    config["augmentation"] = s.augment ? "random crop (padding " + std::to_string(4 * kSide / 32) +
+                                             ") + horizontal flip"
+                                       : std::string("none");
+    config["backend"] = Backend::kName;
+    config["threads"] = trainer.context().threads();
+    config["batch"] = s.loader.batch_size;
+    config["lr"] = s.optimizer.lr;
+    config["schedule"] = s.cosine ? "warmup 1 epoch + cosine" : "constant";
+    config["momentum"] = s.optimizer.momentum;
+    config["weight_decay"] = s.optimizer.weight_decay;
     auto j = sinew::examples::results_json("train_cifar10", config, records, trainer.images_per_second());
     // Per epoch, the streaming loader's own split of its time (zeros for the in-memory loaders, whose waiting
-    // is phase_seconds.load); peak_rss_bytes above is the whole process's, loader included.
-    j.set("loader_seconds", std::move(loader_epochs));
-    j.save(s.json);
+    // is phases.load); peak_rss_bytes above is the whole process's, loader included.
+    j["loader_seconds"] = std::move(loader_epochs);
+    sinew::metrics::save_json(j, s.json);
   }
   return 0;
 }

@@ -103,22 +103,22 @@ int run(sinew::cli::Args& args, const std::string& strategy_name) {
     }
   }
   if (root && !json.empty()) {
-    auto config = sinew::metrics::Json::make_object();
-    config.set("net", "lenet5");
-    config.set("dataset", "fashion-mnist");
-    config.set("strategy", strategy_name);
-    config.set("ranks", world.size());
-    config.set("workers", workers);
-    config.set("threads_per_rank", trainer.context().threads());
-    config.set("local_batch", lo.batch_size);
+    auto config = sinew::metrics::Json::object();
+    config["net"] = "lenet5";
+    config["dataset"] = "fashion-mnist";
+    config["strategy"] = strategy_name;
+    config["ranks"] = world.size();
+    config["workers"] = workers;
+    config["threads_per_rank"] = trainer.context().threads();
+    config["local_batch"] = lo.batch_size;
     if constexpr (requires { so.bucket_bytes; so.overlap; }) {
-      config.set("bucket_bytes", so.bucket_bytes);
-      config.set("overlap", so.overlap);
+      config["bucket_bytes"] = so.bucket_bytes;
+      config["overlap"] = so.overlap;
     }
-    config.set("lr", oo.lr);
-    sinew::examples::results_json("train_distributed", config, records,
-                                  trainer.images_per_second() * workers)
-        .save(json);
+    config["lr"] = oo.lr;
+    sinew::metrics::save_json(sinew::examples::results_json("train_distributed", config, records,
+                                                             trainer.images_per_second() * workers),
+                              json);
   }
   return 0;
 }

@@ -70,16 +70,17 @@ int run(sinew::cli::Args& args, const std::string& kind) {
     checkpoints.after_epoch(trainer, e, epochs);
   }
   if (!json.empty()) {
-    auto config = sinew::metrics::Json::make_object();
-    config.set("net", "lenet5");
-    config.set("dataset", "fashion-mnist");
-    config.set("loader", train.name());
-    config.set("backend", Backend::kName);
-    config.set("threads", trainer.context().threads());
-    config.set("batch", lo.batch_size);
-    config.set("lr", oo.lr);
-    config.set("momentum", oo.momentum);
-    sinew::examples::results_json("train_lenet5", config, records, trainer.images_per_second()).save(json);
+    auto config = sinew::metrics::Json::object();
+    config["net"] = "lenet5";
+    config["dataset"] = "fashion-mnist";
+    config["loader"] = train.name();
+    config["backend"] = Backend::kName;
+    config["threads"] = trainer.context().threads();
+    config["batch"] = lo.batch_size;
+    config["lr"] = oo.lr;
+    config["momentum"] = oo.momentum;
+    const auto results = sinew::examples::results_json("train_lenet5", config, records, trainer.images_per_second());
+    sinew::metrics::save_json(results, json);
   }
   return 0;
 }

@@ -120,7 +120,7 @@ int main(int argc, char** argv) try {
 
   std::printf("%-15s %-9s %6s %3s %-7s %10s %10s %6s %9s %9s\n", "net", "mode", "batch", "thr", "backend",
               "sinew/s", "torch/s", "ratio", "RSS MiB", "torch MiB");
-  auto out = Json::make_array();
+  auto out = Json::array();
   for (const zoo::Config& c : configs) {
     Measurement torch;
     if (pytorch) {
@@ -147,30 +147,30 @@ int main(int argc, char** argv) try {
                   get(m, "peak_rss_bytes") / 1048576.0, get(torch, "peak_rss_bytes") / 1048576.0);
       for (const auto& op : m.operators) std::printf("    %s\n", op.c_str());
       std::fflush(stdout);
-      auto j = Json::make_object();
-      j.set("net", c.net);
-      j.set("mode", c.inference ? "inference" : "train");
-      j.set("batch", c.batch);
-      j.set("threads", c.threads);
-      j.set("backend", backend);
-      j.set("parameters", get(m, "parameters"));
-      j.set("images_per_second", ips);
-      j.set("pytorch_images_per_second", tips > 0 ? Json(tips) : Json());
-      j.set("ratio", ratio > 0 ? Json(ratio) : Json());
-      j.set("peak_rss_bytes", get(m, "peak_rss_bytes"));
-      j.set("pytorch_peak_rss_bytes", tips > 0 ? Json(get(torch, "peak_rss_bytes")) : Json());
-      j.set("pytorch_images_per_second_nchw", tips > 0 ? Json(get(torch, "images_per_second_nchw")) : Json());
-      j.set("pytorch_images_per_second_channels_last",
-            tips > 0 ? Json(get(torch, "images_per_second_channels_last")) : Json());
+      auto j = Json::object();
+      j["net"] = c.net;
+      j["mode"] = c.inference ? "inference" : "train";
+      j["batch"] = c.batch;
+      j["threads"] = c.threads;
+      j["backend"] = backend;
+      j["parameters"] = get(m, "parameters");
+      j["images_per_second"] = ips;
+      j["pytorch_images_per_second"] = tips > 0 ? Json(tips) : Json();
+      j["ratio"] = ratio > 0 ? Json(ratio) : Json();
+      j["peak_rss_bytes"] = get(m, "peak_rss_bytes");
+      j["pytorch_peak_rss_bytes"] = tips > 0 ? Json(get(torch, "peak_rss_bytes")) : Json();
+      j["pytorch_images_per_second_nchw"] = tips > 0 ? Json(get(torch, "images_per_second_nchw")) : Json();
+      j["pytorch_images_per_second_channels_last"] =
+          tips > 0 ? Json(get(torch, "images_per_second_channels_last")) : Json();
       if (!m.operators.empty()) {
-        auto ops = Json::make_array();
+        auto ops = Json::array();
         for (const auto& op : m.operators) ops.push_back(op);
-        j.set("top_operators", ops);
+        j["top_operators"] = ops;
       }
       out.push_back(std::move(j));
     }
   }
-  if (!json.empty()) out.save(json);
+  if (!json.empty()) sinew::metrics::save_json(out, json);
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "zoo: %s\n", e.what());
