@@ -1,14 +1,47 @@
-// examples/support/report.hpp: the progress line and the --json results shared by the training examples.
+// examples/support/report.hpp: the progress within and after each epoch, and the --json results, shared by the
+// training examples.
 #pragma once
 
 #include <cstdio>
+#include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "cli/cli.hpp"
 #include "sinew/metrics.hpp"
+#include "sinew/metrics/progress.hpp"
 #include "sinew/trainer.hpp"
 
 namespace sinew::examples {
+
+/// --quiet and --progress-every: the line within an epoch (sinew/metrics/progress.hpp), on stdout.
+struct ProgressSettings {
+  bool quiet = false;
+  double every_seconds = 10;
+
+  void add_options(CLI::App& app) {
+    app.add_flag("--quiet", quiet, "no progress line within an epoch (the line after each epoch stays)");
+    app.add_option("--progress-every", every_seconds,
+                   "when stdout is not a terminal, print the progress line every this many seconds")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+  }
+
+  /// Attaches a progress line to `trainer` unless --quiet or `print` is false (the ranks other than 0): live
+  /// on a terminal, plain lines every --progress-every seconds elsewhere. Keep the result while training.
+  template <class Trainer>
+  std::unique_ptr<metrics::Progress> attach(Trainer& trainer, bool print, int epochs, int workers = 1) const {
+    if (quiet || !print) return nullptr;
+    auto p = std::make_unique<metrics::Progress>(
+        std::cout, metrics::ProgressOptions{.terminal = metrics::is_terminal(stdout),
+                                            .every_seconds = every_seconds,
+                                            .epochs = epochs,
+                                            .workers = workers});
+    trainer.set_step_callback(std::ref(*p));
+    return p;
+  }
+};
 
 struct EpochRecord {
   EpochStats train;
