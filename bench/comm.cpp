@@ -16,6 +16,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <optional>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -29,7 +30,7 @@
 #include "sinew/dist/ring_allreduce.hpp"
 #include "sinew/metrics.hpp"
 #include "sinew/optim/sgd.hpp"
-#include "support/cli.hpp"
+#include "cli/cli.hpp"
 
 namespace {
 
@@ -146,20 +147,28 @@ void while_root_works(sinew::comm::Mpi& world, F&& work) {
 
 int main(int argc, char** argv) try {
   sinew::comm::Mpi world;
-  sinew::cli::Args args(argc, argv,
-                        "usage: mpirun -np N comm [--min 4096] [--max 67108864] [--iterations 50] [--no-gloo]\n"
-                        "                         [--ring-chunk FLOATS] [--json FILE]");
-  const std::size_t min_bytes = std::size_t(args.number("min", 4096));
-  const std::size_t max_bytes = std::size_t(args.number("max", 64.0 * 1024 * 1024));
-  const int iterations = args.integer("iterations", 50);
-  const bool gloo = !args.flag("no-gloo");
+  std::size_t min_bytes = 4096, max_bytes = std::size_t(64) << 20;
+  int iterations = 50;
+  bool no_gloo = false;
   // Floats per ring message (RingAllReduce::options::chunk_floats); 0: one message per segment; by default
   // what the ring picks for these ranks' hosts (dist::ring_chunk_floats).
-  const double asked_chunk = args.number("ring-chunk", -1);
-  const std::size_t chunk = sinew::dist::ring_chunk_floats(
-      world, asked_chunk < 0 ? sinew::dist::kRingChunkAuto : std::size_t(asked_chunk));
-  const std::string json = args.get("json", "");
-  args.check_unused();
+  std::optional<std::size_t> asked_chunk;
+  std::string json;
+  CLI::App app{"All-reduce latency and bus bandwidth: sinew's ring, MPI_Allreduce and Gloo. mpirun -np N comm",
+               "comm"};
+  app.add_option("--min", min_bytes, "smallest message, bytes")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--max", max_bytes, "largest message, bytes")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--iterations", iterations, "all-reduces timed per size")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--no-gloo", no_gloo, "skip PyTorch's Gloo");
+  app.add_option("--ring-chunk", asked_chunk, "floats per ring message (0: one per segment; default: what the ring "
+                                              "picks for these hosts)")
+      ->option_text("FLOATS");
+  sinew::cli::add_json(app, json);
+  sinew::cli::parse(app, argc, argv);
+  const bool gloo = !no_gloo;
+  const std::size_t chunk = sinew::dist::ring_chunk_floats(world, asked_chunk.value_or(sinew::dist::kRingChunkAuto));
 
   const int p = world.size();
   const bool root = world.rank() == 0;

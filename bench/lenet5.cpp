@@ -7,12 +7,11 @@
 // A timed step is what PyTorch's is: forward, softmax cross-entropy, backward, SGD-with-momentum update, on one
 // fixed synthetic batch. The best of --repeats runs is reported on both sides.
 #include <cstdio>
-#include <sstream>
 #include <vector>
 
 #include "sinew/sinew.hpp"
 #include "support/anchor.hpp"
-#include "support/cli.hpp"
+#include "cli/cli.hpp"
 
 using Net     = sinew::nets::LeNet5<sinew::Input<3, 32, 32>>;  // 62,006 parameters
 using Backend = sinew::backend::OneDnn;                        // oneDNN primitives
@@ -74,20 +73,24 @@ Result measure(Backend::context& ctx, int batch, int warmup, int steps, int repe
 }
 
 int main(int argc, char** argv) try {
-  sinew::cli::Args args(argc, argv,
-                        "usage: lenet5 [--batch 42,128] [--threads 2] [--warmup 10] [--steps 200] [--repeats 3]\n"
-                        "              [--no-pytorch] [--profile] [--json FILE]");
-  std::vector<int> batches;
-  {
-    std::stringstream ss(args.get("batch", "42,128"));
-    for (std::string b; std::getline(ss, b, ',');) batches.push_back(std::stoi(b));
-  }
-  const int threads = args.integer("threads", 2), warmup = args.integer("warmup", 10);
-  const int steps = args.integer("steps", 200), repeats = args.integer("repeats", 3);
-  const bool pytorch = !args.flag("no-pytorch");
-  const bool profile = args.flag("profile");
-  const std::string json = args.get("json", "");
-  args.check_unused();
+  std::vector<int> batches{42, 128};
+  int threads = 2, warmup = 10, steps = 200, repeats = 3;
+  bool no_pytorch = false, profile = false;
+  std::string json;
+  CLI::App app{"Training images/s of LeNet-5 on 3x32x32 next to PyTorch, in the same run", "lenet5"};
+  app.add_option("--batch", batches, "batch sizes, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  sinew::cli::add_threads(app, threads);
+  app.add_option("--warmup", warmup, "untimed steps first")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--steps", steps, "timed steps")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--repeats", repeats, "runs; the best is reported")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_flag("--no-pytorch", no_pytorch, "skip the PyTorch anchor");
+  app.add_flag("--profile", profile, "add per-operator times from a separate profiled run");
+  sinew::cli::add_json(app, json);
+  sinew::cli::parse(app, argc, argv);
+  const bool pytorch = !no_pytorch;
 
   Backend::context ctx({.threads = threads});
   std::vector<Result> results;

@@ -27,7 +27,7 @@
 #include "sinew/comm/mpi.hpp"
 #include "sinew/dist/ring_allreduce.hpp"
 #include "sinew/metrics.hpp"
-#include "support/cli.hpp"
+#include "cli/cli.hpp"
 
 namespace {
 using clock_type = std::chrono::steady_clock;
@@ -107,15 +107,19 @@ int main(int argc, char** argv) try {
   int result = 0;
   {
     sinew::comm::Mpi world;
-    sinew::cli::Args args(argc, argv,
-                          "usage: mpirun -np N overlap_progress [--layers 8] [--bucket-kb 1024] [--compute-ms 2]\n"
-                          "                                     [--iterations 30] [--json FILE]");
-    const int layers = args.integer("layers", 8);
-    const std::size_t floats = std::size_t(args.integer("bucket-kb", 1024)) * 1024 / sizeof(float);
-    const double compute_ms = args.number("compute-ms", 2);
-    const int iterations = args.integer("iterations", 30);
-    const std::string json = args.get("json", "");
-    args.check_unused();
+    int layers = 8, bucket_kb = 1024, iterations = 30;
+    double compute_ms = 2;
+    std::string json;
+    CLI::App app{"Overlapping all-reduce with compute: mpirun -np N overlap_progress", "overlap_progress"};
+    app.add_option("--layers", layers, "buckets per step")->capture_default_str()->check(CLI::PositiveNumber);
+    app.add_option("--bucket-kb", bucket_kb, "bucket size in KiB")->capture_default_str()->check(CLI::PositiveNumber);
+    app.add_option("--compute-ms", compute_ms, "compute per layer, ms")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--iterations", iterations, "timed steps")->capture_default_str()->check(CLI::PositiveNumber);
+    sinew::cli::add_json(app, json);
+    sinew::cli::parse(app, argc, argv);
+    const std::size_t floats = std::size_t(bucket_kb) * 1024 / sizeof(float);
 
     std::vector<std::vector<float>> buckets(std::size_t(layers), std::vector<float>(floats, 1.0f));
     const auto timed = [&](auto&& step) {
