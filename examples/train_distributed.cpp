@@ -7,9 +7,10 @@
 //   mpirun -np 2 --bind-to core build/examples/train_distributed [--strategy ring|mpi|ps] [--mode sync|async|stale2]
 //          [--every-worker-reads-all] [--epochs 5] [--batch 32] [--lr 0.05] [--threads 1] [--bucket-kb 1024]
 //          [--overlap on|off] [--data DIR] [--json FILE] [--checkpoint-dir D] [--checkpoint-every 1] [--resume]
-//          [--quiet] [--progress-every 10]
+//          [--quiet] [--progress-every 10] [--plain-progress]
 //
-// Rank 0 shows the progress within each epoch (live on a terminal; every --progress-every seconds in a log).
+// Rank 0 shows the progress within each epoch, redrawn in place: Open MPI gives its ranks a terminal even when
+// mpirun's own output goes to a file, so for a log add --plain-progress (a line every --progress-every seconds).
 // --batch is the local batch: the global batch is batch x workers. --every-worker-reads-all gives each worker
 // the whole dataset in its own order instead of a disjoint shard (asynchronous TensorFlow's input pipelines).
 // With all-reduce, gradients are summed in buckets of --bucket-kb KiB (0: one for all), each started during

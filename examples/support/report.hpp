@@ -15,9 +15,11 @@
 
 namespace sinew::examples {
 
-/// --quiet and --progress-every: the line within an epoch (sinew/metrics/progress.hpp), on stdout.
+/// --quiet, --progress-every and --plain-progress: the line within an epoch (sinew/metrics/progress.hpp), on
+/// stdout.
 struct ProgressSettings {
   bool quiet = false;
+  bool plain = false;  // plain lines even on a terminal: mpirun gives its ranks one even when its own output is a file
   double every_seconds = 10;
 
   void add_options(CLI::App& app) {
@@ -26,6 +28,8 @@ struct ProgressSettings {
                    "when stdout is not a terminal, print the progress line every this many seconds")
         ->capture_default_str()
         ->check(CLI::PositiveNumber);
+    app.add_flag("--plain-progress", plain,
+                 "plain progress lines even on a terminal (mpirun gives its ranks one even when its output is a file)");
   }
 
   /// Attaches a progress line to `trainer` unless --quiet or `print` is false (the ranks other than 0): live
@@ -34,7 +38,7 @@ struct ProgressSettings {
   std::unique_ptr<metrics::Progress> attach(Trainer& trainer, bool print, int epochs, int workers = 1) const {
     if (quiet || !print) return nullptr;
     auto p = std::make_unique<metrics::Progress>(
-        std::cout, metrics::ProgressOptions{.terminal = metrics::is_terminal(stdout),
+        std::cout, metrics::ProgressOptions{.terminal = !plain && metrics::is_terminal(stdout),
                                             .every_seconds = every_seconds,
                                             .epochs = epochs,
                                             .workers = workers});
