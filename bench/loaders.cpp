@@ -134,11 +134,14 @@ int main(int argc, char** argv) try {
       ->delimiter(',')
       ->capture_default_str()
       ->check(CLI::IsMember({"cached", "bytes", "streaming"}));
-  auto* workers_option = app.add_option("--workers", workers, "worker counts of the streaming loader and DataLoader, comma-separated")
+  auto* workers_option =
+      app.add_option("--workers", workers, "worker counts of the streaming loader and DataLoader, comma-separated")
       ->delimiter(',')
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--files", files, "data_batch_1.bin .. data_batch_N.bin")->capture_default_str()->check(CLI::Range(1, 5));
+  app.add_option("--files", files, "data_batch_1.bin .. data_batch_N.bin")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 5));
   app.add_option("--batches", batches, "batches trained (the first 10 untimed)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

@@ -519,7 +519,9 @@ int main(int argc, char** argv) try {
       ->check(CLI::PositiveNumber);
   app.add_option("--min-time", min_time_option, "seconds each measurement runs at least (default 0.3, --quick 0)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--min-exp", min_exp, "smallest vector: 2^this elements")->capture_default_str()->check(CLI::Range(0, 40));
+  app.add_option("--min-exp", min_exp, "smallest vector: 2^this elements")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 40));
   app.add_option("--max-exp", max_exp_option, "largest vector: 2^this elements (default 24, --quick 14)")
       ->check(CLI::Range(0, 40));
   app.add_option("--backends", backends, "comma-separated")

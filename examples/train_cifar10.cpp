@@ -184,7 +184,8 @@ int main(int argc, char** argv) try {
   app.add_option("--loader", s.loader_kind, "decoded floats, uint8 bytes in memory, or read from the files every epoch")
       ->capture_default_str()
       ->check(CLI::IsMember({"cached", "bytes", "streaming"}));
-  app.add_option("--workers", s.streaming.workers, "reader threads of the streaming loader (0: the trainer's thread reads)")
+  app.add_option("--workers", s.streaming.workers,
+                 "reader threads of the streaming loader (0: the trainer's thread reads)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option("--prefetch", s.streaming.prefetch_batches, "batches the streaming loader reads ahead")

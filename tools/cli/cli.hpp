@@ -52,7 +52,8 @@ inline CLI::Option* add_threads(CLI::App& app, int& threads, const char* what = 
 /// was given, or a usage error naming the option.
 template <class T>
 const T& single(const CLI::App& app, const std::vector<T>& values, const std::string& option) {
-  if (values.size() != 1) fail(app, option + " takes one value in a child process, got " + std::to_string(values.size()));
+  if (values.size() != 1)
+    fail(app, option + " takes one value in a child process, got " + std::to_string(values.size()));
   return values.front();
 }
 

@@ -97,7 +97,8 @@ class Progress {
     char buf[64];
     std::snprintf(buf, sizeof buf, "  %.0f img/s  loss %.4f", rate, loss);
     s.append(buf);
-    if (steps_ > 0 && elapsed > 0) s.append("  ETA ").append(duration(elapsed / double(done_) * double(steps_ - done_)));
+    if (steps_ > 0 && elapsed > 0)
+      s.append("  ETA ").append(duration(elapsed / double(done_) * double(steps_ - done_)));
     return s;
   }
 
