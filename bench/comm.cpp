@@ -16,6 +16,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <optional>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -29,7 +30,7 @@
 #include "sinew/dist/ring_allreduce.hpp"
 #include "sinew/metrics.hpp"
 #include "sinew/optim/sgd.hpp"
-#include "support/cli.hpp"
+#include "cli/cli.hpp"
 
 namespace {
 
@@ -146,20 +147,28 @@ void while_root_works(sinew::comm::Mpi& world, F&& work) {
 
 int main(int argc, char** argv) try {
   sinew::comm::Mpi world;
-  sinew::cli::Args args(argc, argv,
-                        "usage: mpirun -np N comm [--min 4096] [--max 67108864] [--iterations 50] [--no-gloo]\n"
-                        "                         [--ring-chunk FLOATS] [--json FILE]");
-  const std::size_t min_bytes = std::size_t(args.number("min", 4096));
-  const std::size_t max_bytes = std::size_t(args.number("max", 64.0 * 1024 * 1024));
-  const int iterations = args.integer("iterations", 50);
-  const bool gloo = !args.flag("no-gloo");
+  std::size_t min_bytes = 4096, max_bytes = std::size_t(64) << 20;
+  int iterations = 50;
+  bool no_gloo = false;
   // Floats per ring message (RingAllReduce::options::chunk_floats); 0: one message per segment; by default
   // what the ring picks for these ranks' hosts (dist::ring_chunk_floats).
-  const double asked_chunk = args.number("ring-chunk", -1);
-  const std::size_t chunk = sinew::dist::ring_chunk_floats(
-      world, asked_chunk < 0 ? sinew::dist::kRingChunkAuto : std::size_t(asked_chunk));
-  const std::string json = args.get("json", "");
-  args.check_unused();
+  std::optional<std::size_t> asked_chunk;
+  std::string json;
+  CLI::App app{"All-reduce latency and bus bandwidth: sinew's ring, MPI_Allreduce and Gloo. mpirun -np N comm",
+               "comm"};
+  app.add_option("--min", min_bytes, "smallest message, bytes")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--max", max_bytes, "largest message, bytes")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--iterations", iterations, "all-reduces timed per size")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--no-gloo", no_gloo, "skip PyTorch's Gloo");
+  app.add_option("--ring-chunk", asked_chunk, "floats per ring message (0: one per segment; default: what the ring "
+                                              "picks for these hosts)")
+      ->option_text("FLOATS");
+  sinew::cli::add_json(app, json);
+  sinew::cli::parse(app, argc, argv);
+  const bool gloo = !no_gloo;
+  const std::size_t chunk = sinew::dist::ring_chunk_floats(world, asked_chunk.value_or(sinew::dist::kRingChunkAuto));
 
   const int p = world.size();
   const bool root = world.rank() == 0;
@@ -172,7 +181,7 @@ int main(int argc, char** argv) try {
                 "floats\n%10s %10s %10s %10s %9s %9s %9s %7s %7s %10s %10s\n",
                 p, bind == "core" ? "one core each" : "nothing", iterations, chunk, "bytes", "ring us", "MPI us",
                 "Gloo us", "ring GB/s", "MPI GB/s", "Gloo GB/s", "vs MPI", "vs Gloo", "PS us", "p2p us");
-  auto out = sinew::metrics::Json::make_array();
+  auto out = sinew::metrics::Json::array();
   sinew::dist::RingWorkspace<sinew::comm::Mpi> work;
   for (std::size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
     std::vector<float> data(bytes / sizeof(float), 1.0f);
@@ -190,25 +199,25 @@ int main(int argc, char** argv) try {
       std::printf("%10zu %10.1f %10.1f %10.1f %9.2f %9.2f %9.2f %7.2f %7.2f %10.1f %10.1f\n", bytes, 1e6 * ring,
                   1e6 * mpi, 1e6 * g, bus / ring / 1e9, bus / mpi / 1e9, g > 0 ? bus / g / 1e9 : 0.0, mpi / ring,
                   g > 0 ? g / ring : 0.0, 1e6 * ps, 1e6 * one_way);
-      auto j = sinew::metrics::Json::make_object();
-      j.set("ranks", p);
-      j.set("binding", bind);
-      j.set("ring_chunk_floats", chunk);
-      j.set("gloo_seconds", g > 0 ? sinew::metrics::Json(g) : sinew::metrics::Json());
-      j.set("gloo_bus_gbps", g > 0 ? sinew::metrics::Json(bus / g / 1e9) : sinew::metrics::Json());
-      j.set("ratio_ring_to_gloo", g > 0 ? sinew::metrics::Json(g / ring) : sinew::metrics::Json());
-      j.set("bytes", bytes);
-      j.set("ring_seconds", ring);
-      j.set("mpi_allreduce_seconds", mpi);
-      j.set("ring_bus_gbps", bus / ring / 1e9);
-      j.set("mpi_allreduce_bus_gbps", bus / mpi / 1e9);
-      j.set("ratio_ring_to_mpi", mpi / ring);
-      j.set("ps_sync_push_pull_seconds", ps > 0 ? sinew::metrics::Json(ps) : sinew::metrics::Json());
-      j.set("pingpong_one_way_seconds", one_way > 0 ? sinew::metrics::Json(one_way) : sinew::metrics::Json());
+      auto j = sinew::metrics::Json::object();
+      j["ranks"] = p;
+      j["binding"] = bind;
+      j["ring_chunk_floats"] = chunk;
+      j["gloo_seconds"] = g > 0 ? sinew::metrics::Json(g) : sinew::metrics::Json();
+      j["gloo_bus_gbps"] = g > 0 ? sinew::metrics::Json(bus / g / 1e9) : sinew::metrics::Json();
+      j["ratio_ring_to_gloo"] = g > 0 ? sinew::metrics::Json(g / ring) : sinew::metrics::Json();
+      j["bytes"] = bytes;
+      j["ring_seconds"] = ring;
+      j["mpi_allreduce_seconds"] = mpi;
+      j["ring_bus_gbps"] = bus / ring / 1e9;
+      j["mpi_allreduce_bus_gbps"] = bus / mpi / 1e9;
+      j["ratio_ring_to_mpi"] = mpi / ring;
+      j["ps_sync_push_pull_seconds"] = ps > 0 ? sinew::metrics::Json(ps) : sinew::metrics::Json();
+      j["pingpong_one_way_seconds"] = one_way > 0 ? sinew::metrics::Json(one_way) : sinew::metrics::Json();
       out.push_back(std::move(j));
     }
   }
-  if (root && !json.empty()) out.save(json);
+  if (root && !json.empty()) sinew::metrics::save_json(out, json);
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "comm: %s\n", e.what());

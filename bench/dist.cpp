@@ -22,7 +22,7 @@
 
 #include "sinew/sinew.hpp"
 #include "support/child.hpp"
-#include "support/cli.hpp"
+#include "cli/cli.hpp"
 
 namespace {
 
@@ -100,8 +100,7 @@ int run_one(const std::string& config, const Settings& s) {
   if (config == "ps-sync") return run<Server, sinew::Sync>(s, "parameter server, sync");
   if (config == "ps-async") return run<Server, sinew::Async>(s, "parameter server, async");
   if (config == "ps-stale2") return run<Server, sinew::BoundedStaleness<2>>(s, "parameter server, staleness 2");
-  std::fprintf(stderr, "dist: --run %s is not one of ring, mpi, ps-sync, ps-async, ps-stale2\n", config.c_str());
-  return 2;
+  return 2;  // not reached: the command line checked --run against kConfigs
 }
 
 // The child's results, or none (after saying why) when it failed.
@@ -115,28 +114,31 @@ std::map<std::string, double> run_child(const std::string& command) {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  sinew::cli::Args args(
-      argc, argv,
-      "usage: dist [--ranks 2] [--threads 1] [--batch 42] [--warmup 10] [--steps 30] [--bind core|none]\n"
-      "            [--only ring,mpi,ps-sync,ps-async,ps-stale2] [--no-pytorch] [--json FILE]\n"
-      "   or: mpirun -np N dist --run CONFIG [--batch 42] [--threads 1] [--warmup 10] [--steps 30]");
   Settings s;
-  s.batch = args.integer("batch", 42);
-  s.threads = args.integer("threads", 1);
-  s.warmup = args.integer("warmup", 10);
-  s.steps = args.integer("steps", 30);
-  const std::string one = args.get("run", "");
-  if (!one.empty()) {
-    args.check_unused();
-    return run_one(one, s);
-  }
-  const int ranks = args.integer("ranks", 2);
-  const std::string bind = args.get("bind", "core");
-  const std::string only = args.get("only", "");
-  const bool pytorch = !args.flag("no-pytorch");
-  const std::string json = args.get("json", "");
-  args.check_unused();
-  if (bind != "core" && bind != "none") args.fail("--bind must be core or none");
+  std::string one, bind = "core", json;
+  std::vector<std::string> only = kConfigs;
+  int ranks = 2;
+  bool no_pytorch = false;
+  CLI::App app{"ResNet-18 data-parallel under every strategy and mode, next to PyTorch DDP over Gloo.\n"
+               "One configuration alone: mpirun -np N dist --run CONFIG [--batch 42] [--threads 1] ...",
+               "dist"};
+  app.add_option("--ranks", ranks, "processes of each run")->capture_default_str()->check(CLI::PositiveNumber);
+  sinew::cli::add_threads(app, s.threads, "compute threads of each rank");
+  app.add_option("--batch", s.batch, "batch size of each worker")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--warmup", s.warmup, "untimed steps first")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--steps", s.steps, "timed steps")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--bind", bind, "mpirun --bind-to")->capture_default_str()->check(CLI::IsMember({"core", "none"}));
+  app.add_option("--only", only, "configurations to run, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::IsMember(kConfigs));
+  app.add_flag("--no-pytorch", no_pytorch, "skip PyTorch DDP");
+  sinew::cli::add_json(app, json);
+  app.add_option("--run", one, "run this one configuration in this process (under mpirun)")
+      ->check(CLI::IsMember(kConfigs));
+  sinew::cli::parse(app, argc, argv);
+  if (!one.empty()) return run_one(one, s);
+  const bool pytorch = !no_pytorch;
 
   const std::string self = "/proc/" + std::to_string(getpid()) + "/exe";
   const std::string common = " --batch " + std::to_string(s.batch) + " --threads " + std::to_string(s.threads) +
@@ -157,9 +159,9 @@ int main(int argc, char** argv) try {
                   "pytorch-ddp", ddp["images_per_second"], "1.00", 1e3 * ddp["step_seconds"],
                   100 * ddp["exposed_comm_fraction"]);
   }
-  auto out = sinew::metrics::Json::make_array();
+  auto out = sinew::metrics::Json::array();
   for (const std::string& config : kConfigs) {
-    if (!only.empty() && ("," + only + ",").find("," + config + ",") == std::string::npos) continue;
+    if (std::find(only.begin(), only.end(), config) == only.end()) continue;
     const std::string mpirun = "mpirun -np " + std::to_string(ranks) +
                                " --allow-run-as-root --oversubscribe --bind-to " + bind + " " + self + " --run " +
                                config + common;
@@ -172,24 +174,24 @@ int main(int argc, char** argv) try {
                 1e3 * r["comm_exposed"], 1e3 * r["comm_hidden"], 1e3 * r["update"],
                 step > 0 ? 100 * r["comm_exposed"] / step : 0.0);
     std::fflush(stdout);
-    auto j = sinew::metrics::Json::make_object();
-    j.set("strategy", config);
-    j.set("net", "resnet18");
-    j.set("ranks", ranks);
-    j.set("workers", r["workers"]);
-    j.set("threads_per_rank", s.threads);
-    j.set("binding", bind);
-    j.set("local_batch", s.batch);
-    j.set("images_per_second", r["images_per_second"]);
-    j.set("pytorch_ddp_images_per_second", ddp.count("images_per_second") ? sinew::metrics::Json(ddp["images_per_second"]) : sinew::metrics::Json());
-    j.set("ratio", vs > 0 ? sinew::metrics::Json(vs) : sinew::metrics::Json());
-    auto ph = sinew::metrics::Json::make_object();
-    for (const char* k : {"load", "forward", "backward", "comm_exposed", "comm_hidden", "update"}) ph.set(k, r[k]);
-    j.set("seconds_per_step", ph);
-    j.set("exposed_comm_share", step > 0 ? r["comm_exposed"] / step : 0.0);
+    auto j = sinew::metrics::Json::object();
+    j["strategy"] = config;
+    j["net"] = "resnet18";
+    j["ranks"] = ranks;
+    j["workers"] = r["workers"];
+    j["threads_per_rank"] = s.threads;
+    j["binding"] = bind;
+    j["local_batch"] = s.batch;
+    j["images_per_second"] = r["images_per_second"];
+    j["pytorch_ddp_images_per_second"] = ddp.count("images_per_second") ? sinew::metrics::Json(ddp["images_per_second"]) : sinew::metrics::Json();
+    j["ratio"] = vs > 0 ? sinew::metrics::Json(vs) : sinew::metrics::Json();
+    auto ph = sinew::metrics::Json::object();
+    for (const char* k : {"load", "forward", "backward", "comm_exposed", "comm_hidden", "update"}) ph[k] = r[k];
+    j["seconds_per_step"] = ph;
+    j["exposed_comm_share"] = step > 0 ? r["comm_exposed"] / step : 0.0;
     out.push_back(std::move(j));
   }
-  if (!json.empty()) out.save(json);
+  if (!json.empty()) sinew::metrics::save_json(out, json);
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "dist: %s\n", e.what());

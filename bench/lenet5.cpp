@@ -7,12 +7,11 @@
 // A timed step is what PyTorch's is: forward, softmax cross-entropy, backward, SGD-with-momentum update, on one
 // fixed synthetic batch. The best of --repeats runs is reported on both sides.
 #include <cstdio>
-#include <sstream>
 #include <vector>
 
 #include "sinew/sinew.hpp"
 #include "support/anchor.hpp"
-#include "support/cli.hpp"
+#include "cli/cli.hpp"
 
 using Net     = sinew::nets::LeNet5<sinew::Input<3, 32, 32>>;  // 62,006 parameters
 using Backend = sinew::backend::OneDnn;                        // oneDNN primitives
@@ -74,20 +73,24 @@ Result measure(Backend::context& ctx, int batch, int warmup, int steps, int repe
 }
 
 int main(int argc, char** argv) try {
-  sinew::cli::Args args(argc, argv,
-                        "usage: lenet5 [--batch 42,128] [--threads 2] [--warmup 10] [--steps 200] [--repeats 3]\n"
-                        "              [--no-pytorch] [--profile] [--json FILE]");
-  std::vector<int> batches;
-  {
-    std::stringstream ss(args.get("batch", "42,128"));
-    for (std::string b; std::getline(ss, b, ',');) batches.push_back(std::stoi(b));
-  }
-  const int threads = args.integer("threads", 2), warmup = args.integer("warmup", 10);
-  const int steps = args.integer("steps", 200), repeats = args.integer("repeats", 3);
-  const bool pytorch = !args.flag("no-pytorch");
-  const bool profile = args.flag("profile");
-  const std::string json = args.get("json", "");
-  args.check_unused();
+  std::vector<int> batches{42, 128};
+  int threads = 2, warmup = 10, steps = 200, repeats = 3;
+  bool no_pytorch = false, profile = false;
+  std::string json;
+  CLI::App app{"Training images/s of LeNet-5 on 3x32x32 next to PyTorch, in the same run", "lenet5"};
+  app.add_option("--batch", batches, "batch sizes, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  sinew::cli::add_threads(app, threads);
+  app.add_option("--warmup", warmup, "untimed steps first")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--steps", steps, "timed steps")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--repeats", repeats, "runs; the best is reported")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_flag("--no-pytorch", no_pytorch, "skip the PyTorch anchor");
+  app.add_flag("--profile", profile, "add per-operator times from a separate profiled run");
+  sinew::cli::add_json(app, json);
+  sinew::cli::parse(app, argc, argv);
+  const bool pytorch = !no_pytorch;
 
   Backend::context ctx({.threads = threads});
   std::vector<Result> results;
@@ -110,7 +113,7 @@ int main(int argc, char** argv) try {
   std::printf("LeNet-5 3x32x32 training, %d threads, %d warm-up + %d timed steps, best of %d\n", ctx.threads(),
               warmup, steps, repeats);
   std::printf("%6s %12s %12s %7s   %s\n", "batch", "sinew img/s", "torch img/s", "ratio", "sinew ms/step: fwd bwd upd");
-  auto out = sinew::metrics::Json::make_array();
+  auto out = sinew::metrics::Json::array();
   for (std::size_t i = 0; i < batches.size(); ++i) {
     const int b = batches[i];
     const Result& r = results[i];
@@ -118,25 +121,25 @@ int main(int argc, char** argv) try {
     const double ratio = torch > 0 ? r.images_per_second / torch : 0;
     std::printf("%6d %12.0f %12.0f %7.2f   %.3f %.3f %.3f\n", b, r.images_per_second, torch, ratio,
                 1e3 * r.phases.forward, 1e3 * r.phases.backward, 1e3 * r.phases.update);
-    auto j = sinew::metrics::Json::make_object();
-    j.set("net", "lenet5");
-    j.set("input", "3x32x32");
-    j.set("batch", b);
-    j.set("threads", ctx.threads());
-    j.set("backend", Backend::kName);
-    j.set("images_per_second", r.images_per_second);
-    j.set("pytorch_images_per_second", torch > 0 ? sinew::metrics::Json(torch) : sinew::metrics::Json());
-    j.set("ratio", ratio > 0 ? sinew::metrics::Json(ratio) : sinew::metrics::Json());
-    auto ph = sinew::metrics::Json::make_object();
-    ph.set("forward", r.phases.forward);
-    ph.set("backward", r.phases.backward);
-    ph.set("update", r.phases.update);
-    j.set("phase_seconds_per_step", ph);
-    if (profile) j.set("operators", r.operators);
-    j.set("pytorch", anchor.torch_version.empty() ? sinew::metrics::Json() : sinew::metrics::Json(anchor.torch_version + ", BLAS " + anchor.blas));
+    auto j = sinew::metrics::Json::object();
+    j["net"] = "lenet5";
+    j["input"] = "3x32x32";
+    j["batch"] = b;
+    j["threads"] = ctx.threads();
+    j["backend"] = Backend::kName;
+    j["images_per_second"] = r.images_per_second;
+    j["pytorch_images_per_second"] = torch > 0 ? sinew::metrics::Json(torch) : sinew::metrics::Json();
+    j["ratio"] = ratio > 0 ? sinew::metrics::Json(ratio) : sinew::metrics::Json();
+    auto ph = sinew::metrics::Json::object();
+    ph["forward"] = r.phases.forward;
+    ph["backward"] = r.phases.backward;
+    ph["update"] = r.phases.update;
+    j["phase_seconds_per_step"] = ph;
+    if (profile) j["operators"] = r.operators;
+    j["pytorch"] = anchor.torch_version.empty() ? sinew::metrics::Json() : sinew::metrics::Json(anchor.torch_version + ", BLAS " + anchor.blas);
     out.push_back(std::move(j));
   }
-  if (!json.empty()) out.save(json);
+  if (!json.empty()) sinew::metrics::save_json(out, json);
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "lenet5: %s\n", e.what());

@@ -21,13 +21,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "cli/cli.hpp"
 #include "sinew/sinew.hpp"
 #include "support/child.hpp"
-#include "support/cli.hpp"
 
 namespace {
 
@@ -64,14 +63,6 @@ class FirstBatches {
   data::AnyLoader inner_;
   std::size_t limit_, given_ = 0;
 };
-
-std::vector<std::string> split(const std::string& list) {
-  std::vector<std::string> out;
-  std::stringstream in(list);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 std::vector<std::filesystem::path> training_files(const std::string& dir, int files) {
   std::vector<std::filesystem::path> paths;
@@ -113,21 +104,9 @@ int measure(const ChildConfig& c) {
   return 0;
 }
 
-int child(sinew::cli::Args& args) {
-  ChildConfig c;
-  c.dir = args.get("data", "");
-  c.net = args.get("net", "lenet5");
-  c.loader = args.get("loader", "cached");
-  c.workers = args.integer("workers", 0);
-  c.files = args.integer("files", 5);
-  c.batches = args.integer("batches", 200);
-  c.batch = args.integer("batch", 64);
-  c.threads = args.integer("threads", 2);
-  args.check_unused();
+int child(const ChildConfig& c) {
   if (c.net == "lenet5") return measure<LeNet5>(c);
-  if (c.net == "resnet18") return measure<ResNet18>(c);
-  std::fprintf(stderr, "loaders: unknown net %s (lenet5 or resnet18)\n", c.net.c_str());
-  return 2;
+  return measure<ResNet18>(c);
 }
 
 std::string default_data_dir() {
@@ -138,80 +117,106 @@ std::string default_data_dir() {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  sinew::cli::Args args(argc, argv,
-                        "usage: loaders [--data DIR] [--net lenet5,resnet18] [--loader cached,bytes,streaming]\n"
-                        "               [--workers 0,1,2] [--files 5] [--batches 200] [--batch 64] [--threads 2]\n"
-                        "               [--no-pytorch] [--json FILE]");
-  if (args.flag("child")) return child(args);
-  const std::string dir = args.get("data", default_data_dir());
-  const auto nets = split(args.get("net", "lenet5,resnet18"));
-  const auto loaders = split(args.get("loader", "cached,bytes,streaming"));
-  const auto workers = split(args.get("workers", "0,1,2"));
-  const int files = args.integer("files", 5), batches = args.integer("batches", 200);
-  const int batch = args.integer("batch", 64), threads = args.integer("threads", 2);
-  const bool pytorch = !args.flag("no-pytorch");
-  const std::string json = args.get("json", "");
-  args.check_unused();
-  if (files < 1 || files > 5) args.fail("--files must be 1..5 (data_batch_1.bin .. data_batch_5.bin)");
+  std::string dir = default_data_dir(), json;
+  std::vector<std::string> nets{"lenet5", "resnet18"}, loaders{"cached", "bytes", "streaming"};
+  std::vector<int> workers{0, 1, 2};
+  int files = 5, batches = 200, batch = 64, threads = 2;
+  bool child_mode = false, no_pytorch = false;
+  CLI::App app{"Training images/s, time waited for data and peak memory of each loader on real CIFAR-10, next to "
+               "PyTorch's DataLoader in the same run",
+               "loaders"};
+  app.add_option("--data", dir, "the cifar-10-batches-bin directory ($SINEW_CIFAR10_DIR)")->capture_default_str();
+  app.add_option("--net", nets, "networks, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::IsMember({"lenet5", "resnet18"}));
+  app.add_option("--loader", loaders, "loaders, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cached", "bytes", "streaming"}));
+  auto* workers_option =
+      app.add_option("--workers", workers, "worker counts of the streaming loader and DataLoader, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--files", files, "data_batch_1.bin .. data_batch_N.bin")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 5));
+  app.add_option("--batches", batches, "batches trained (the first 10 untimed)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--batch", batch, "batch size")->capture_default_str()->check(CLI::PositiveNumber);
+  sinew::cli::add_threads(app, threads);
+  app.add_flag("--no-pytorch", no_pytorch, "skip PyTorch's DataLoader");
+  sinew::cli::add_json(app, json);
+  app.add_flag("--child", child_mode)->group("");  // one measurement: this program started again by itself
+  sinew::cli::parse(app, argc, argv);
   if (!std::filesystem::exists(std::filesystem::path(dir) / "data_batch_1.bin"))
-    args.fail(dir + " holds no data_batch_1.bin: give --data, the cifar-10-batches-bin directory");
+    sinew::cli::fail(app, dir + " holds no data_batch_1.bin: give --data, the cifar-10-batches-bin directory");
+  if (child_mode)
+    return child({dir, sinew::cli::single(app, nets, "--net"), sinew::cli::single(app, loaders, "--loader"),
+                  workers_option->count() ? sinew::cli::single(app, workers, "--workers") : 0, files, batches, batch,
+                  threads});
+  const bool pytorch = !no_pytorch;
 
   const std::string common = " --data " + dir + " --files " + std::to_string(files) + " --batches " +
                              std::to_string(batches) + " --batch " + std::to_string(batch) + " --threads " +
                              std::to_string(threads);
-  auto results = sinew::metrics::Json::make_array();
-  std::printf("CIFAR-10, %d images, batch %d, %d compute threads, %d steps, random crop + flip\n", files * 10000,
+  auto results = sinew::metrics::Json::array();
+  fmt::print("CIFAR-10, {} images, batch {}, {} compute threads, {} steps, random crop + flip\n", files * 10000,
               batch, threads, batches);
-  std::printf("%-9s %-26s %10s %10s %10s %12s\n", "net", "loader", "images/s", "waited s", "hidden s", "peak RSS MB");
+  fmt::print("{:<9} {:<26} {:>10} {:>10} {:>10} {:>12}\n", "net", "loader", "images/s", "waited s", "hidden s",
+             "peak RSS MB");
   for (const auto& net : nets) {
     std::vector<std::pair<std::string, std::string>> runs;  // label, command
     for (const auto& l : loaders) {
       if (l == "streaming") {
-        for (const auto& w : workers)
-          runs.push_back({"sinew streaming, " + w + " workers", "/proc/" + std::to_string(getpid()) +
+        for (const int w : workers)
+          runs.push_back({fmt::format("sinew streaming, {} workers", w), "/proc/" + std::to_string(getpid()) +
                                                                      "/exe --child --net " + net +
-                                                                     " --loader streaming --workers " + w + common});
+                                                                     " --loader streaming --workers " +
+                                                                     std::to_string(w) + common});
       } else {
         runs.push_back({"sinew " + l, "/proc/" + std::to_string(getpid()) + "/exe --child --net " + net +
                                           " --loader " + l + common});
       }
     }
     if (pytorch)
-      for (const auto& w : workers)
-        runs.push_back({"DataLoader, " + w + " workers", "/usr/bin/python3 " SINEW_SOURCE_DIR
-                                                          "/bench/pytorch/loaders.py --net " + net + " --workers " +
-                                                          w + common});
+      for (const int w : workers)
+        runs.push_back({fmt::format("DataLoader, {} workers", w),
+                        "/usr/bin/python3 " SINEW_SOURCE_DIR "/bench/pytorch/loaders.py --net " + net +
+                            " --workers " + std::to_string(w) + common});
     for (const auto& [label, command] : runs) {
       const auto out = sinew::bench::run_child(command);
-      auto r = sinew::metrics::Json::make_object();
-      r.set("net", net);
-      r.set("loader", label);
+      auto r = sinew::metrics::Json::object();
+      r["net"] = net;
+      r["loader"] = label;
       if (!out.failure.empty()) {
-        std::printf("%-9s %-26s  failed: %s\n", net.c_str(), label.c_str(), out.failure.c_str());
-        r.set("failure", out.failure);
+        fmt::print("{:<9} {:<26}  failed: {}\n", net, label, out.failure);
+        r["failure"] = out.failure;
       } else {
         const auto get = [&](const char* key) {
           const auto it = out.results.find(key);
           return it == out.results.end() ? 0.0 : it->second;
         };
-        std::printf("%-9s %-26s %10.0f %10.3f %10.3f %12.0f\n", net.c_str(), label.c_str(), get("images_per_second"),
+        fmt::print("{:<9} {:<26} {:>10.0f} {:>10.3f} {:>10.3f} {:>12.0f}\n", net, label, get("images_per_second"),
                     get("waited"), get("hidden"), get("peak_rss_bytes") / 1e6);
         for (const char* key : {"images_per_second", "waited", "hidden", "peak_rss_bytes", "worker_peak_rss_bytes"})
-          if (out.results.count(key)) r.set(key, get(key));
+          if (out.results.count(key)) r[key] = get(key);
       }
       std::fflush(stdout);
       results.push_back(std::move(r));
     }
   }
   if (!json.empty()) {
-    auto j = sinew::metrics::Json::make_object();
-    j.set("program", "bench/loaders");
-    j.set("images", files * 10000);
-    j.set("batch", batch);
-    j.set("threads", threads);
-    j.set("batches", batches);
-    j.set("results", std::move(results));
-    j.save(json);
+    auto j = sinew::metrics::Json::object();
+    j["program"] = "bench/loaders";
+    j["images"] = files * 10000;
+    j["batch"] = batch;
+    j["threads"] = threads;
+    j["batches"] = batches;
+    j["results"] = std::move(results);
+    sinew::metrics::save_json(j, json);
   }
   return 0;
 } catch (const std::exception& e) {

@@ -38,6 +38,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -46,7 +47,7 @@
 #include "sinew/metrics/timer.hpp"
 #include "sinew/optim/sgd.hpp"
 #include "sinew/tensor/buffer.hpp"
-#include "support/cli.hpp"
+#include "cli/cli.hpp"
 
 namespace {
 
@@ -503,20 +504,38 @@ std::string csv_escape(const std::string& s) {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  sinew::cli::Args args(argc, argv,
-                        "usage: ops [--quick] [--threads 2] [--batch 42] [--min-time 0.3] [--min-exp 10] [--max-exp 24]\n"
-                        "           [--backends onednn,eigen,pytorch] [--only SUBSTRING] [--csv ops.csv] [--plot DIR]");
-  const bool quick = args.flag("quick");
-  const int threads = args.integer("threads", 2);
-  const int batch = args.integer("batch", quick ? 2 : 42);
-  const int min_exp = args.integer("min-exp", 10), max_exp = args.integer("max-exp", quick ? 14 : 24);
-  Timing timing{args.number("min-time", quick ? 0.0 : 0.3), quick ? 3 : 1000};
-  const std::string backends = args.get("backends", "onednn,eigen,pytorch");
-  const std::string only = args.get("only", "");
-  const std::string csv = args.get("csv", "ops.csv");
-  const std::string plot = args.get("plot", "");
-  args.check_unused();
-  const auto wanted = [&](const char* b) { return backends.find(b) != std::string::npos; };
+  bool quick = false;
+  int threads = 2, min_exp = 10;
+  std::optional<int> batch_option, max_exp_option;  // defaults depend on --quick
+  std::optional<double> min_time_option;
+  std::vector<std::string> backends{"onednn", "eigen", "pytorch"};
+  std::string only, csv = "ops.csv", plot;
+  CLI::App app{"Fundamental operations and the zoo's training operators on OneDnn, Eigen and PyTorch in one run "
+               "(see bench/README.md)",
+               "ops"};
+  app.add_flag("--quick", quick, "a few seconds: two sizes per operation, batch 2");
+  sinew::cli::add_threads(app, threads);
+  app.add_option("--batch", batch_option, "batch of the zoo operators (default 42, --quick 2)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--min-time", min_time_option, "seconds each measurement runs at least (default 0.3, --quick 0)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--min-exp", min_exp, "smallest vector: 2^this elements")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 40));
+  app.add_option("--max-exp", max_exp_option, "largest vector: 2^this elements (default 24, --quick 14)")
+      ->check(CLI::Range(0, 40));
+  app.add_option("--backends", backends, "comma-separated")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::IsMember({"onednn", "eigen", "pytorch"}));
+  app.add_option("--only", only, "only the operations whose name and shape contain this")->option_text("SUBSTRING");
+  app.add_option("--csv", csv, "the results")->capture_default_str();
+  app.add_option("--plot", plot, "one log-log PNG per operation into this directory")->option_text("DIR");
+  sinew::cli::parse(app, argc, argv);
+  const int batch = batch_option.value_or(quick ? 2 : 42);
+  const int max_exp = max_exp_option.value_or(quick ? 14 : 24);
+  Timing timing{min_time_option.value_or(quick ? 0.0 : 0.3), quick ? 3 : 1000};
+  const auto wanted = [&](const char* b) { return std::find(backends.begin(), backends.end(), b) != backends.end(); };
   if (const auto dir = std::filesystem::path(csv).parent_path(); !dir.empty()) std::filesystem::create_directories(dir);
 
   std::vector<Task> tasks = plan(quick, batch, min_exp, max_exp);

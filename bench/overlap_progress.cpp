@@ -27,7 +27,7 @@
 #include "sinew/comm/mpi.hpp"
 #include "sinew/dist/ring_allreduce.hpp"
 #include "sinew/metrics.hpp"
-#include "support/cli.hpp"
+#include "cli/cli.hpp"
 
 namespace {
 using clock_type = std::chrono::steady_clock;
@@ -107,15 +107,19 @@ int main(int argc, char** argv) try {
   int result = 0;
   {
     sinew::comm::Mpi world;
-    sinew::cli::Args args(argc, argv,
-                          "usage: mpirun -np N overlap_progress [--layers 8] [--bucket-kb 1024] [--compute-ms 2]\n"
-                          "                                     [--iterations 30] [--json FILE]");
-    const int layers = args.integer("layers", 8);
-    const std::size_t floats = std::size_t(args.integer("bucket-kb", 1024)) * 1024 / sizeof(float);
-    const double compute_ms = args.number("compute-ms", 2);
-    const int iterations = args.integer("iterations", 30);
-    const std::string json = args.get("json", "");
-    args.check_unused();
+    int layers = 8, bucket_kb = 1024, iterations = 30;
+    double compute_ms = 2;
+    std::string json;
+    CLI::App app{"Overlapping all-reduce with compute: mpirun -np N overlap_progress", "overlap_progress"};
+    app.add_option("--layers", layers, "buckets per step")->capture_default_str()->check(CLI::PositiveNumber);
+    app.add_option("--bucket-kb", bucket_kb, "bucket size in KiB")->capture_default_str()->check(CLI::PositiveNumber);
+    app.add_option("--compute-ms", compute_ms, "compute per layer, ms")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--iterations", iterations, "timed steps")->capture_default_str()->check(CLI::PositiveNumber);
+    sinew::cli::add_json(app, json);
+    sinew::cli::parse(app, argc, argv);
+    const std::size_t floats = std::size_t(bucket_kb) * 1024 / sizeof(float);
 
     std::vector<std::vector<float>> buckets(std::size_t(layers), std::vector<float>(floats, 1.0f));
     const auto timed = [&](auto&& step) {
@@ -185,16 +189,16 @@ int main(int argc, char** argv) try {
                   1e3 * hooks_ring, 1e3 * thread, provided >= MPI_THREAD_MULTIPLE ? "" : " (no MPI_THREAD_MULTIPLE)",
                   layers * compute_ms);
       if (!json.empty()) {
-        auto j = sinew::metrics::Json::make_object();
-        j.set("ranks", world.size());
-        j.set("layers", layers);
-        j.set("compute_ms_per_layer", compute_ms);
-        j.set("bucket_bytes", floats * sizeof(float));
-        j.set("after_seconds", after);
-        j.set("hooks_mpi_seconds", hooks_mpi);
-        j.set("hooks_ring_seconds", hooks_ring);
-        j.set("thread_seconds", thread);
-        j.save(json);
+        auto j = sinew::metrics::Json::object();
+        j["ranks"] = world.size();
+        j["layers"] = layers;
+        j["compute_ms_per_layer"] = compute_ms;
+        j["bucket_bytes"] = floats * sizeof(float);
+        j["after_seconds"] = after;
+        j["hooks_mpi_seconds"] = hooks_mpi;
+        j["hooks_ring_seconds"] = hooks_ring;
+        j["thread_seconds"] = thread;
+        sinew::metrics::save_json(j, json);
       }
     }
   }

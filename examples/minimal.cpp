@@ -16,7 +16,7 @@ int main() {
 
   Train trainer({.threads = 2}, {.lr = 0.05f, .momentum = 0.9f});
   for (int epoch = 0; epoch < 5; ++epoch) {
-    auto s = trainer.train_epoch(train);  // loss, accuracy, images/s, phase_seconds
+    auto s = trainer.train_epoch(train);  // loss, accuracy, images/s, phases
     std::printf("loss %.3f  %.0f img/s\n", s.loss, s.images_per_second);
   }
 }

@@ -4,7 +4,7 @@
 //                     [--loader cached|bytes|streaming] [--workers 2] [--prefetch 2]
 //                     [--epochs 10] [--batch 64] [--lr 0.02] [--momentum 0.9]
 //                     [--weight-decay 0] [--cosine] [--augment] [--threads N] [--seed 0] [--json FILE]
-//                     [--checkpoint-dir D] [--checkpoint-every 1] [--resume]
+//                     [--checkpoint-dir D] [--checkpoint-every 1] [--resume] [--quiet] [--progress-every 10]
 //
 // CIFAR-10 (cifar-10-batches-bin): data_batch_1..4.bin train, data_batch_5.bin is held out for validation.
 // CIFAR-100 (cifar-100-binary): train.bin trains, test.bin is held out; --labels picks the 100 fine classes or
@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
+#include "cli/cli.hpp"
 #include "sinew/sinew.hpp"
 #include "support/checkpoints.hpp"
-#include "support/cli.hpp"
 #include "support/report.hpp"
 
 namespace nets = sinew::nets;
@@ -44,8 +44,9 @@ using Optim    = sinew::optim::Sgd;                            // momentum SGD w
 using Loader   = sinew::data::AnyLoader;                       // cached, bytes or streaming, chosen at run time
 
 struct Settings {
-  std::string net, dir, dataset, labels, loader_kind;
+  std::string net = "lenet5", dir, dataset = "cifar10", labels = "fine", loader_kind = "cached";
   int epochs = 10;
+  double lr = 0.02, momentum = 0.9, weight_decay = 0;  // as given: the optimizer holds them as floats
   bool cosine = false, augment = false;
   sinew::data::LoaderOptions loader;
   sinew::data::StreamingOptions streaming;
@@ -53,6 +54,7 @@ struct Settings {
   Optim::options optimizer;
   std::string json;
   sinew::examples::Checkpoints checkpoints;
+  sinew::examples::ProgressSettings progress;
 
   bool cifar100() const { return dataset == "cifar100"; }
   std::vector<std::filesystem::path> files(bool train) const {
@@ -111,8 +113,9 @@ int train(const Settings& s) {
               s.augment ? ", augmented" : "", train.name().c_str(), std::string(Backend::kName).c_str(),
               trainer.context().threads(), s.loader.batch_size);
 
+  const auto progress = s.progress.attach(trainer, true, s.epochs);
   std::vector<sinew::examples::EpochRecord> records;
-  auto loader_epochs = sinew::metrics::Json::make_array();
+  auto loader_epochs = sinew::metrics::Json::array();
   for (int e = s.checkpoints.start(trainer, true); e < s.epochs; ++e) {
     sinew::examples::EpochRecord r;
     r.train = trainer.train_epoch(train);
@@ -121,32 +124,32 @@ int train(const Settings& s) {
     sinew::examples::print_epoch(r, s.epochs);
     records.push_back(r);
     s.checkpoints.after_epoch(trainer, e, s.epochs);
-    auto t = sinew::metrics::Json::make_object();
-    t.set("waited", times.waited);
-    t.set("hidden", times.hidden());
+    auto t = sinew::metrics::Json::object();
+    t["waited"] = times.waited;
+    t["hidden"] = times.hidden();
     loader_epochs.push_back(std::move(t));
   }
   if (!s.json.empty()) {
-    auto config = sinew::metrics::Json::make_object();
-    config.set("net", s.net);
-    config.set("dataset", s.describe());
-    config.set("image_size", kSide);
-    config.set("loader", train.name());
-    config.set("augmentation", s.augment ? "random crop (padding " + std::to_string(4 * kSide / 32) +
-                                               ") + horizontal flip"
-                                         : std::string("none"));
-    config.set("backend", Backend::kName);
-    config.set("threads", trainer.context().threads());
-    config.set("batch", s.loader.batch_size);
-    config.set("lr", s.optimizer.lr);
-    config.set("schedule", s.cosine ? "warmup 1 epoch + cosine" : "constant");
-    config.set("momentum", s.optimizer.momentum);
-    config.set("weight_decay", s.optimizer.weight_decay);
+    auto config = sinew::metrics::Json::object();
+    config["net"] = s.net;
+    config["dataset"] = s.describe();
+    config["image_size"] = kSide;
+    config["loader"] = train.name();
+    config["augmentation"] = s.augment ? "random crop (padding " + std::to_string(4 * kSide / 32) +
+                                             ") + horizontal flip"
+                                       : std::string("none");
+    config["backend"] = Backend::kName;
+    config["threads"] = trainer.context().threads();
+    config["batch"] = s.loader.batch_size;
+    config["lr"] = s.lr;
+    config["schedule"] = s.cosine ? "warmup 1 epoch + cosine" : "constant";
+    config["momentum"] = s.momentum;
+    config["weight_decay"] = s.weight_decay;
     auto j = sinew::examples::results_json("train_cifar10", config, records, trainer.images_per_second());
     // Per epoch, the streaming loader's own split of its time (zeros for the in-memory loaders, whose waiting
-    // is phase_seconds.load); peak_rss_bytes above is the whole process's, loader included.
-    j.set("loader_seconds", std::move(loader_epochs));
-    j.save(s.json);
+    // is phases.load); peak_rss_bytes above is the whole process's, loader included.
+    j["loader_seconds"] = std::move(loader_epochs);
+    sinew::metrics::save_json(j, s.json);
   }
   return 0;
 }
@@ -165,35 +168,44 @@ int train_net(const std::string& net, const Settings& s) {
 }
 
 int main(int argc, char** argv) try {
-  sinew::cli::Args args(argc, argv,
-                        "usage: train_cifar10 DIR [--net lenet5] [--dataset cifar10|cifar100] [--labels fine|coarse]\n"
-                        "                         [--loader cached|bytes|streaming] [--workers 2] [--prefetch 2]\n"
-                        "                         [--epochs 10] [--batch 64] [--lr 0.02]\n"
-                        "                         [--momentum 0.9] [--weight-decay 0] [--cosine] [--augment]\n"
-                        "                         [--threads N] [--seed 0] [--json FILE]\n"
-                        "                         [--checkpoint-dir D] [--checkpoint-every 1 (epochs)] [--resume]\n"
-                        "CIFAR-10: DIR holds data_batch_1.bin .. data_batch_5.bin (binary version);\n"
-                        "batches 1-4 train, batch 5 is held out for validation.\n"
-                        "CIFAR-100: DIR holds train.bin and test.bin (binary version).\n"
-                        "--net: lenet5, resnet18_cifar, alexnet (64x64), and on CIFAR-10 also resnet18, resnet50,\n"
-                        "vgg16_bn.");
-  if (args.positional().size() != 1) args.fail("give the directory of the CIFAR binary files");
   Settings s;
-  s.dir = args.positional()[0];
-  s.net = args.get("net", "lenet5");
-  s.dataset = args.get("dataset", "cifar10");
-  s.labels = args.get("labels", "fine");
-  s.loader_kind = args.get("loader", "cached");
-  s.streaming = {.workers = args.integer("workers", 2), .prefetch_batches = args.integer("prefetch", 2)};
-  if (s.dataset != "cifar10" && s.dataset != "cifar100") args.fail("--dataset must be cifar10 or cifar100");
-  if (s.labels != "fine" && s.labels != "coarse") args.fail("--labels must be fine or coarse");
-  if (s.loader_kind != "cached" && s.loader_kind != "bytes" && s.loader_kind != "streaming")
-    args.fail("--loader must be cached, bytes or streaming");
-  s.epochs = args.integer("epochs", 10);
-  s.cosine = args.flag("cosine");
-  s.augment = args.flag("augment");
-  s.loader.batch_size = args.integer("batch", 64);
-  s.loader.seed = std::uint64_t(args.integer("seed", 0));
+  CLI::App app{"A zoo network on the CIFAR-10 or CIFAR-100 binary files in DIR.\n"
+               "CIFAR-10: DIR holds data_batch_1.bin .. data_batch_5.bin (binary version); batches 1-4 train,\n"
+               "batch 5 is held out for validation. CIFAR-100: DIR holds train.bin and test.bin (binary version).",
+               "train_cifar10"};
+  app.add_option("DIR", s.dir, "the directory of the CIFAR binary files")->required()->check(CLI::ExistingDirectory);
+  app.add_option("--net", s.net, "on CIFAR-10 also resnet18, resnet50, vgg16_bn; alexnet runs at 64x64")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"lenet5", "resnet18_cifar", "alexnet", "resnet18", "resnet50", "vgg16_bn"}));
+  app.add_option("--dataset", s.dataset)->capture_default_str()->check(CLI::IsMember({"cifar10", "cifar100"}));
+  app.add_option("--labels", s.labels, "CIFAR-100's 100 fine classes or 20 coarse superclasses")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fine", "coarse"}));
+  app.add_option("--loader", s.loader_kind, "decoded floats, uint8 bytes in memory, or read from the files every epoch")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cached", "bytes", "streaming"}));
+  app.add_option("--workers", s.streaming.workers,
+                 "reader threads of the streaming loader (0: the trainer's thread reads)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--prefetch", s.streaming.prefetch_batches, "batches the streaming loader reads ahead")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--epochs", s.epochs, "epochs in all (with --resume, counting the saved ones)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--batch", s.loader.batch_size, "batch size")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--lr", s.lr, "learning rate")->capture_default_str();
+  app.add_option("--momentum", s.momentum, "SGD momentum")->capture_default_str();
+  app.add_option("--weight-decay", s.weight_decay, "SGD weight decay")->capture_default_str();
+  app.add_flag("--cosine", s.cosine, "one epoch of linear warm-up, then cosine decay to 0 over the run");
+  app.add_flag("--augment", s.augment, "random crop (4-pixel padding per 32 pixels) and horizontal flip");
+  sinew::cli::add_threads(app, s.trainer.threads, "compute threads (0: OMP_NUM_THREADS or every core)");
+  app.add_option("--seed", s.loader.seed, "initialisation and shuffling")->capture_default_str();
+  sinew::cli::add_json(app, s.json);
+  s.checkpoints.add_options(app);
+  s.progress.add_options(app);
+  sinew::cli::parse(app, argc, argv);
   if (s.cifar100()) {
     s.loader.mean = {0.5071f, 0.4865f, 0.4409f};  // CIFAR-100 training-set statistics
     s.loader.std = {0.2673f, 0.2564f, 0.2762f};
@@ -201,21 +213,15 @@ int main(int argc, char** argv) try {
     s.loader.mean = {0.4914f, 0.4822f, 0.4465f};  // CIFAR-10 training-set statistics
     s.loader.std = {0.2470f, 0.2435f, 0.2616f};
   }
-  s.trainer = {.threads = args.integer("threads", 0), .seed = s.loader.seed};
-  s.optimizer = {.lr = float(args.number("lr", 0.02)),
-                 .momentum = float(args.number("momentum", 0.9)),
-                 .weight_decay = float(args.number("weight-decay", 0))};
-  s.json = args.get("json", "");
-  s.checkpoints = sinew::examples::Checkpoints::from(args);
-  args.check_unused();
+  s.trainer.seed = s.loader.seed;
+  s.optimizer = {.lr = float(s.lr), .momentum = float(s.momentum), .weight_decay = float(s.weight_decay)};
 
   const int classes = !s.cifar100() ? 10 : s.labels == "fine" ? 100 : 20;
   const int status = classes == 10    ? train_net<10>(s.net, s)
                      : classes == 100 ? train_net<100>(s.net, s)
                                       : train_net<20>(s.net, s);
   if (status >= 0) return status;
-  args.fail("--net " + s.net + " is not one of lenet5, resnet18_cifar, alexnet" +
-            (s.cifar100() ? " (on CIFAR-100)" : ", resnet18, resnet50, vgg16_bn"));
+  sinew::cli::fail(app, "--net " + s.net + " runs on CIFAR-10 only: on CIFAR-100, lenet5, resnet18_cifar or alexnet");
 } catch (const std::exception& e) {
   std::fprintf(stderr, "train_cifar10: %s\n", e.what());
   return 1;

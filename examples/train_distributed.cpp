@@ -7,7 +7,10 @@
 //   mpirun -np 2 --bind-to core build/examples/train_distributed [--strategy ring|mpi|ps] [--mode sync|async|stale2]
 //          [--every-worker-reads-all] [--epochs 5] [--batch 32] [--lr 0.05] [--threads 1] [--bucket-kb 1024]
 //          [--overlap on|off] [--data DIR] [--json FILE] [--checkpoint-dir D] [--checkpoint-every 1] [--resume]
+//          [--quiet] [--progress-every 10] [--plain-progress]
 //
+// Rank 0 shows the progress within each epoch, redrawn in place: Open MPI gives its ranks a terminal even when
+// mpirun's own output goes to a file, so for a log add --plain-progress (a line every --progress-every seconds).
 // --batch is the local batch: the global batch is batch x workers. --every-worker-reads-all gives each worker
 // the whole dataset in its own order instead of a disjoint shard (asynchronous TensorFlow's input pipelines).
 // With all-reduce, gradients are summed in buckets of --bucket-kb KiB (0: one for all), each started during
@@ -19,9 +22,9 @@
 #include <exception>
 #include <vector>
 
+#include "cli/cli.hpp"
 #include "sinew/sinew.hpp"
 #include "support/checkpoints.hpp"
-#include "support/cli.hpp"
 #include "support/report.hpp"
 
 using Net     = sinew::nets::LeNet5<sinew::Input<1, 32, 32>>;  // 61,706 parameters
@@ -31,33 +34,42 @@ using Ring    = sinew::dist::RingAllReduce<sinew::comm::Mpi>;  // bandwidth-opti
 using Native  = sinew::dist::MpiAllReduce<sinew::comm::Mpi>;   // MPI's own all-reduce
 using Server  = sinew::dist::ParameterServer<sinew::comm::Mpi, 1>;  // the last rank serves
 
+/// The command line, as parsed.
+struct Settings {
+  std::string strategy = "ring", mode = "sync", overlap = "on";
+  std::string dir = sinew::data::default_fashion_mnist_dir().string();
+  int epochs = 5, batch = 32, threads = 1;
+  int bucket_kb = int(sinew::dist::kDefaultBucketBytes / 1024);
+  std::uint64_t seed = 0;
+  double lr = 0.05, momentum = 0.9;
+  bool every_worker_reads_all = false;
+  std::string json;
+  sinew::examples::Checkpoints checkpoints;
+  sinew::examples::ProgressSettings progress;
+};
+
 template <class Strategy, class Mode = sinew::Sync>
-int run(sinew::cli::Args& args, const std::string& strategy_name) {
+int run(const Settings& s, const std::string& strategy_name) {
   using Train = sinew::Trainer<Net, Backend, Strategy, Mode, Optim>;
   sinew::comm::Mpi world;
-  const std::string dir = args.get("data", sinew::data::default_fashion_mnist_dir().string());
-  const int epochs = args.integer("epochs", 5);
+  const std::string& dir = s.dir;
+  const int epochs = s.epochs;
   sinew::data::LoaderOptions lo;
-  lo.batch_size = args.integer("batch", 32);
-  lo.seed = std::uint64_t(args.integer("seed", 0));
+  lo.batch_size = s.batch;
+  lo.seed = s.seed;
   lo.drop_last = true;  // every rank takes as many steps
   lo.pad_to_height = lo.pad_to_width = 32;
   lo.mean = {0.2860f};
   lo.std = {0.3530f};
-  if (args.flag("every-worker-reads-all")) lo.sharding = sinew::data::Sharding::every_worker_reads_all;
-  const sinew::TrainerOptions to{.threads = args.integer("threads", 1), .seed = lo.seed};
-  const Optim::options oo{.lr = float(args.number("lr", 0.05)), .momentum = float(args.number("momentum", 0.9))};
-  const std::string json = args.get("json", "");
+  if (s.every_worker_reads_all) lo.sharding = sinew::data::Sharding::every_worker_reads_all;
+  const sinew::TrainerOptions to{.threads = s.threads, .seed = lo.seed};
+  const Optim::options oo{.lr = float(s.lr), .momentum = float(s.momentum)};
   typename Strategy::options so;
-  const auto bucket_kb = args.integer("bucket-kb", int(sinew::dist::kDefaultBucketBytes / 1024));
-  const std::string overlap = args.get("overlap", "on");
-  if (overlap != "on" && overlap != "off") args.fail("--overlap must be on or off, not '" + overlap + "'");
   if constexpr (requires { so.bucket_bytes; so.overlap; }) {  // the all-reduce strategies
-    so.bucket_bytes = std::size_t(bucket_kb) * 1024;
-    so.overlap = overlap == "on";
+    so.bucket_bytes = std::size_t(s.bucket_kb) * 1024;
+    so.overlap = s.overlap == "on";
   }
-  const auto checkpoints = sinew::examples::Checkpoints::from(args);
-  args.check_unused();
+  const auto& checkpoints = s.checkpoints;
 
   so.configuration = "lenet5 fashion-mnist batch=" + std::to_string(lo.batch_size) +
                      " sharding=" + std::to_string(int(lo.sharding));
@@ -77,6 +89,7 @@ int run(sinew::cli::Args& args, const std::string& strategy_name) {
                 strategy_name.c_str(), world.size(), workers, trainer.context().threads(), lo.batch_size,
                 lo.batch_size * workers);
 
+  const auto progress = s.progress.attach(trainer, root, epochs, workers);  // rank 0 speaks for every worker
   std::vector<sinew::examples::EpochRecord> records;
   for (int e = checkpoints.start(trainer, root); e < epochs; ++e) {
     sinew::examples::EpochRecord r;
@@ -102,46 +115,65 @@ int run(sinew::cli::Args& args, const std::string& strategy_name) {
       std::printf(", max lead %d, replies held back %zu\n", c.max_lead, c.held_replies);
     }
   }
-  if (root && !json.empty()) {
-    auto config = sinew::metrics::Json::make_object();
-    config.set("net", "lenet5");
-    config.set("dataset", "fashion-mnist");
-    config.set("strategy", strategy_name);
-    config.set("ranks", world.size());
-    config.set("workers", workers);
-    config.set("threads_per_rank", trainer.context().threads());
-    config.set("local_batch", lo.batch_size);
+  if (root && !s.json.empty()) {
+    auto config = sinew::metrics::Json::object();
+    config["net"] = "lenet5";
+    config["dataset"] = "fashion-mnist";
+    config["strategy"] = strategy_name;
+    config["ranks"] = world.size();
+    config["workers"] = workers;
+    config["threads_per_rank"] = trainer.context().threads();
+    config["local_batch"] = lo.batch_size;
     if constexpr (requires { so.bucket_bytes; so.overlap; }) {
-      config.set("bucket_bytes", so.bucket_bytes);
-      config.set("overlap", so.overlap);
+      config["bucket_bytes"] = so.bucket_bytes;
+      config["overlap"] = so.overlap;
     }
-    config.set("lr", oo.lr);
-    sinew::examples::results_json("train_distributed", config, records,
-                                  trainer.images_per_second() * workers)
-        .save(json);
+    config["lr"] = s.lr;
+    sinew::metrics::save_json(sinew::examples::results_json("train_distributed", config, records,
+                                                             trainer.images_per_second() * workers),
+                              s.json);
   }
   return 0;
 }
 
 int main(int argc, char** argv) try {
-  sinew::cli::Args args(argc, argv,
-                        "usage: mpirun -np N train_distributed [--strategy ring|mpi|ps] [--mode sync|async|stale2]\n"
-                        "                                      [--every-worker-reads-all] [--epochs 5] [--batch 32]\n"
-                        "                                      [--lr 0.05] [--threads 1] [--bucket-kb 1024]\n"
-                        "                                      [--overlap on|off] [--data DIR] [--json FILE]\n"
-                        "                                      [--checkpoint-dir D] [--checkpoint-every 1 (epochs)]\n"
-                        "                                      [--resume]");
-  const std::string strategy = args.get("strategy", "ring"), mode = args.get("mode", "sync");
-  if (strategy != "ps" && mode != "sync")
-    args.fail("--mode " + mode + " needs --strategy ps: all-reduce is synchronous");
-  if (strategy == "ring") return run<Ring>(args, "ring all-reduce");
-  if (strategy == "mpi") return run<Native>(args, "MPI_Allreduce");
-  if (strategy == "ps" && mode == "sync") return run<Server, sinew::Sync>(args, "parameter server, sync");
-  if (strategy == "ps" && mode == "async") return run<Server, sinew::Async>(args, "parameter server, async");
-  if (strategy == "ps" && mode == "stale2")
-    return run<Server, sinew::BoundedStaleness<2>>(args, "parameter server, bounded staleness 2");
-  if (strategy == "ps") args.fail("--mode must be sync, async or stale2, not '" + mode + "'");
-  args.fail("--strategy must be ring, mpi or ps, not '" + strategy + "'");
+  Settings s;
+  CLI::App app{"LeNet-5 on Fashion-MNIST, data-parallel over MPI: mpirun -np N train_distributed [OPTIONS]",
+               "train_distributed"};
+  app.add_option("--strategy", s.strategy, "ring all-reduce, MPI_Allreduce, or a parameter server (the last rank)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"ring", "mpi", "ps"}));
+  app.add_option("--mode", s.mode, "the parameter server's: synchronous, asynchronous, or staleness at most 2")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"sync", "async", "stale2"}));
+  app.add_flag("--every-worker-reads-all", s.every_worker_reads_all,
+               "every worker reads the whole training set, in its own order (default: disjoint shards)");
+  app.add_option("--epochs", s.epochs, "epochs in all (with --resume, counting the saved ones)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--batch", s.batch, "batch size of each worker")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--lr", s.lr, "learning rate")->capture_default_str();
+  app.add_option("--momentum", s.momentum, "SGD momentum")->capture_default_str();
+  sinew::cli::add_threads(app, s.threads, "compute threads of each rank");
+  app.add_option("--seed", s.seed, "initialisation and shuffling")->capture_default_str();
+  app.add_option("--bucket-kb", s.bucket_kb, "all-reduce bucket size in KiB (0: one bucket for all)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--overlap", s.overlap, "all-reduce buckets while backward computes")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--data", s.dir, "the Fashion-MNIST IDX files")->option_text("DIR");
+  sinew::cli::add_json(app, s.json);
+  s.checkpoints.add_options(app);
+  s.progress.add_options(app);
+  sinew::cli::parse(app, argc, argv);
+  if (s.strategy != "ps" && s.mode != "sync")
+    sinew::cli::fail(app, "--mode " + s.mode + " needs --strategy ps: all-reduce is synchronous");
+  if (s.strategy == "ring") return run<Ring>(s, "ring all-reduce");
+  if (s.strategy == "mpi") return run<Native>(s, "MPI_Allreduce");
+  if (s.mode == "async") return run<Server, sinew::Async>(s, "parameter server, async");
+  if (s.mode == "stale2") return run<Server, sinew::BoundedStaleness<2>>(s, "parameter server, bounded staleness 2");
+  return run<Server, sinew::Sync>(s, "parameter server, sync");
 } catch (const std::exception& e) {
   std::fprintf(stderr, "train_distributed: %s\n", e.what());
   return 1;

@@ -2,7 +2,10 @@
 //
 //   train_lenet5 [--data DIR] [--epochs 5] [--batch 64] [--lr 0.05] [--momentum 0.9] [--threads N]
 //                [--seed 0] [--loader cached|bytes|streaming] [--workers 2] [--json FILE]
-//                [--checkpoint-dir D] [--checkpoint-every 1] [--resume]
+//                [--checkpoint-dir D] [--checkpoint-every 1] [--resume] [--quiet] [--progress-every 10]
+//
+// (train_lenet5 --help lists them.) Within an epoch a progress line shows steps, images/s, loss and ETA: live
+// on a terminal, every --progress-every seconds elsewhere, none with --quiet.
 //
 // --checkpoint-dir D saves the run into D every --checkpoint-every epochs and after the last; --resume continues
 // the run saved there, up to --epochs epochs in all (sinew/io/checkpoint.hpp).
@@ -13,9 +16,9 @@
 #include <exception>
 #include <vector>
 
+#include "cli/cli.hpp"
 #include "sinew/sinew.hpp"
 #include "support/checkpoints.hpp"
-#include "support/cli.hpp"
 #include "support/report.hpp"
 
 using Net      = sinew::nets::LeNet5<sinew::Input<1, 32, 32>>;  // 61,706 parameters
@@ -35,65 +38,86 @@ Loader make_loader(const std::string& kind, int workers, sinew::data::Split spli
   return Loader::make<data::CachedLoader>("cached", data::load_fashion_mnist(split, dir), lo);
 }
 
-int run(sinew::cli::Args& args, const std::string& kind) {
+/// The command line, as parsed.
+struct Settings {
+  std::string dir = sinew::data::default_fashion_mnist_dir().string();
+  std::string loader = "cached";
+  int epochs = 5, batch = 64, threads = 0, workers = 2;
+  std::uint64_t seed = 0;
+  double lr = 0.05, momentum = 0.9;
+  std::string json;
+  sinew::examples::Checkpoints checkpoints;
+  sinew::examples::ProgressSettings progress;
+};
+
+int run(const Settings& s) {
   using Train = sinew::Trainer<Net, Backend, Strategy, sinew::Sync, Optim, Loader>;
-  const std::string dir = args.get("data", sinew::data::default_fashion_mnist_dir().string());
-  const int epochs = args.integer("epochs", 5);
   sinew::data::LoaderOptions lo;
-  lo.batch_size = args.integer("batch", 64);
-  lo.seed = std::uint64_t(args.integer("seed", 0));
+  lo.batch_size = s.batch;
+  lo.seed = s.seed;
   lo.pad_to_height = lo.pad_to_width = 32;  // 28x28 -> 32x32, as LeNet-5 expects
   lo.mean = {0.2860f};                      // Fashion-MNIST training-set statistics
   lo.std = {0.3530f};
-  const sinew::TrainerOptions to{.threads = args.integer("threads", 0), .seed = lo.seed};
-  const Optim::options oo{.lr = float(args.number("lr", 0.05)), .momentum = float(args.number("momentum", 0.9))};
-  const std::string json = args.get("json", "");
-  const int workers = args.integer("workers", 2);
-  const auto checkpoints = sinew::examples::Checkpoints::from(args);
-  args.check_unused();
+  const sinew::TrainerOptions to{.threads = s.threads, .seed = lo.seed};
+  const Optim::options oo{.lr = float(s.lr), .momentum = float(s.momentum)};
 
-  Loader train = make_loader(kind, workers, sinew::data::Split::train, dir, lo);
+  Loader train = make_loader(s.loader, s.workers, sinew::data::Split::train, s.dir, lo);
   lo.shuffle = false;
-  Loader test = make_loader(kind, workers, sinew::data::Split::test, dir, lo);
+  Loader test = make_loader(s.loader, s.workers, sinew::data::Split::test, s.dir, lo);
   Train trainer(to, oo);
   std::printf("LeNet-5 on Fashion-MNIST (%zu train, %zu test images), %s loader, %s backend, %d threads, batch %d\n",
               train.size(), test.size(), train.name().c_str(), std::string(Backend::kName).c_str(),
               trainer.context().threads(), lo.batch_size);
 
+  const auto progress = s.progress.attach(trainer, true, s.epochs);
   std::vector<sinew::examples::EpochRecord> records;
-  for (int e = checkpoints.start(trainer, true); e < epochs; ++e) {
+  for (int e = s.checkpoints.start(trainer, true); e < s.epochs; ++e) {
     sinew::examples::EpochRecord r;
     r.train = trainer.train_epoch(train);
     r.test = trainer.evaluate(test);
-    sinew::examples::print_epoch(r, epochs);
+    sinew::examples::print_epoch(r, s.epochs);
     records.push_back(r);
-    checkpoints.after_epoch(trainer, e, epochs);
+    s.checkpoints.after_epoch(trainer, e, s.epochs);
   }
-  if (!json.empty()) {
-    auto config = sinew::metrics::Json::make_object();
-    config.set("net", "lenet5");
-    config.set("dataset", "fashion-mnist");
-    config.set("loader", train.name());
-    config.set("backend", Backend::kName);
-    config.set("threads", trainer.context().threads());
-    config.set("batch", lo.batch_size);
-    config.set("lr", oo.lr);
-    config.set("momentum", oo.momentum);
-    sinew::examples::results_json("train_lenet5", config, records, trainer.images_per_second()).save(json);
+  if (!s.json.empty()) {
+    auto config = sinew::metrics::Json::object();
+    config["net"] = "lenet5";
+    config["dataset"] = "fashion-mnist";
+    config["loader"] = train.name();
+    config["backend"] = Backend::kName;
+    config["threads"] = trainer.context().threads();
+    config["batch"] = lo.batch_size;
+    config["lr"] = s.lr;
+    config["momentum"] = s.momentum;
+    const auto results = sinew::examples::results_json("train_lenet5", config, records, trainer.images_per_second());
+    sinew::metrics::save_json(results, s.json);
   }
   return 0;
 }
 
 int main(int argc, char** argv) try {
-  sinew::cli::Args args(argc, argv,
-                        "usage: train_lenet5 [--data DIR] [--epochs 5] [--batch 64] [--lr 0.05] [--momentum 0.9]\n"
-                        "                    [--threads N] [--seed 0] [--loader cached|bytes|streaming]\n"
-                        "                    [--workers 2] [--json FILE]\n"
-                        "                    [--checkpoint-dir D] [--checkpoint-every 1 (epochs)] [--resume]");
-  const std::string loader = args.get("loader", "cached");
-  if (loader != "cached" && loader != "bytes" && loader != "streaming")
-    args.fail("--loader must be cached, bytes or streaming, not '" + loader + "'");
-  return run(args, loader);
+  Settings s;
+  CLI::App app{"LeNet-5 on Fashion-MNIST (Debian's dataset-fashion-mnist), one line per epoch", "train_lenet5"};
+  app.add_option("--data", s.dir, "the Fashion-MNIST IDX files")->option_text("DIR")->capture_default_str();
+  app.add_option("--epochs", s.epochs, "epochs in all (with --resume, counting the saved ones)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--batch", s.batch, "batch size")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--lr", s.lr, "learning rate")->capture_default_str();
+  app.add_option("--momentum", s.momentum, "SGD momentum")->capture_default_str();
+  sinew::cli::add_threads(app, s.threads, "compute threads (0: OMP_NUM_THREADS or every core)");
+  app.add_option("--seed", s.seed, "initialisation and shuffling")->capture_default_str();
+  app.add_option("--loader", s.loader, "decoded floats, uint8 bytes in memory, or read from the files every epoch")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cached", "bytes", "streaming"}));
+  app.add_option("--workers", s.workers, "reader threads of the streaming loader (0: the trainer's thread reads)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  sinew::cli::add_json(app, s.json);
+  s.checkpoints.add_options(app);
+  s.progress.add_options(app);
+  sinew::cli::parse(app, argc, argv);
+  return run(s);
 } catch (const std::exception& e) {
   std::fprintf(stderr, "train_lenet5: %s\n", e.what());
   return 1;

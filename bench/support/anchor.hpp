@@ -4,8 +4,10 @@
 
 #include <cstdio>
 #include <map>
-#include <regex>
+#include <sstream>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 namespace sinew::bench {
 
@@ -32,24 +34,23 @@ inline Anchor run_pytorch_anchor(const std::string& script, const std::string& a
     a.note = "PyTorch anchor unavailable (" + script + " exited with " + std::to_string(status >> 8) + "): " + out;
     return a;
   }
-  const std::regex line_re(R"(\{[^\n]*"batch": (\d+)[^\n]*\})");
-  const auto number = [](const std::string& line, const char* key) {
-    std::smatch m;
-    const std::regex re(std::string("\"") + key + R"re(": ([0-9.eE+-]+))re");
-    return std::regex_search(line, m, re) ? std::stod(m[1]) : 0.0;
-  };
-  const auto text = [](const std::string& line, const char* key) {
-    std::smatch m;
-    const std::regex re(std::string("\"") + key + R"re(": "([^"]*)")re");
-    return std::regex_search(line, m, re) ? std::string(m[1]) : std::string();
-  };
-  for (std::sregex_iterator it(out.begin(), out.end(), line_re), end; it != end; ++it) {
-    const std::string line = (*it)[0];
-    const int batch = std::stoi((*it)[1]);
-    a.images_per_second[batch] = number(line, "images_per_second");
-    a.peak_rss_bytes[batch] = number(line, "peak_rss_bytes");
-    a.torch_version = text(line, "torch_version");
-    a.blas = text(line, "blas");
+  // One JSON object per result line (bench/pytorch/common.py's print_result); other lines are PyTorch's own.
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line.front() != '{') continue;
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.contains("batch") || !j["batch"].is_number_integer()) continue;
+    const auto number = [&](const char* key) {
+      return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0;
+    };
+    const auto text = [&](const char* key) {
+      return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+    };
+    const int batch = j["batch"].get<int>();
+    a.images_per_second[batch] = number("images_per_second");
+    a.peak_rss_bytes[batch] = number("peak_rss_bytes");
+    a.torch_version = text("torch_version");
+    a.blas = text("blas");
   }
   return a;
 }

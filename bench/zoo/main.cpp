@@ -14,13 +14,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "support/anchor.hpp"
 #include "support/child.hpp"
-#include "support/cli.hpp"
+#include "cli/cli.hpp"
 #include "zoo/measure.hpp"
 
 namespace sinew::bench::zoo {
@@ -32,14 +31,6 @@ namespace {
 
 namespace zoo = sinew::bench::zoo;
 using sinew::metrics::Json;
-
-std::vector<std::string> split(const std::string& list) {
-  std::vector<std::string> out;
-  std::stringstream ss(list);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 struct Measurement {
   std::map<std::string, double> values;  // images_per_second, peak_rss_bytes, ...
@@ -53,53 +44,57 @@ Measurement run_child(const std::string& command) {
 }
 
 std::string child_command(const zoo::Config& c, const std::string& backend) {
-  return "/proc/" + std::to_string(getpid()) + "/exe --child --net " + c.net + " --backend " + backend +
-         " --batch " + std::to_string(c.batch) + " --threads " + std::to_string(c.threads) + " --warmup " +
-         std::to_string(c.warmup) + " --steps " + std::to_string(c.steps) + (c.inference ? " --inference" : "") +
-         (c.profile ? " --profile" : "");
+  return fmt::format("/proc/{}/exe --child --net {} --backend {} --batch {} --threads {} --warmup {} --steps {}{}{}",
+                     getpid(), c.net, backend, c.batch, c.threads, c.warmup, c.steps,
+                     c.inference ? " --inference" : "", c.profile ? " --profile" : "");
 }
 
-int child(sinew::cli::Args& args) {
-  zoo::Config c;
-  c.net = args.get("net", "");
-  const std::string backend = args.get("backend", "onednn");
-  c.batch = args.integer("batch", 42);
-  c.threads = args.integer("threads", 2);
-  c.warmup = args.integer("warmup", 10);
-  c.steps = args.integer("steps", 10);
-  c.inference = args.flag("inference");
-  c.profile = args.flag("profile");
-  args.check_unused();
+int child(const zoo::Config& c, const std::string& backend) {
   if (backend == "onednn") return zoo::measure_onednn(c);
-  if (backend == "eigen") return zoo::measure_eigen(c);
-  std::fprintf(stderr, "zoo: unknown backend %s (onednn or eigen)\n", backend.c_str());
-  return 2;
+  return zoo::measure_eigen(c);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) try {
-  sinew::cli::Args args(
-      argc, argv,
-      "usage: zoo [--net alexnet,resnet18,resnet18_cifar,resnet50,vgg16_bn] [--batch 42,128] [--backend onednn,eigen]\n"
-      "           [--threads 2] [--warmup 10] [--steps 10] [--no-inference] [--no-pytorch] [--profile]\n"
-      "           [--json FILE]");
-  if (args.flag("child")) return child(args);
-  const auto nets = split(args.get("net", "alexnet,resnet18,resnet18_cifar,resnet50,vgg16_bn"));
-  const auto backends = split(args.get("backend", "onednn"));
-  std::vector<int> batches;
-  for (const auto& b : split(args.get("batch", "42,128"))) batches.push_back(std::stoi(b));
+  std::vector<std::string> nets = zoo::net_names(), backends{"onednn"};
+  std::vector<int> batches{42, 128};
   zoo::Config base;
-  base.threads = args.integer("threads", 2);
-  base.warmup = args.integer("warmup", 10);
-  base.steps = args.integer("steps", 10);
-  base.profile = args.flag("profile");
-  const bool inference = !args.flag("no-inference"), pytorch = !args.flag("no-pytorch");
-  const std::string json = args.get("json", "");
-  args.check_unused();
-  for (const auto& n : nets)
-    if (std::find(zoo::net_names().begin(), zoo::net_names().end(), n) == zoo::net_names().end())
-      args.fail("--net " + n + " is not one of alexnet, resnet18, resnet18_cifar, resnet50, vgg16_bn");
+  bool child_mode = false, no_inference = false, no_pytorch = false;
+  std::string json;
+  CLI::App app{"Training images/s of the zoo's networks next to torchvision's in the same run, peak memory of each "
+               "side, single-thread inference at batch 1 and 42",
+               "zoo"};
+  app.add_option("--net", nets, "networks, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::IsMember(zoo::net_names()));
+  app.add_option("--batch", batches, "batch sizes, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--backend", backends, "backends, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::IsMember({"onednn", "eigen"}));
+  sinew::cli::add_threads(app, base.threads);
+  app.add_option("--warmup", base.warmup, "untimed steps first")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--steps", base.steps, "timed steps")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_flag("--no-inference", no_inference, "skip the single-thread inference runs");
+  app.add_flag("--no-pytorch", no_pytorch, "skip torchvision");
+  app.add_flag("--profile", base.profile, "print the top operator kinds of a separately profiled run");
+  sinew::cli::add_json(app, json);
+  // One measurement in a process of its own: this program started again by itself.
+  app.add_flag("--child", child_mode)->group("");
+  app.add_flag("--inference", base.inference)->group("");
+  sinew::cli::parse(app, argc, argv);
+  if (child_mode) {
+    zoo::Config c = base;
+    c.net = sinew::cli::single(app, nets, "--net");
+    c.batch = sinew::cli::single(app, batches, "--batch");
+    return child(c, sinew::cli::single(app, backends, "--backend"));
+  }
+  const bool inference = !no_inference, pytorch = !no_pytorch;
 
   // Training at each batch with the given threads; inference with one thread at batch 1 and 42.
   std::vector<zoo::Config> configs;
@@ -118,22 +113,22 @@ int main(int argc, char** argv) try {
       }
   }
 
-  std::printf("%-15s %-9s %6s %3s %-7s %10s %10s %6s %9s %9s\n", "net", "mode", "batch", "thr", "backend",
-              "sinew/s", "torch/s", "ratio", "RSS MiB", "torch MiB");
-  auto out = Json::make_array();
+  fmt::print("{:<15} {:<9} {:>6} {:>3} {:<7} {:>10} {:>10} {:>6} {:>9} {:>9}\n", "net", "mode", "batch", "thr",
+             "backend", "sinew/s", "torch/s", "ratio", "RSS MiB", "torch MiB");
+  auto out = Json::array();
   for (const zoo::Config& c : configs) {
     Measurement torch;
     if (pytorch) {
-      torch = run_child("/usr/bin/python3 " SINEW_SOURCE_DIR "/bench/pytorch/zoo.py --net " + c.net + " --batch " +
-                        std::to_string(c.batch) + " --threads " + std::to_string(c.threads) + " --warmup " +
-                        std::to_string(c.warmup) + " --steps " + std::to_string(c.steps) +
-                        (c.inference ? " --inference" : ""));
-      if (!torch.failure.empty()) std::fprintf(stderr, "zoo: PyTorch side of %s: %s\n", c.net.c_str(), torch.failure.c_str());
+      torch = run_child(fmt::format("/usr/bin/python3 {}/bench/pytorch/zoo.py --net {} --batch {} --threads {} "
+                                    "--warmup {} --steps {}{}",
+                                    SINEW_SOURCE_DIR, c.net, c.batch, c.threads, c.warmup, c.steps,
+                                    c.inference ? " --inference" : ""));
+      if (!torch.failure.empty()) fmt::print(stderr, "zoo: PyTorch side of {}: {}\n", c.net, torch.failure);
     }
     for (const auto& backend : backends) {
       const Measurement m = run_child(child_command(c, backend));
       if (!m.failure.empty()) {
-        std::fprintf(stderr, "zoo: %s on %s failed: %s\n", c.net.c_str(), backend.c_str(), m.failure.c_str());
+        fmt::print(stderr, "zoo: {} on {} failed: {}\n", c.net, backend, m.failure);
         continue;
       }
       const auto get = [](const Measurement& x, const char* k) {
@@ -142,35 +137,35 @@ int main(int argc, char** argv) try {
       };
       const double ips = get(m, "images_per_second"), tips = get(torch, "images_per_second");
       const double ratio = tips > 0 ? ips / tips : 0;
-      std::printf("%-15s %-9s %6d %3d %-7s %10.1f %10.1f %6.2f %9.0f %9.0f\n", c.net.c_str(),
-                  c.inference ? "inference" : "train", c.batch, c.threads, backend.c_str(), ips, tips, ratio,
-                  get(m, "peak_rss_bytes") / 1048576.0, get(torch, "peak_rss_bytes") / 1048576.0);
-      for (const auto& op : m.operators) std::printf("    %s\n", op.c_str());
+      fmt::print("{:<15} {:<9} {:>6} {:>3} {:<7} {:>10.1f} {:>10.1f} {:>6.2f} {:>9.0f} {:>9.0f}\n", c.net,
+                 c.inference ? "inference" : "train", c.batch, c.threads, backend, ips, tips, ratio,
+                 get(m, "peak_rss_bytes") / 1048576.0, get(torch, "peak_rss_bytes") / 1048576.0);
+      for (const auto& op : m.operators) fmt::print("    {}\n", op);
       std::fflush(stdout);
-      auto j = Json::make_object();
-      j.set("net", c.net);
-      j.set("mode", c.inference ? "inference" : "train");
-      j.set("batch", c.batch);
-      j.set("threads", c.threads);
-      j.set("backend", backend);
-      j.set("parameters", get(m, "parameters"));
-      j.set("images_per_second", ips);
-      j.set("pytorch_images_per_second", tips > 0 ? Json(tips) : Json());
-      j.set("ratio", ratio > 0 ? Json(ratio) : Json());
-      j.set("peak_rss_bytes", get(m, "peak_rss_bytes"));
-      j.set("pytorch_peak_rss_bytes", tips > 0 ? Json(get(torch, "peak_rss_bytes")) : Json());
-      j.set("pytorch_images_per_second_nchw", tips > 0 ? Json(get(torch, "images_per_second_nchw")) : Json());
-      j.set("pytorch_images_per_second_channels_last",
-            tips > 0 ? Json(get(torch, "images_per_second_channels_last")) : Json());
+      auto j = Json::object();
+      j["net"] = c.net;
+      j["mode"] = c.inference ? "inference" : "train";
+      j["batch"] = c.batch;
+      j["threads"] = c.threads;
+      j["backend"] = backend;
+      j["parameters"] = get(m, "parameters");
+      j["images_per_second"] = ips;
+      j["pytorch_images_per_second"] = tips > 0 ? Json(tips) : Json();
+      j["ratio"] = ratio > 0 ? Json(ratio) : Json();
+      j["peak_rss_bytes"] = get(m, "peak_rss_bytes");
+      j["pytorch_peak_rss_bytes"] = tips > 0 ? Json(get(torch, "peak_rss_bytes")) : Json();
+      j["pytorch_images_per_second_nchw"] = tips > 0 ? Json(get(torch, "images_per_second_nchw")) : Json();
+      j["pytorch_images_per_second_channels_last"] =
+          tips > 0 ? Json(get(torch, "images_per_second_channels_last")) : Json();
       if (!m.operators.empty()) {
-        auto ops = Json::make_array();
+        auto ops = Json::array();
         for (const auto& op : m.operators) ops.push_back(op);
-        j.set("top_operators", ops);
+        j["top_operators"] = ops;
       }
       out.push_back(std::move(j));
     }
   }
-  if (!json.empty()) out.save(json);
+  if (!json.empty()) sinew::metrics::save_json(out, json);
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "zoo: %s\n", e.what());

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-#include "support/cli.hpp"
+#include "cli/cli.hpp"
 
 namespace sinew::examples {
 
@@ -14,12 +14,14 @@ struct Checkpoints {
   int every = 1;        // --checkpoint-every: save every N epochs (and after the last)
   bool resume = false;  // --resume: continue the run saved in dir
 
-  static Checkpoints from(cli::Args& args) {
-    Checkpoints c{args.get("checkpoint-dir", ""), args.integer("checkpoint-every", 1), args.flag("resume")};
-    if (c.every < 1) args.fail("--checkpoint-every counts epochs and must be at least 1");
-    if (c.dir.empty() && (c.resume || args.get("checkpoint-every", "").size()))
-      args.fail("--resume and --checkpoint-every need --checkpoint-dir D");
-    return c;
+  /// Declares --checkpoint-dir, --checkpoint-every and --resume on `app`, read into this.
+  void add_options(CLI::App& app) {
+    auto* d = app.add_option("--checkpoint-dir", dir, "save the run into this directory")->option_text("D");
+    app.add_option("--checkpoint-every", every, "save every this many epochs (and after the last)")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber)
+        ->needs(d);
+    app.add_flag("--resume", resume, "continue the run saved in --checkpoint-dir")->needs(d);
   }
 
   /// With --resume, continues the saved run; returns the epoch to train next (0 for a new run).

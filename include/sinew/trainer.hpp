@@ -113,6 +113,7 @@ struct StepInfo {
   std::size_t samples = 0;        ///< of this rank in this step
   double loss = 0;                ///< this rank's mean loss over the step's samples
   metrics::PhaseSeconds phases;   ///< this step's
+  std::size_t epoch_steps = 0;    ///< steps this epoch will take (the loader's batches, or fewer when told)
 };
 
 /// What an evaluation pass measured.
@@ -386,6 +387,7 @@ class Trainer {
     double loss_sum = 0, timed_s = 0;
     std::size_t correct = 0, timed_images = 0;
     metrics::Stopwatch epoch_watch;
+    const std::size_t epoch_steps = std::min<std::size_t>(loader.batches_per_epoch(), max_steps);
     while (epoch_batch_ < max_steps) {
       metrics::PhaseSeconds phases;
       metrics::Stopwatch watch;
@@ -422,7 +424,7 @@ class Trainer {
       }
       ++step_;
       if (step_callback_)
-        step_callback_(StepInfo{epoch_, epoch_batch_ - 1, step_, n, value.loss, phases});
+        step_callback_(StepInfo{epoch_, epoch_batch_ - 1, step_, n, value.loss, phases, epoch_steps});
     }
     // A parameter server's worker ends the epoch with the servers' final parameters.
     if constexpr (requires { strategy_.template finish_epoch<M>(model_.parameters(), stats.phases); })

@@ -5,7 +5,6 @@
 #include <set>
 
 #include "sinew/core.hpp"
-#include "sinew/metrics/json.hpp"
 #include "sinew/tensor.hpp"
 
 namespace {
@@ -56,24 +55,6 @@ TEST(aligned_buffer, is_64_byte_aligned_and_zeroed) {
   EXPECT_EQ(align_floats(1), 16u);
   EXPECT_EQ(align_floats(16), 16u);
   EXPECT_EQ(align_floats(17), 32u);
-}
-
-TEST(json, writes_nested_objects_in_insertion_order_and_escapes) {
-  auto j = metrics::Json::make_object();
-  j.set("net", "lenet5");
-  j.set("batch", 42);
-  j.set("ratio", 2.5);
-  j.set("lr", 0.05f);
-  j.set("nan", std::nan(""));
-  auto phases = metrics::Json::make_object();
-  phases.set("load", 0.25);
-  j.set("phase_seconds", phases);
-  auto list = metrics::Json::make_array();
-  list.push_back(1);
-  list.push_back("a\"b");
-  j.set("list", list);
-  EXPECT_EQ(j.dump(0),
-            R"({"net":"lenet5","batch":42,"ratio":2.5,"lr":0.05,"nan":null,"phase_seconds":{"load":0.25},"list":[1,"a\"b"]})");
 }
 
 }  // namespace

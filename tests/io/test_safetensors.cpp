@@ -339,6 +339,45 @@ TEST(safetensors, truncated_data_names_the_tensor_that_runs_past_the_end) {
   expect_data_error([&] { a.load(file); }, {"6.bias", file.string(), "truncated"});
 }
 
+TEST(safetensors, offsets_past_2_to_the_53_are_read_exactly) {
+  // 2^53 + 1 has no double: a reader going through one would name 9007199254740992 or ...96.
+  const fs::path file = temp_file();
+  const std::string header = R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[9007199254740993,9007199254740997]}})";
+  std::vector<char> bytes;
+  for (int i = 0; i < 8; ++i) bytes.push_back(char((header.size() >> (8 * i)) & 0xff));
+  bytes.insert(bytes.end(), header.begin(), header.end());
+  bytes.resize(bytes.size() + 4);
+  write_bytes(file, bytes);
+  expect_data_error([&] { io::SafetensorsReader r(file); }, {"tensor w", "ends at byte 9007199254740997 of the data"});
+
+  std::uint64_t x = 0;
+  const auto doc = io::detail::parse_json("[9007199254740993, 18446744073709551615, 18446744073709551616, -1, 1.0]");
+  ASSERT_TRUE(io::detail::to_u64(doc[0], x));
+  EXPECT_EQ(x, (std::uint64_t(1) << 53) + 1);
+  ASSERT_TRUE(io::detail::to_u64(doc[1], x));
+  EXPECT_EQ(x, ~std::uint64_t(0));
+  EXPECT_FALSE(io::detail::to_u64(doc[2], x));  // past 64 bits
+  EXPECT_FALSE(io::detail::to_u64(doc[3], x));
+  EXPECT_FALSE(io::detail::to_u64(doc[4], x));  // a float, even a whole one
+  // ... and written exactly: a checkpoint manifest's step and seed round-trip through its JSON.
+  io::CheckpointManifest m;
+  m.step = (std::uint64_t(1) << 53) + 1;
+  m.seed = ~std::uint64_t(0);
+  const std::string text = io::manifest_json(m);
+  EXPECT_NE(text.find("9007199254740993"), std::string::npos) << text;
+  const io::CheckpointManifest back = io::parse_manifest(text, "test/checkpoint.json");
+  EXPECT_EQ(back.step, m.step);
+  EXPECT_EQ(back.seed, m.seed);
+}
+
+TEST(safetensors, a_deeply_nested_or_duplicated_header_is_refused_with_a_sentence) {
+  expect_data_error([] { io::detail::parse_json(std::string(65, '[') + std::string(65, ']')); },
+                    {"nested deeper than 64 levels"});
+  expect_data_error([] { io::detail::parse_json(R"({"a":{"b":1,"b":2}})"); }, {"\"b\" appears twice"});
+  io::detail::parse_json(R"({"a":{"b":1},"c":{"b":2}})");  // the same key in two objects is fine
+  expect_data_error([] { io::detail::parse_json(R"({"a":tru})"); }, {"line 1, column"});
+}
+
 TEST(safetensors, offsets_that_disagree_with_the_shape_name_the_tensor) {
   const fs::path file = temp_file();
   State<Small> a;

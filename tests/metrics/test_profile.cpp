@@ -166,7 +166,7 @@ TEST(operator_profile, writes_kinds_and_nodes_as_json_and_csv) {
   Model<Net, backend::Eigen, metrics::OperatorProfile> model(ctx);
   train_steps(model, 2);
   const auto& p = model.profile();
-  const std::string json = p.to_json().dump(0);
+  const std::string json = p.to_json().dump();  // compact
   EXPECT_NE(json.find("\"steps\":2"), std::string::npos) << json;
   EXPECT_NE(json.find("{\"kind\":\"convolution_backward_data\",\"seconds_per_step\":"), std::string::npos) << json;
   EXPECT_NE(json.find("{\"node\":0,\"operator\":\"conv2d+tanh\""), std::string::npos) << json;

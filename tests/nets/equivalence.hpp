@@ -59,7 +59,7 @@ inline void formula_fill(std::string_view key, const std::vector<std::int64_t>& 
 
 /// A golden file, parsed.
 struct Golden {
-  io::detail::json_value root;
+  io::detail::json root;
 
   static Golden load(const std::string& net) {
     const std::string path = std::string(SINEW_GOLDEN_DIR) + "/" + net + ".json";
@@ -67,22 +67,21 @@ struct Golden {
     if (!f) throw error("golden file " + path + " is missing; run tests/reference/make_golden.py");
     std::stringstream text;
     text << f.rdbuf();
-    return {io::detail::json_parser::parse(text.str())};
+    return {io::detail::parse_json(text.str())};
   }
-  const io::detail::json_value& at(std::string_view key) const {
-    const auto* v = root.find(key);
+  const io::detail::json& at(std::string_view key) const {
+    const auto* v = io::detail::member(root, key);
     if (!v) throw error("golden file lacks \"" + std::string(key) + "\"");
     return *v;
   }
-  static double number(const io::detail::json_value& v) {
-    double d = 0;
-    if (!v.to_double(d)) throw error("golden file: expected a number");
-    return d;
+  static double number(const io::detail::json& v) {
+    if (!v.is_number()) throw error("golden file: expected a number");
+    return v.get<double>();
   }
   std::vector<double> numbers(std::string_view key) const { return numbers_of(at(key)); }
-  static std::vector<double> numbers_of(const io::detail::json_value& v) {
+  static std::vector<double> numbers_of(const io::detail::json& v) {
     std::vector<double> out;
-    for (const auto& e : *v.elements()) out.push_back(number(e));
+    for (const auto& e : v) out.push_back(number(e));
     return out;
   }
 };
@@ -109,14 +108,14 @@ void expect_equivalent_to_torchvision(const std::string& net, double gradient_bo
   const auto& entries = state_dict_entries<Net>();
 
   // The names: sinew's keys, dtypes and shapes equal PyTorch's state_dict, in its order.
-  const auto& keys = *g.at("keys").elements();
+  const auto& keys = g.at("keys");
   ASSERT_EQ(entries.size(), keys.size()) << net << ": sinew's state_dict has a different number of tensors";
   for (std::size_t i = 0; i < keys.size(); ++i) {
-    const auto& k = *keys[i].elements();
+    const auto& k = keys[i];
     std::vector<std::int64_t> shape;
     for (double d : Golden::numbers_of(k[2])) shape.push_back(std::int64_t(d));
-    EXPECT_EQ(entries[i].key, *k[0].string()) << net << ": tensor " << i;
-    EXPECT_EQ(entries[i].source == StateSource::batches_tracked ? "I64" : "F32", *k[1].string()) << entries[i].key;
+    EXPECT_EQ(entries[i].key, k[0].get<std::string>()) << net << ": tensor " << i;
+    EXPECT_EQ(entries[i].source == StateSource::batches_tracked ? "I64" : "F32", k[1].get<std::string>()) << entries[i].key;
     EXPECT_EQ(entries[i].shape(), shape) << entries[i].key;
   }
 
@@ -150,10 +149,10 @@ void expect_equivalent_to_torchvision(const std::string& net, double gradient_bo
   logit_error.add(loss.loss, Golden::number(g.at("loss")), 0, "loss");
 
   double largest_grad = 0;
-  for (const auto& [key, summary] : *g.at("grads").members())
-    largest_grad = std::max(largest_grad, Golden::number(*summary.find("norm")));
-  auto compare = [&](const io::detail::json_value& table, bool parameters, Worst& worst) {
-    for (const auto& [key, summary] : *table.members()) {
+  for (const auto& [key, summary] : g.at("grads").items())
+    largest_grad = std::max(largest_grad, Golden::number(summary.at("norm")));
+  auto compare = [&](const io::detail::json& table, bool parameters, Worst& worst) {
+    for (const auto& [key, summary] : table.items()) {
       const auto it = std::find_if(entries.begin(), entries.end(), [&](const StateEntry& e) { return e.key == key; });
       ASSERT_NE(it, entries.end()) << net << ": sinew has no tensor " << key;
       const std::span<const float> values =
@@ -162,16 +161,16 @@ void expect_equivalent_to_torchvision(const std::string& net, double gradient_bo
       double norm = 0;
       for (float v : values) norm += double(v) * v;
       norm = std::sqrt(norm);
-      if (summary.find("zero")) {
+      if (summary.contains("zero")) {
         // A bias before BatchNorm: its gradient is exactly 0, and float32 leaves rounding noise.
         EXPECT_LE(norm, 1e-5 * largest_grad) << net << ": " << key << " should have a zero gradient";
         continue;
       }
-      const double want_norm = Golden::number(*summary.find("norm"));
+      const double want_norm = Golden::number(summary.at("norm"));
       worst.add(norm, want_norm, 0, key + " norm");
       const double floor = want_norm / std::sqrt(double(values.size()));
-      const auto index = Golden::numbers_of(*summary.find("index"));
-      const auto value = Golden::numbers_of(*summary.find("value"));
+      const auto index = Golden::numbers_of(summary.at("index"));
+      const auto value = Golden::numbers_of(summary.at("value"));
       for (std::size_t s = 0; s < index.size(); ++s)
         worst.add(values[std::size_t(index[s])], value[s], floor, key + "[" + std::to_string(std::size_t(index[s])) + "]");
     }
@@ -182,12 +181,12 @@ void expect_equivalent_to_torchvision(const std::string& net, double gradient_bo
   // The golden values are float64 results; where PyTorch's own float32 run is further from them than 1e-3
   // (an ill-conditioned problem, see make_golden.py), sinew may be as far as a few times that, no further.
   const auto& torch32 = g.at("torch_float32_error");
-  auto bound = [&](std::string_view what) { return std::max(kTolerance, 4 * Golden::number(*torch32.find(what))); };
+  auto bound = [&](std::string_view what) { return std::max(kTolerance, 4 * Golden::number(torch32.at(std::string(what)))); };
   std::printf("[ equivalence ] %s: max relative error (PyTorch float32's in brackets): logits+loss %.1e [%.1e] at %s, "
               "gradients %.1e [%.1e] at %s, running statistics %.1e [%.1e] at %s\n",
-              net.c_str(), logit_error.error, Golden::number(*torch32.find("logits")), logit_error.where.c_str(),
-              grad_error.error, Golden::number(*torch32.find("grads")), grad_error.where.c_str(), buffer_error.error,
-              Golden::number(*torch32.find("buffers")), buffer_error.where.c_str());
+              net.c_str(), logit_error.error, Golden::number(torch32.at("logits")), logit_error.where.c_str(),
+              grad_error.error, Golden::number(torch32.at("grads")), grad_error.where.c_str(), buffer_error.error,
+              Golden::number(torch32.at("buffers")), buffer_error.where.c_str());
   EXPECT_LE(logit_error.error, bound("logits")) << net << ": logits differ from torchvision's at " << logit_error.where;
   EXPECT_LE(grad_error.error, std::max(gradient_bound, bound("grads"))) << net << ": gradients differ from torchvision's at " << grad_error.where;
   EXPECT_LE(buffer_error.error, bound("buffers"))

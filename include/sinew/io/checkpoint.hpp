@@ -165,23 +165,6 @@ inline void commit_file(const std::filesystem::path& tmp, const std::filesystem:
   fsync_path(file.parent_path().empty() ? std::filesystem::path(".") : file.parent_path(), true);
 }
 
-inline std::string json_quoted(std::string_view s) {
-  std::string q = "\"";
-  for (const char c : s) {
-    if (c == '"' || c == '\\') {
-      q += '\\';
-      q += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      q += buf;
-    } else {
-      q += c;
-    }
-  }
-  return q + "\"";
-}
-
 inline std::string hex64(std::uint64_t x) {
   char buf[20];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(x));
@@ -192,24 +175,24 @@ inline std::string hex64(std::uint64_t x) {
 
 /// The manifest as JSON text.
 inline std::string manifest_json(const CheckpointManifest& m) {
-  const auto quoted = [](std::string_view x) { return detail::json_quoted(x); };
-  std::string s = "{\n  \"format\": " + quoted(CheckpointManifest::kFormat) +
-                  ",\n  \"version\": " + std::to_string(m.version) +
-                  ",\n  \"generation\": " + std::to_string(m.generation) + ",\n  \"trainer\": {";
-  for (std::size_t i = 0; i < m.trainer.size(); ++i)
-    s += (i ? ", " : "") + quoted(m.trainer[i].first) + ": " + quoted(m.trainer[i].second);
-  s += "},\n  \"network_layout\": " + quoted(m.network_layout) + ",\n  \"seed\": " + std::to_string(m.seed) +
-       ",\n  \"world_size\": " + std::to_string(m.world_size) + ",\n  \"step\": " + std::to_string(m.step) +
-       ",\n  \"epoch\": " + std::to_string(m.epoch) + ",\n  \"batches_done\": " + std::to_string(m.batches_done) +
-       ",\n  \"loader\": {\"batch_size\": " +
-       std::to_string(m.batch_size) + ", \"batches_per_epoch\": " + std::to_string(m.batches_per_epoch);
-  if (m.shuffle_seed) s += ", \"shuffle_seed\": " + std::to_string(*m.shuffle_seed);
-  s += "},\n  \"files\": [";
-  for (std::size_t i = 0; i < m.files.size(); ++i)
-    s += std::string(i ? "," : "") + "\n    {\"name\": " + quoted(m.files[i].name) +
-         ", \"bytes\": " + std::to_string(m.files[i].bytes) + ", \"fnv1a64\": " +
-         quoted(detail::hex64(m.files[i].checksum)) + "}";
-  return s + "\n  ]\n}\n";
+  detail::json j = {{"format", CheckpointManifest::kFormat},
+                    {"version", m.version},
+                    {"generation", m.generation},
+                    {"trainer", detail::json::object()}};
+  for (const auto& [k, v] : m.trainer) j["trainer"][k] = v;
+  j["network_layout"] = m.network_layout;
+  j["seed"] = m.seed;
+  j["world_size"] = m.world_size;
+  j["step"] = m.step;
+  j["epoch"] = m.epoch;
+  j["batches_done"] = m.batches_done;
+  j["loader"] = {{"batch_size", m.batch_size}, {"batches_per_epoch", m.batches_per_epoch}};
+  if (m.shuffle_seed) j["loader"]["shuffle_seed"] = *m.shuffle_seed;
+  auto& files = j["files"] = detail::json::array();
+  for (const auto& f : m.files)
+    files.push_back({{"name", f.name}, {"bytes", f.bytes}, {"fnv1a64", detail::hex64(f.checksum)}});
+  // A name that is not UTF-8 (the trainer's type names are ASCII) is written as U+FFFD rather than failing.
+  return j.dump(2, ' ', false, detail::json::error_handler_t::replace) + "\n";
 }
 
 /// Parses a manifest's text; `file` names it in errors (data_error). Never trusts the text: a missing or
@@ -219,23 +202,23 @@ inline CheckpointManifest parse_manifest(std::string_view text, const std::strin
     return data_error("checkpoint: " + file + " is not a valid checkpoint manifest: " + what +
                       " (a truncated or corrupt file? the checkpoint cannot be loaded)");
   };
-  detail::json_value doc;
+  detail::json doc;
   try {
-    doc = detail::json_parser::parse(text);
+    doc = detail::parse_json(text);
   } catch (const std::exception& e) {
     throw corrupt(std::string("not valid JSON (") + e.what() + ")");
   }
   if (!doc.is_object()) throw corrupt("not a JSON object");
-  const auto u64 = [&](const detail::json_value& in, std::string_view key) {
-    const detail::json_value* v = in.find(key);
+  const auto u64 = [&](const detail::json& in, std::string_view key) {
+    const detail::json* v = detail::member(in, key);
     std::uint64_t x = 0;
-    if (!v || !v->to_u64(x)) throw corrupt("\"" + std::string(key) + "\" is missing or not a non-negative integer");
+    if (!v || !detail::to_u64(*v, x)) throw corrupt("\"" + std::string(key) + "\" is missing or not a non-negative integer");
     return x;
   };
-  const auto str = [&](const detail::json_value& in, std::string_view key) {
-    const detail::json_value* v = in.find(key);
-    if (!v || !v->string()) throw corrupt("\"" + std::string(key) + "\" is missing or not a string");
-    return *v->string();
+  const auto str = [&](const detail::json& in, std::string_view key) {
+    const detail::json* v = detail::member(in, key);
+    if (!v || !v->is_string()) throw corrupt("\"" + std::string(key) + "\" is missing or not a string");
+    return v->get<std::string>();
   };
   if (str(doc, "format") != CheckpointManifest::kFormat) throw corrupt("its format is not sinew-checkpoint");
   CheckpointManifest m;
@@ -245,11 +228,11 @@ inline CheckpointManifest parse_manifest(std::string_view text, const std::strin
                      "; this sinew reads version " + std::to_string(CheckpointManifest::kVersion) +
                      " (written by another sinew?)");
   m.generation = u64(doc, "generation");
-  const detail::json_value* trainer = doc.find("trainer");
-  if (!trainer || !trainer->members()) throw corrupt("\"trainer\" is missing or not an object");
-  for (const auto& [k, v] : *trainer->members()) {
-    if (!v.string()) throw corrupt("trainer." + k + " is not a string");
-    m.trainer.emplace_back(k, *v.string());
+  const detail::json* trainer = detail::member(doc, "trainer");
+  if (!trainer || !trainer->is_object()) throw corrupt("\"trainer\" is missing or not an object");
+  for (const auto& [k, v] : trainer->items()) {
+    if (!v.is_string()) throw corrupt("trainer." + k + " is not a string");
+    m.trainer.emplace_back(k, v.get<std::string>());
   }
   m.network_layout = str(doc, "network_layout");
   m.seed = u64(doc, "seed");
@@ -260,14 +243,14 @@ inline CheckpointManifest parse_manifest(std::string_view text, const std::strin
   if (m.world_size == 0 || m.world_size > (1u << 24)) throw corrupt("\"world_size\" is out of range");
   if (m.epoch > (1u << 30)) throw corrupt("\"epoch\" is out of range");
   if (m.batches_done > (std::uint64_t(1) << 40)) throw corrupt("\"batches_done\" is out of range");
-  const detail::json_value* loader = doc.find("loader");
+  const detail::json* loader = detail::member(doc, "loader");
   if (!loader || !loader->is_object()) throw corrupt("\"loader\" is missing or not an object");
   m.batch_size = u64(*loader, "batch_size");
   m.batches_per_epoch = u64(*loader, "batches_per_epoch");
-  if (loader->find("shuffle_seed")) m.shuffle_seed = u64(*loader, "shuffle_seed");
-  const detail::json_value* files = doc.find("files");
-  if (!files || !files->elements()) throw corrupt("\"files\" is missing or not an array");
-  for (const detail::json_value& f : *files->elements()) {
+  if (detail::member(*loader, "shuffle_seed")) m.shuffle_seed = u64(*loader, "shuffle_seed");
+  const detail::json* files = detail::member(doc, "files");
+  if (!files || !files->is_array()) throw corrupt("\"files\" is missing or not an array");
+  for (const detail::json& f : *files) {
     if (!f.is_object()) throw corrupt("an entry of \"files\" is not an object");
     CheckpointFile cf{str(f, "name"), u64(f, "bytes"), 0};
     if (cf.name.empty() || cf.name.find('/') != std::string::npos || cf.name == "." || cf.name == "..")

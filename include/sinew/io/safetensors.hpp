@@ -168,21 +168,19 @@ class SafetensorsReader {
   }
 
   void parse(std::string_view text) {
-    detail::json_value root;
+    detail::json root;
     try {
-      root = detail::json_parser::parse(text);
+      root = detail::parse_json(text);
     } catch (const data_error& e) {
       corrupt(std::string("not valid JSON (") + e.what() + ")");
     }
-    const auto* members = root.members();
-    if (!members) corrupt("the header is not a JSON object");
-    for (const auto& [name, v] : *members) {
+    if (!root.is_object()) corrupt("the header is not a JSON object");
+    for (const auto& [name, v] : root.items()) {
       if (name == "__metadata__") {
-        const auto* m = v.members();
-        if (!m) corrupt("__metadata__ is not an object");
-        for (const auto& [k, s] : *m) {
-          if (!s.string()) corrupt("__metadata__ value " + k + " is not a string");
-          metadata_.emplace_back(k, *s.string());
+        if (!v.is_object()) corrupt("__metadata__ is not an object");
+        for (const auto& [k, s] : v.items()) {
+          if (!s.is_string()) corrupt("__metadata__ value " + k + " is not a string");
+          metadata_.emplace_back(k, s.get<std::string>());
         }
         continue;
       }
@@ -223,27 +221,27 @@ class SafetensorsReader {
               " (a header length too short for its header, or bytes appended to the file?)");
   }
 
-  SafetensorsTensor tensor(const std::string& name, const detail::json_value& v) const {
+  SafetensorsTensor tensor(const std::string& name, const detail::json& v) const {
     SafetensorsTensor t{name, {}, {}, 0, 0};
-    const auto* dtype = v.find("dtype");
-    const auto* shape = v.find("shape");
-    const auto* offsets = v.find("data_offsets");
-    if (!v.is_object() || !dtype || !dtype->string() || !shape || !shape->elements() || !offsets ||
-        !offsets->elements() || offsets->elements()->size() != 2)
+    const auto* dtype = detail::member(v, "dtype");
+    const auto* shape = detail::member(v, "shape");
+    const auto* offsets = detail::member(v, "data_offsets");
+    if (!dtype || !dtype->is_string() || !shape || !shape->is_array() || !offsets || !offsets->is_array() ||
+        offsets->size() != 2)
       corrupt("tensor " + name + " lacks a string \"dtype\", an array \"shape\" or a pair \"data_offsets\"");
-    t.dtype = *dtype->string();
+    t.dtype = dtype->get<std::string>();
     const std::size_t element = dtype_size(t.dtype);
     if (element == 0) corrupt("tensor " + name + " has the unknown dtype " + t.dtype);
     // The element count, guarded against overflow: each extent and the product stay below the data size.
     std::uint64_t count = 1;
-    for (const auto& e : *shape->elements()) {
+    for (const auto& e : *shape) {
       std::uint64_t x = 0;
-      if (!e.to_u64(x) || x > (std::uint64_t(1) << 62)) corrupt("tensor " + name + " has an invalid extent in its shape");
+      if (!detail::to_u64(e, x) || x > (std::uint64_t(1) << 62)) corrupt("tensor " + name + " has an invalid extent in its shape");
       t.shape.push_back(std::int64_t(x));
       if (x != 0 && count > data_size_ / x) count = data_size_ + 1;  // larger than the file can hold
       else count *= x;
     }
-    if (!(*offsets->elements())[0].to_u64(t.begin) || !(*offsets->elements())[1].to_u64(t.end))
+    if (!detail::to_u64((*offsets)[0], t.begin) || !detail::to_u64((*offsets)[1], t.end))
       corrupt("tensor " + name + " has data_offsets that are not non-negative integers");
     if (t.begin > t.end) corrupt("tensor " + name + " has data_offsets that end before they begin");
     if (t.end > data_size_)
@@ -280,41 +278,26 @@ struct TensorRef {
 /// so that a failed write never leaves a half-written file under the name.
 inline void write_safetensors(const std::filesystem::path& file, std::span<const TensorRef> tensors,
                               std::span<const std::pair<std::string, std::string>> metadata = {}) {
-  auto quoted = [](std::string_view s) {
-    std::string q = "\"";
-    for (char c : s) {
-      if (c == '"' || c == '\\') q += '\\';
-      if (static_cast<unsigned char>(c) < 0x20) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\u%04x", c);
-        q += buf;
-      } else {
-        q += c;
-      }
-    }
-    return q + "\"";
-  };
-  std::string header = "{";
+  detail::json root = detail::json::object();
   if (!metadata.empty()) {
-    header += "\"__metadata__\":{";
-    for (std::size_t i = 0; i < metadata.size(); ++i) {
-      if (i) header += ',';
-      header += quoted(metadata[i].first) + ":" + quoted(metadata[i].second);
-    }
-    header += "}";
+    auto& m = root["__metadata__"] = detail::json::object();
+    for (const auto& [k, v] : metadata) m[k] = v;
   }
   std::uint64_t offset = 0;
   for (const TensorRef& t : tensors) {
-    if (header.size() > 1) header += ",";
-    header += quoted(t.name) + ":{\"dtype\":" + quoted(t.dtype) + ",\"shape\":[";
-    for (std::size_t d = 0; d < t.shape.size(); ++d) {
-      if (d) header += ',';
-      header += std::to_string(t.shape[d]);
-    }
-    header += "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + t.bytes.size()) + "]}";
-    offset += t.bytes.size();
+    const std::uint64_t end = offset + t.bytes.size();
+    if (root.contains(t.name))
+      throw error("safetensors: cannot write " + file.string() + ": two tensors are named " + t.name);
+    root[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, end}}};
+    offset = end;
   }
-  header += "}";
+  std::string header;
+  try {
+    header = root.dump();
+  } catch (const detail::json::type_error& e) {
+    throw error("safetensors: cannot write " + file.string() + ": a tensor name or metadata string is not UTF-8 (" +
+                e.what() + ")");
+  }
   header.append((8 - header.size() % 8) % 8, ' ');  // the data starts 8-byte aligned, as the reference writer pads
 
   std::error_code ec;

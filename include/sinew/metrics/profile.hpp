@@ -272,39 +272,39 @@ class OperatorProfile {
   ///             "backward_calls", "kinds": {kind: seconds_per_step}}...]}; shares are of the kinds' sum.
   Json to_json() const {
     const double per = 1.0 / double(std::max<std::size_t>(steps_, 1));
-    auto root = Json::make_object();
-    root.set("steps", steps_);
+    auto root = Json::object();
+    root["steps"] = steps_;
     double sum = 0;
     for (std::size_t k = 0; k < kOpKinds; ++k) sum += total(OpKind(k)).seconds;
-    auto kinds = Json::make_array();
+    auto kinds = Json::array();
     for (std::size_t k = 0; k < kOpKinds; ++k) {
       const Part t = total(OpKind(k));
       if (t.calls == 0) continue;
-      auto j = Json::make_object();
-      j.set("kind", std::string(op_kind_name(OpKind(k))));
-      j.set("seconds_per_step", t.seconds * per);
-      j.set("calls_per_step", double(t.calls) * per);
-      j.set("share", sum > 0 ? t.seconds / sum : 0.0);
+      auto j = Json::object();
+      j["kind"] = std::string(op_kind_name(OpKind(k)));
+      j["seconds_per_step"] = t.seconds * per;
+      j["calls_per_step"] = double(t.calls) * per;
+      j["share"] = sum > 0 ? t.seconds / sum : 0.0;
       kinds.push_back(std::move(j));
     }
-    root.set("kinds", std::move(kinds));
-    auto nodes = Json::make_array();
+    root["kinds"] = std::move(kinds);
+    auto nodes = Json::array();
     for (std::size_t i = 0; i < entries_.size(); ++i) {
       const Entry& e = entries_[i];
-      auto j = Json::make_object();
-      j.set("node", i);
-      j.set("operator", e.name);
-      j.set("forward_seconds_per_step", e.forward_seconds * per);
-      j.set("backward_seconds_per_step", e.backward_seconds * per);
-      j.set("forward_calls", e.forward_calls);
-      j.set("backward_calls", e.backward_calls);
-      auto split = Json::make_object();
+      auto j = Json::object();
+      j["node"] = i;
+      j["operator"] = e.name;
+      j["forward_seconds_per_step"] = e.forward_seconds * per;
+      j["backward_seconds_per_step"] = e.backward_seconds * per;
+      j["forward_calls"] = e.forward_calls;
+      j["backward_calls"] = e.backward_calls;
+      auto split = Json::object();
       for (std::size_t k = 0; k < kOpKinds; ++k)
-        if (e.kinds[k].calls > 0) split.set(std::string(op_kind_name(OpKind(k))), e.kinds[k].seconds * per);
-      j.set("kinds", std::move(split));
+        if (e.kinds[k].calls > 0) split[std::string(op_kind_name(OpKind(k)))] = e.kinds[k].seconds * per;
+      j["kinds"] = std::move(split);
       nodes.push_back(std::move(j));
     }
-    root.set("nodes", std::move(nodes));
+    root["nodes"] = std::move(nodes);
     return root;
   }
 
