@@ -95,6 +95,13 @@ class MpiAllReduce : public detail::allreduce_base<Comm, MpiAllReduce<Comm>> {
 
   void submit(std::span<float> bucket) { in_flight_.push_back(this->comm_.iallreduce_sum(bucket)); }
 
+  // MPI does not promise that every rank's sum is the same to the bit (each rank may add in another order), so
+  // rank 0's goes to all: a few floats per BatchNorm channel, once an epoch.
+  void sum_buffers(std::span<float> buffers) {
+    this->comm_.allreduce_sum(buffers);
+    this->comm_.broadcast(buffers, 0);
+  }
+
   bool poll() {
     for (; done_ < in_flight_.size(); ++done_)
       if (!in_flight_[done_].test()) return false;
@@ -108,6 +115,6 @@ class MpiAllReduce : public detail::allreduce_base<Comm, MpiAllReduce<Comm>> {
   std::size_t done_ = 0;
 };
 
-static_assert(Strategy<MpiAllReduce<comm::example::single_process>>);
+static_assert(Strategy<MpiAllReduce<comm::example::single_process>> && req::has_buffer_sync<MpiAllReduce<comm::example::single_process>>);
 
 }  // namespace sinew::dist
