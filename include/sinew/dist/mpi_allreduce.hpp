@@ -14,6 +14,9 @@
 // non-blocking collective on only inside MPI calls, so these tests are its progress. update() then waits only
 // for what is still in flight.
 //
+// BatchNorm's running statistics are averaged over the ranks at every epoch's end (synchronize_buffers, the
+// buffer hook of strategy_spec.hpp): MPI_Allreduce, then rank 0's result broadcast, so every rank holds the same.
+//
 // Determinism is MPI's: the order in which MPI_Allreduce adds the ranks' floats is the MPI library's choice
 // (its algorithm may depend on the message size, the process placement and the library's tuning), so sinew
 // does not promise that two runs are bitwise identical, nor that a resumed run ends exactly where the run that

@@ -24,6 +24,9 @@
 // arrived messages allow (RingOperation), on the training thread: no thread, no MPI_THREAD_MULTIPLE. update()
 // then drives what is left to the end.
 //
+// BatchNorm's running statistics are averaged over the ranks at every epoch's end by the same ring
+// (synchronize_buffers, the buffer hook of strategy_spec.hpp), so every rank holds the same floats.
+//
 // Determinism: each float of the sum is added in the ring's order, whatever order messages arrive in, so with
 // the same seeds, ranks and threads a Sync run repeats bit for bit, and a run resumed from a checkpoint ends
 // where the run that was not stopped ends (tests/dist/test_checkpoint.cpp).
