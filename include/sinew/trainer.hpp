@@ -17,12 +17,14 @@
 // train (a parameter server) train_epoch serves the workers' epoch instead.
 //
 // A strategy with overlap hooks (dist/strategy_spec.hpp) hears from backward as each layer's gradients are
-// final. At the end of every epoch the strategy's buffer hook makes the BatchNorm running statistics the same
-// on every worker (the all-reduce strategies and the parameter server average them), so every rank evaluates
-// alike after train_epoch or train_steps returned; evaluate() itself is not collective. A strategy with require_agreement checks at construction that every rank built the same trainer, and
+// final. A strategy with require_agreement checks at construction that every rank built the same trainer, and
 // at each epoch that every rank has the same batch size and number of batches: a mismatch is an error naming
 // the rank, not a hang. (A parameter server's servers take part without a loader of their own, and its Async
 // and BoundedStaleness modes allow workers uneven numbers of batches: mode<M>::kUnevenEpochs.)
+//
+// BatchNorm statistics: at the end of every epoch the strategy's buffer hook (dist/strategy_spec.hpp) makes the
+// running statistics the same on every worker (the all-reduce strategies and the parameter server average
+// them), so every rank evaluates alike after train_epoch or train_steps returned; evaluate() is not collective.
 //
 // Steps, not only epochs: train_epoch(loader, max_steps) ends the epoch after max_steps steps (every rank must
 // pass the same), and train_steps(loader, n) trains n steps over as many epochs as that takes. A per-step
@@ -268,10 +270,10 @@ class Trainer {
   ///
   /// On another number of ranks (a rank died; or more machines): the step and epoch counts continue; worker i
   /// takes the BatchNorm statistics, dropout step and optimizer state of saved worker i mod (saved workers)
-  /// (an all-reduce keeps the optimizer's state the same on every rank; BatchNorm statistics are shared
-  /// between epochs, each rank's own inside one, so a new rank starts from a saved rank's); a parameter
-  /// server's server s reads saved server s's shard (the number of servers is part of the strategy's type, so
-  /// the shards are the same ranges) whatever its rank now. The loaders' position is the number of samples of the epoch's permutation
+  /// (an all-reduce keeps the optimizer's state the same on every rank; BatchNorm statistics are each rank's
+  /// own running averages, so a new rank starts from a saved rank's); a parameter server's server s reads
+  /// saved server s's shard (the number of servers is part of the strategy's type, so the shards are the same
+  /// ranges) whatever its rank now. The loaders' position is the number of samples of the epoch's permutation
   /// already dealt (batches x batch size x workers): the new workers continue from the same sample when that
   /// is a whole number of their steps; otherwise the rest of the saved epoch is not trained and training
   /// continues at the start of the next.
@@ -488,7 +490,8 @@ class Trainer {
   /// At the end of every epoch, on every rank: the strategy makes the BatchNorm statistics the same on every
   /// worker (the buffer hook of dist/strategy_spec.hpp), so evaluate() and checkpoints see shared ones.
   void synchronize_buffers() {
-    if constexpr (model_type::kBufferSpan > 0 && req::has_buffer_sync<S>) strategy_.synchronize_buffers(model_.buffers());
+    if constexpr (model_type::kBufferSpan > 0 && req::has_buffer_sync<S>)
+      strategy_.synchronize_buffers(model_.buffers());
   }
 
   static constexpr bool has_agreement =

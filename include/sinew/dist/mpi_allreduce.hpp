@@ -118,6 +118,7 @@ class MpiAllReduce : public detail::allreduce_base<Comm, MpiAllReduce<Comm>> {
   std::size_t done_ = 0;
 };
 
-static_assert(Strategy<MpiAllReduce<comm::example::single_process>> && req::has_buffer_sync<MpiAllReduce<comm::example::single_process>>);
+static_assert(Strategy<MpiAllReduce<comm::example::single_process>>);
+static_assert(req::has_buffer_sync<MpiAllReduce<comm::example::single_process>>);
 
 }  // namespace sinew::dist

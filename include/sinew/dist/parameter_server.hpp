@@ -660,6 +660,7 @@ class ParameterServer {
   double update_time_ = 0;
 };
 
-static_assert(Strategy<ParameterServer<comm::example::single_process, 1>> && req::has_buffer_sync<ParameterServer<comm::example::single_process, 1>>);
+static_assert(Strategy<ParameterServer<comm::example::single_process, 1>>);
+static_assert(req::has_buffer_sync<ParameterServer<comm::example::single_process, 1>>);
 
 }  // namespace sinew::dist

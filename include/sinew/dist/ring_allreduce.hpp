@@ -333,7 +333,9 @@ class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
 
   // The ring gives every rank the same floats: each segment is summed on one rank and passed on as it is. Only
   // at an epoch's end, when no bucket is in flight, so the gradients' workspace is free.
-  void sum_buffers(std::span<float> buffers) { ring_allreduce_sum(this->comm_, buffers, work_, options_.chunk_floats); }
+  void sum_buffers(std::span<float> buffers) {
+    ring_allreduce_sum(this->comm_, buffers, work_, options_.chunk_floats);
+  }
 
   bool poll() {
     for (;;) {
@@ -350,6 +352,7 @@ class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
   std::deque<std::span<float>> queued_;
 };
 
-static_assert(Strategy<RingAllReduce<comm::example::single_process>> && req::has_buffer_sync<RingAllReduce<comm::example::single_process>>);
+static_assert(Strategy<RingAllReduce<comm::example::single_process>>);
+static_assert(req::has_buffer_sync<RingAllReduce<comm::example::single_process>>);
 
 }  // namespace sinew::dist

@@ -93,6 +93,7 @@ class allreduce_base {
     derived().sum_buffers(buffers);
     scale(buffers, 1.0f / float(comm_.size()));
   }
+
   // The overlap hooks (see strategy_spec.hpp).
 
   /// Before start(): where the layers begin in the flat gradient buffer, for cutting buckets on them.
