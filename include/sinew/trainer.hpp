@@ -22,6 +22,10 @@
 // the rank, not a hang. (A parameter server's servers take part without a loader of their own, and its Async
 // and BoundedStaleness modes allow workers uneven numbers of batches: mode<M>::kUnevenEpochs.)
 //
+// BatchNorm statistics: at the end of every epoch the strategy's buffer hook (dist/strategy_spec.hpp) makes the
+// running statistics the same on every worker (the all-reduce strategies and the parameter server average
+// them), so every rank evaluates alike after train_epoch or train_steps returned; evaluate() is not collective.
+//
 // Steps, not only epochs: train_epoch(loader, max_steps) ends the epoch after max_steps steps (every rank must
 // pass the same), and train_steps(loader, n) trains n steps over as many epochs as that takes. A per-step
 // callback (set_step_callback) sees each step's loss and phases as it ends; it may throw to stop training.
@@ -429,6 +433,7 @@ class Trainer {
     // A parameter server's worker ends the epoch with the servers' final parameters.
     if constexpr (requires { strategy_.template finish_epoch<M>(model_.parameters(), stats.phases); })
       strategy_.template finish_epoch<M>(model_.parameters(), stats.phases);
+    synchronize_buffers();
     stats.seconds = epoch_watch.elapsed();
     if (stats.samples > 0) {
       stats.loss = loss_sum / double(stats.samples);
@@ -479,8 +484,16 @@ class Trainer {
     metrics::Stopwatch watch;
     ++epoch_;
     stats.steps = strategy_.template serve<M>(model_.parameters(), stats.phases);
+    synchronize_buffers();
     stats.seconds = watch.elapsed();
     return stats;
+  }
+
+  /// At the end of every epoch, on every rank: the strategy makes the BatchNorm statistics the same on every
+  /// worker (the buffer hook of dist/strategy_spec.hpp), so evaluate() and checkpoints see shared ones.
+  void synchronize_buffers() {
+    if constexpr (model_type::kBufferSpan > 0 && req::has_buffer_sync<S>)
+      strategy_.synchronize_buffers(model_.buffers());
   }
 
   static constexpr bool has_agreement =

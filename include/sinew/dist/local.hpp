@@ -52,11 +52,15 @@ struct Local {
     optimizer.step(params, grads);
     phases.update += watch.elapsed();
   }
+
+  /// Nothing to synchronise: one rank's running statistics are the only ones (the buffer hook of
+  /// dist/strategy_spec.hpp).
+  void synchronize_buffers(std::span<float>) noexcept {}
 };
 
 template <>
 struct Local::mode<Sync> {};
 
-static_assert(Strategy<Local>);
+static_assert(Strategy<Local> && req::has_buffer_sync<Local>);
 
 }  // namespace sinew::dist

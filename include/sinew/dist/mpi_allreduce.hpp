@@ -14,6 +14,9 @@
 // non-blocking collective on only inside MPI calls, so these tests are its progress. update() then waits only
 // for what is still in flight.
 //
+// BatchNorm's running statistics are averaged over the ranks at every epoch's end (synchronize_buffers, the
+// buffer hook of strategy_spec.hpp): MPI_Allreduce, then rank 0's result broadcast, so every rank holds the same.
+//
 // Determinism is MPI's: the order in which MPI_Allreduce adds the ranks' floats is the MPI library's choice
 // (its algorithm may depend on the message size, the process placement and the library's tuning), so sinew
 // does not promise that two runs are bitwise identical, nor that a resumed run ends exactly where the run that
@@ -95,6 +98,13 @@ class MpiAllReduce : public detail::allreduce_base<Comm, MpiAllReduce<Comm>> {
 
   void submit(std::span<float> bucket) { in_flight_.push_back(this->comm_.iallreduce_sum(bucket)); }
 
+  // MPI does not promise that every rank's sum is the same to the bit (each rank may add in another order), so
+  // rank 0's goes to all: a few floats per BatchNorm channel, once an epoch.
+  void sum_buffers(std::span<float> buffers) {
+    this->comm_.allreduce_sum(buffers);
+    this->comm_.broadcast(buffers, 0);
+  }
+
   bool poll() {
     for (; done_ < in_flight_.size(); ++done_)
       if (!in_flight_[done_].test()) return false;
@@ -109,5 +119,6 @@ class MpiAllReduce : public detail::allreduce_base<Comm, MpiAllReduce<Comm>> {
 };
 
 static_assert(Strategy<MpiAllReduce<comm::example::single_process>>);
+static_assert(req::has_buffer_sync<MpiAllReduce<comm::example::single_process>>);
 
 }  // namespace sinew::dist

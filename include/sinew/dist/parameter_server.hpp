@@ -61,6 +61,9 @@
 // Determinism: Sync is bitwise repeatable: a server sums the gradients in worker order, whatever order they
 // arrive in. Async and BoundedStaleness<K> are not: the order of the updates is the order of arrival.
 //
+// BatchNorm statistics: the workers' running statistics are averaged at the end of every epoch, over every
+// rank (synchronize_buffers), so every worker evaluates alike; the servers hold the mean too.
+//
 // Counters: counters() on each rank, gather_counters() (collective) for the whole job on every rank.
 //
 // Timing, per worker step: the slowest server's update time (it travels in the reply) counts as `update`, the
@@ -307,6 +310,19 @@ class ParameterServer {
     exchange(params, done, {}, phases, /*watched=*/!mode<M>::kUnevenEpochs);
     ++epoch_;
     step_ = 0;
+  }
+
+  /// Collective over every rank, servers included, once every worker has finished the epoch and every server
+  /// served it (the trainer calls it then, in every sync mode): the workers' running statistics become their
+  /// mean, the same floats on every rank (the buffer hook of strategy_spec.hpp). The servers, which never
+  /// train, add zeros; rank 0's sum goes to all, since MPI does not promise every rank the same to the bit.
+  void synchronize_buffers(std::span<float> buffers) {
+    if (buffers.empty()) return;
+    if (!is_worker()) std::fill(buffers.begin(), buffers.end(), 0.0f);
+    comm_.allreduce_sum(buffers);
+    comm_.broadcast(buffers, 0);
+    const float share = 1.0f / float(workers());
+    for (float& x : buffers) x *= share;
   }
 
   /// On a server: serves one epoch, until every worker has sent done; returns the optimizer steps taken. Throws
@@ -645,5 +661,6 @@ class ParameterServer {
 };
 
 static_assert(Strategy<ParameterServer<comm::example::single_process, 1>>);
+static_assert(req::has_buffer_sync<ParameterServer<comm::example::single_process, 1>>);
 
 }  // namespace sinew::dist

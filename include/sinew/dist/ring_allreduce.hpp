@@ -24,6 +24,9 @@
 // arrived messages allow (RingOperation), on the training thread: no thread, no MPI_THREAD_MULTIPLE. update()
 // then drives what is left to the end.
 //
+// BatchNorm's running statistics are averaged over the ranks at every epoch's end by the same ring
+// (synchronize_buffers, the buffer hook of strategy_spec.hpp), so every rank holds the same floats.
+//
 // Determinism: each float of the sum is added in the ring's order, whatever order messages arrive in, so with
 // the same seeds, ranks and threads a Sync run repeats bit for bit, and a run resumed from a checkpoint ends
 // where the run that was not stopped ends (tests/dist/test_checkpoint.cpp).
@@ -328,6 +331,12 @@ class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
     poll();
   }
 
+  // The ring gives every rank the same floats: each segment is summed on one rank and passed on as it is. Only
+  // at an epoch's end, when no bucket is in flight, so the gradients' workspace is free.
+  void sum_buffers(std::span<float> buffers) {
+    ring_allreduce_sum(this->comm_, buffers, work_, options_.chunk_floats);
+  }
+
   bool poll() {
     for (;;) {
       if (!ring_.done() && !ring_.advance()) return false;
@@ -344,5 +353,6 @@ class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
 };
 
 static_assert(Strategy<RingAllReduce<comm::example::single_process>>);
+static_assert(req::has_buffer_sync<RingAllReduce<comm::example::single_process>>);
 
 }  // namespace sinew::dist

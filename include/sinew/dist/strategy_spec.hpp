@@ -31,6 +31,27 @@
 //   s.set_shard_steps(n)            restores the shard optimizer's step count.
 // A strategy with s.communicator() and several ranks saves and loads collectively over it (broadcast, sum).
 //
+// Optional, for models with buffers (req::has_buffer_sync): BatchNorm's running mean and variance are not
+// parameters (no gradient reaches them), so without this hook each rank's drift apart and evaluation depends
+// on the rank that evaluates.
+//   s.synchronize_buffers(buffers)  collective over every rank, servers included: `buffers` is the model's
+//                                   flat array of running statistics (Model::buffers(), one span, no copy);
+//                                   afterwards it holds the same floats, bit for bit, on every worker. The
+//                                   trainer calls it at the end of every train_epoch (after finish_epoch or
+//                                   serve), on every rank, when the network has buffers; so evaluate(), which
+//                                   is not collective, sees statistics every rank shares once an epoch (or
+//                                   train_steps) returned, and a checkpoint saved between epochs holds them.
+// sinew's strategies average the workers' statistics (the running mean and the running variance, each the
+// mean over the workers): dist::RingAllReduce and dist::MpiAllReduce over their all-reduce, dist::ParameterServer
+// over every rank with the servers adding nothing, dist::Local has nothing to do. Averaging rather than
+// PyTorch DDP's choice (broadcast_buffers=True copies rank 0's buffers to every rank at the start of each
+// forward, so every other rank's statistics are thrown away): the running statistics are exponential moving
+// averages, linear in the batch statistics, so the mean of the ranks' averages is the moving average of the
+// mean batch statistics, which uses every rank's data (the statistics a single process would have gathered
+// over the global batch, less the spread between the ranks' batch means in the variance); and averaging once
+// an epoch equals averaging every step up to rounding, so the statistics need not cross the wire each step.
+// Between two synchronisations (inside an epoch, from the step callback) each rank holds its own statistics.
+//
 // Optional overlap hooks (req::has_overlap_hooks: all three or none). The trainer uses them when present, so
 // that communication runs while backward still computes:
 //   s.set_layer_starts(starts)      once, before start(): ascending offsets in the flat gradient buffer where
@@ -95,6 +116,11 @@ concept has_overlap_hooks = requires(S& s, std::span<const std::size_t> starts, 
   { s.set_layer_starts(starts) };
   { s.backward_begins(g) };
   { s.gradients_ready(i) };
+};
+/// The buffer hook of the contract above: averages the model's running statistics over the workers.
+template <class S>
+concept has_buffer_sync = requires(S& s, std::span<float> buffers) {
+  { s.synchronize_buffers(buffers) };
 };
 }  // namespace req
 

@@ -16,6 +16,9 @@
 //                           batches of it already trained (the loader's position), the loader's batch size,
 //                           batches per epoch and shuffle seed, and every file above with
 //                           its size in bytes and FNV-1a 64 checksum.
+// Saved between epochs, every rank's BatchNorm statistics are the same (the strategy averaged them at the
+// epoch's end: dist/strategy_spec.hpp); saved from the step callback, each rank's own, so that the resumed run
+// continues bit for bit.
 // The manifest is what makes a checkpoint exist: a file it does not list is not part of any checkpoint.
 //
 // Atomicity. Every file is written under a temporary name, fsync'ed, renamed to its name and the directory

@@ -85,6 +85,15 @@ class allreduce_base {
     comm::require_agreement(comm_, facts, who, counted);
   }
 
+  /// Collective: the model's running statistics become their mean over the ranks, the same floats on every
+  /// rank (the buffer hook of strategy_spec.hpp). Derived provides sum_buffers(span), a blocking sum that
+  /// leaves every rank with the same floats.
+  void synchronize_buffers(std::span<float> buffers) {
+    if (comm_.size() == 1 || buffers.empty()) return;
+    derived().sum_buffers(buffers);
+    scale(buffers, 1.0f / float(comm_.size()));
+  }
+
   // The overlap hooks (see strategy_spec.hpp).
 
   /// Before start(): where the layers begin in the flat gradient buffer, for cutting buckets on them.
