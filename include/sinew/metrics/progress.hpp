@@ -24,6 +24,7 @@ namespace sinew::metrics {
 /// Whether `stream` is a terminal (isatty), where a live line can be redrawn.
 inline bool is_terminal(std::FILE* stream) { return ::isatty(::fileno(stream)) == 1; }
 
+/// How a Progress reporter draws: a live line on a terminal or plain lines elsewhere, and how often.
 struct ProgressOptions {
   bool terminal = false;        ///< redraw one live line in place; false: plain lines, every every_seconds
   double redraw_seconds = 0.25; ///< on a terminal, redraw at most this often
@@ -32,14 +33,18 @@ struct ProgressOptions {
   int workers = 1;              ///< images/s is this rank's times this (data-parallel workers keep one pace)
 };
 
+/// Progress within an epoch for a Trainer's step callback: steps done, images/s, mean loss and ETA, on one
+/// live line on a terminal or one plain line every few seconds elsewhere. Attach with std::ref (it keeps state).
 class Progress {
  public:
   using clock_fn = std::function<double()>;  ///< monotonic seconds
 
+  /// The default clock: std::chrono::steady_clock in seconds.
   static double steady_seconds() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
   }
 
+  /// Writes to `out` as `options` say, reading time from `now` (a test passes a fake clock).
   explicit Progress(std::ostream& out, ProgressOptions options = {}, clock_fn now = steady_seconds)
       : out_(out), o_(options), now_(std::move(now)) {}
   Progress(const Progress&) = delete;  // it holds the line's state: attach it with std::ref
