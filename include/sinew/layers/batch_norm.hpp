@@ -18,6 +18,8 @@ namespace sinew {
 /// is written from the Model's step count (io/safetensors.hpp).
 struct BatchNorm2d {
   static constexpr std::string_view kName = "batch_norm2d";
+  using kind = layer_kind::batch_norm;
+  static constexpr std::string_view kProfile = "batch_norm";
   static constexpr float kEps = 1e-5f;        ///< added to the variance, as PyTorch
   static constexpr float kMomentum = 0.1f;    ///< weight of the batch in the running statistics, as PyTorch
   static constexpr bool kFusesActivation = true;  ///< an activation right after it may be fused

@@ -14,6 +14,8 @@ struct Conv2d {
   static_assert(Padding >= 0, "Conv2d: the padding must not be negative");
 
   static constexpr std::string_view kName = "conv2d";
+  using kind = layer_kind::conv2d;
+  static constexpr std::string_view kProfile = "convolution";
   static constexpr int kOutChannels = OutChannels;
   static constexpr int kKernel = Kernel;
   static constexpr int kStride = Stride;

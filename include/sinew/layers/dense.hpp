@@ -11,6 +11,8 @@ struct Dense {
   static_assert(Out > 0, "Dense: the number of outputs must be positive");
 
   static constexpr std::string_view kName = "dense";
+  using kind = layer_kind::dense;
+  static constexpr std::string_view kProfile = "fully_connected";
   static constexpr int kOutputs = Out;
   static constexpr bool kHasBias = Bias;
   static constexpr bool kFusesActivation = true;  ///< an activation right after it may be fused

@@ -17,6 +17,8 @@ struct Dropout {
   static_assert(Percent >= 0 && Percent < 100, "Dropout: the percentage dropped must be in [0, 100)");
 
   static constexpr std::string_view kName = "dropout";
+  using kind = layer_kind::dropout;
+  static constexpr std::string_view kProfile = "dropout";
   static constexpr int kPercent = Percent;
   static constexpr float kP = float(Percent) / 100.0f;  ///< probability of zeroing an element
 

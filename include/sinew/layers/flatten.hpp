@@ -7,6 +7,8 @@ namespace sinew {
 
 struct Flatten {
   static constexpr std::string_view kName = "flatten";
+  using kind = layer_kind::flatten;
+  static constexpr std::string_view kProfile = "flatten";
   template <FeatureShape In>
   struct at {
     using output = Flat<int(In::kSize)>;

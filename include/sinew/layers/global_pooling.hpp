@@ -12,6 +12,8 @@ namespace sinew {
 namespace detail {
 template <int OH, int OW>
 struct adaptive_pool_at {
+  using kind = layer_kind::adaptive_pooling;
+  static constexpr std::string_view kProfile = "pooling";
   template <FeatureShape In>
   struct at {
     using output = Shape<In::kChannels, OH, OW>;

@@ -70,6 +70,8 @@ void init_lowered_buffers(type_list<N...>, [[maybe_unused]] float* buffers) {
 template <class Main, class Shortcut = Chain<>>
 struct Residual {
   static constexpr std::string_view kName = "residual";
+  using kind = layer_kind::residual;
+  static constexpr std::string_view kProfile = "add";  ///< the sums; each branch op goes to its own kind
 
   template <FeatureShape In>
   struct at {

@@ -47,3 +47,10 @@ class activation_op {
 };
 
 }  // namespace sinew::backend::eigen
+
+namespace sinew::backend {
+template <>
+struct op_for<layer_kind::activation, Eigen> {
+  using type = eigen::activation_op;
+};
+}  // namespace sinew::backend

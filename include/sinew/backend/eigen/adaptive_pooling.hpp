@@ -129,3 +129,10 @@ class adaptive_pool_op {
 };
 
 }  // namespace sinew::backend::eigen
+
+namespace sinew::backend {
+template <>
+struct op_for<layer_kind::adaptive_pooling, Eigen> {
+  using type = eigen::adaptive_pool_op;
+};
+}  // namespace sinew::backend

@@ -155,3 +155,10 @@ class batch_norm_op {
 };
 
 }  // namespace sinew::backend::eigen
+
+namespace sinew::backend {
+template <>
+struct op_for<layer_kind::batch_norm, Eigen> {
+  using type = eigen::batch_norm_op;
+};
+}  // namespace sinew::backend

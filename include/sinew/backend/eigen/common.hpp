@@ -30,9 +30,14 @@
 
 #include "sinew/backend/backend_spec.hpp"
 #include "sinew/backend/generic/node_config.hpp"
+#include "sinew/backend/op_table.hpp"
 #include "sinew/backend/simd/activation.hpp"
 #include "sinew/core/error.hpp"
 #include "sinew/tensor/buffer.hpp"
+
+namespace sinew::backend {
+struct Eigen;
+}  // namespace sinew::backend
 
 namespace sinew::backend::eigen {
 

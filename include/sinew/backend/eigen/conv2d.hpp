@@ -134,3 +134,10 @@ class conv2d_op {
 };
 
 }  // namespace sinew::backend::eigen
+
+namespace sinew::backend {
+template <>
+struct op_for<layer_kind::conv2d, Eigen> {
+  using type = eigen::conv2d_op;
+};
+}  // namespace sinew::backend

@@ -89,3 +89,10 @@ class dense_op {
 };
 
 }  // namespace sinew::backend::eigen
+
+namespace sinew::backend {
+template <>
+struct op_for<layer_kind::dense, Eigen> {
+  using type = eigen::dense_op;
+};
+}  // namespace sinew::backend

@@ -95,3 +95,10 @@ class dropout_op {
 };
 
 }  // namespace sinew::backend::eigen
+
+namespace sinew::backend {
+template <>
+struct op_for<layer_kind::dropout, Eigen> {
+  using type = eigen::dropout_op;
+};
+}  // namespace sinew::backend

@@ -38,3 +38,10 @@ class flatten_op {
 };
 
 }  // namespace sinew::backend::eigen
+
+namespace sinew::backend {
+template <>
+struct op_for<layer_kind::flatten, Eigen> {
+  using type = eigen::flatten_op;
+};
+}  // namespace sinew::backend

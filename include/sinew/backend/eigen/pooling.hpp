@@ -160,3 +160,10 @@ class pooling_op {
 };
 
 }  // namespace sinew::backend::eigen
+
+namespace sinew::backend {
+template <>
+struct op_for<layer_kind::pooling, Eigen> {
+  using type = eigen::pooling_op;
+};
+}  // namespace sinew::backend

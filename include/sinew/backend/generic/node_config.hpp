@@ -14,14 +14,14 @@ namespace sinew::backend {
 /// The element-wise activation kernel of an activation layer type (none for NoActivation).
 template <class Act>
 constexpr simd::activation activation_of() {
-  if constexpr (std::is_same_v<Act, ReLU>)
-    return simd::activation::relu;
-  else if constexpr (std::is_same_v<Act, Tanh>)
-    return simd::activation::tanh;
-  else if constexpr (std::is_same_v<Act, Sigmoid>)
-    return simd::activation::sigmoid;
-  else
+  if constexpr (std::is_same_v<Act, NoActivation>) {
     return simd::activation::none;
+  } else {
+    static_assert(simd::kernel_of<Act> != simd::activation::none,
+                  "this activation has no element-wise kernel: add one to backend/simd/activation.hpp and name it "
+                  "with simd::kernel_of<Act> there (every backend computes activations with those kernels)");
+    return simd::kernel_of<Act>;
+  }
 }
 
 /// A Conv2d node (with its fused activation) at a batch size.

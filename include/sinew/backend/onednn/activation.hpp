@@ -52,3 +52,10 @@ class activation_op {
 };
 
 }  // namespace sinew::backend::onednn
+
+namespace sinew::backend {
+template <>
+struct op_for<layer_kind::activation, OneDnn> {
+  using type = onednn::activation_op;
+};
+}  // namespace sinew::backend

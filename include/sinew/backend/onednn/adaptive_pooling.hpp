@@ -166,3 +166,10 @@ class adaptive_pool_op {
 };
 
 }  // namespace sinew::backend::onednn
+
+namespace sinew::backend {
+template <>
+struct op_for<layer_kind::adaptive_pooling, OneDnn> {
+  using type = onednn::adaptive_pool_op;
+};
+}  // namespace sinew::backend

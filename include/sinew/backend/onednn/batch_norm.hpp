@@ -186,3 +186,10 @@ class batch_norm_op {
 };
 
 }  // namespace sinew::backend::onednn
+
+namespace sinew::backend {
+template <>
+struct op_for<layer_kind::batch_norm, OneDnn> {
+  using type = onednn::batch_norm_op;
+};
+}  // namespace sinew::backend

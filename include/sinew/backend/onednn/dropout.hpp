@@ -76,3 +76,10 @@ class dropout_op {
 };
 
 }  // namespace sinew::backend::onednn
+
+namespace sinew::backend {
+template <>
+struct op_for<layer_kind::dropout, OneDnn> {
+  using type = onednn::dropout_op;
+};
+}  // namespace sinew::backend

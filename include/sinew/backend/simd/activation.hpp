@@ -16,10 +16,21 @@
 
 #include "sinew/backend/simd/elementwise.hpp"
 #include "sinew/core/parallel.hpp"
+#include "sinew/layers/activation.hpp"
 
 namespace sinew::simd {
 
 enum class activation { none, relu, tanh, sigmoid };
+
+/// The kernel that computes activation layer Act (layers/activation.hpp); none for a layer without one.
+template <class Act>
+inline constexpr activation kernel_of = activation::none;
+template <>
+inline constexpr activation kernel_of<ReLU> = activation::relu;
+template <>
+inline constexpr activation kernel_of<Tanh> = activation::tanh;
+template <>
+inline constexpr activation kernel_of<Sigmoid> = activation::sigmoid;
 
 /// y = f(x); x and y may be the same array.
 inline void activation_forward(activation a, const float* x, float* y, std::size_t n) {
