@@ -24,6 +24,21 @@ struct BatchNorm2d {
   static constexpr float kMomentum = 0.1f;    ///< weight of the batch in the running statistics, as PyTorch
   static constexpr bool kFusesActivation = true;  ///< an activation right after it may be fused
 
+  /// The training-mode update of the buffers [running_mean | running_var] from a batch's per-channel mean
+  /// and biased variance over n values: running = (1 - momentum) running + momentum batch, with the unbiased
+  /// variance n / (n - 1) var for running_var (PyTorch). Every backend's op calls it.
+  static void update_running_statistics(std::span<float> buffers, const float* mean, const float* variance,
+                                        std::size_t n) {
+    const std::size_t channels = buffers.size() / 2;
+    float* running_mean = buffers.data();
+    float* running_variance = running_mean + channels;
+    const float m = kMomentum, unbias = float(n) / float(n - 1);
+    for (std::size_t c = 0; c < channels; ++c) {
+      running_mean[c] = (1 - m) * running_mean[c] + m * mean[c];
+      running_variance[c] = (1 - m) * running_variance[c] + m * unbias * variance[c];
+    }
+  }
+
   template <FeatureShape In>
   struct at {
     using output = In;

@@ -12,10 +12,11 @@
 #include <vector>
 
 #include "sinew/backend/eigen/common.hpp"
+#include "sinew/backend/generic/adaptive_bins.hpp"
 
 namespace sinew::backend::eigen {
 
-class adaptive_pool_op {
+class adaptive_pool_op : public op_base<> {
  public:
   struct config {
     int batch, channels, in_h, in_w, out_h, out_w;
@@ -36,17 +37,10 @@ class adaptive_pool_op {
     src_.setup(ctx, src_desc, in);
     dst_.allocate(make_desc(c.batch, c.channels, c.out_h, c.out_w, layout::nhwc));
     if (need_diff_src) diff_src_.allocate(in);
-    rows_ = bins(c.in_h, c.out_h);
-    cols_ = bins(c.in_w, c.out_w);
+    rows_ = generic::adaptive_axis(c.in_h, c.out_h);
+    cols_ = generic::adaptive_axis(c.in_w, c.out_w);
   }
 
-  tensor_desc dst_desc() const { return dst_.desc(); }
-  const tensor& dst() const noexcept { return dst_.get(); }
-  tensor_desc diff_src_desc() const { return diff_src_ ? diff_src_.desc() : tensor_desc{}; }
-  const tensor& diff_src() const noexcept { return diff_src_.get(); }
-  void bind_diff_dst(context& ctx, const tensor_desc& d) {
-    if (need_diff_src_) diff_dst_.setup(ctx, d, dst_.desc());
-  }
 
   void forward(context& ctx, const tensor& src) {
     const float* x = src_(ctx, src).data;
@@ -61,7 +55,7 @@ class adaptive_pool_op {
           for (int r = rows_.begin[i]; r < rows_.end[i]; ++r)
             for (int s = cols_.begin[j]; s < cols_.end[j]; ++s)
               accumulate(out, x + ((index(n) * H + r) * W + s) * C, 1.0f, C);
-          const float scale = 1.0f / float((rows_.end[i] - rows_.begin[i]) * (cols_.end[j] - cols_.begin[j]));
+          const float scale = 1.0f / float(rows_.size(i) * cols_.size(j));
           for (int ch = 0; ch < C; ++ch) out[ch] *= scale;
         }
       }
@@ -82,7 +76,7 @@ class adaptive_pool_op {
           for (int i = rows_.first_cover[r]; i < rows_.last_cover[r]; ++i)
             for (int j = cols_.first_cover[s]; j < cols_.last_cover[s]; ++j) {
               const float scale =
-                  1.0f / float((rows_.end[i] - rows_.begin[i]) * (cols_.end[j] - cols_.begin[j]));
+                  1.0f / float(rows_.size(i) * cols_.size(j));
               accumulate(out, dy + ((index(n) * OH + i) * OW + j) * C, scale, C);
             }
         }
@@ -91,28 +85,6 @@ class adaptive_pool_op {
   }
 
  private:
-  /// PyTorch's bins along one axis, and for each input position the range of bins that cover it.
-  struct axis {
-    std::vector<int> begin, end;              ///< bin i covers [begin[i], end[i])
-    std::vector<int> first_cover, last_cover;  ///< position r lies in bins [first_cover[r], last_cover[r])
-  };
-  static axis bins(int in, int out) {
-    axis a;
-    for (int i = 0; i < out; ++i) {
-      a.begin.push_back(i * in / out);
-      a.end.push_back(((i + 1) * in + out - 1) / out);
-    }
-    for (int r = 0; r < in; ++r) {
-      int first = 0;
-      while (a.end[std::size_t(first)] <= r) ++first;
-      int last = first;
-      while (last < out && a.begin[std::size_t(last)] <= r) ++last;
-      a.first_cover.push_back(first);
-      a.last_cover.push_back(last);
-    }
-    return a;
-  }
-
   /// out[0, C) += scale * in[0, C).
   static void accumulate(float* out, const float* in, float scale, int C) {
     simd::transform(0, std::size_t(C), [&](auto v, std::size_t k) {
@@ -122,10 +94,8 @@ class adaptive_pool_op {
   }
 
   config c_{};
-  bool need_diff_src_ = false;
-  axis rows_, cols_;
-  converter src_, diff_dst_;
-  owned_tensor dst_, diff_src_;
+  generic::adaptive_axis rows_, cols_;
+  converter src_;
 };
 
 }  // namespace sinew::backend::eigen

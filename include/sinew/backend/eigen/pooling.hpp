@@ -15,7 +15,7 @@
 
 namespace sinew::backend::eigen {
 
-class pooling_op {
+class pooling_op : public op_base<> {
  public:
   struct config {
     int batch, c, h, w, out_h, out_w, kernel, stride, padding;
@@ -44,13 +44,6 @@ class pooling_op {
     if (need_diff_src) diff_src_.allocate(in);
   }
 
-  tensor_desc dst_desc() const { return dst_.desc(); }
-  const tensor& dst() const noexcept { return dst_.get(); }
-  tensor_desc diff_src_desc() const { return diff_src_ ? diff_src_.desc() : tensor_desc{}; }
-  const tensor& diff_src() const noexcept { return diff_src_.get(); }
-  void bind_diff_dst(context& ctx, const tensor_desc& d) {
-    if (need_diff_src_) diff_dst_.setup(ctx, d, dst_.desc());
-  }
 
   void forward(context& ctx, const tensor& src) {
     const float* x = src_(ctx, src).data;
@@ -153,9 +146,7 @@ class pooling_op {
   }
 
   config c_{};
-  bool need_diff_src_ = false;
-  converter src_, diff_dst_;
-  owned_tensor dst_, diff_src_;
+  converter src_;
   AlignedBuffer<std::int32_t> argmax_;
 };
 

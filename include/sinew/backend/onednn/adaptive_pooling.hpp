@@ -8,6 +8,7 @@
 
 #include <vector>
 
+#include "sinew/backend/generic/adaptive_bins.hpp"
 #include "sinew/backend/onednn/common.hpp"
 
 namespace sinew::backend::onednn {
@@ -97,24 +98,14 @@ class adaptive_pool_op {
     }
   }
 
-  /// PyTorch's adaptive bins along one axis: [floor(i in / out), ceil((i + 1) in / out)).
-  static void make_bins(int in, int out, std::vector<int>& begin, std::vector<int>& end) {
-    begin.resize(std::size_t(out));
-    end.resize(std::size_t(out));
-    for (int i = 0; i < out; ++i) {
-      begin[std::size_t(i)] = i * in / out;
-      end[std::size_t(i)] = ((i + 1) * in + out - 1) / out;
-    }
-  }
-
   void setup_bins(context& ctx, const desc& src_md) {
     const config& c = config_;
     const desc plain = plain_like(src_md);
     to_plain_.setup(ctx, src_md, plain);
     dst_ = memory(plain_desc(c.batch, c.channels, c.out_h, c.out_w), ctx.engine());
     if (need_diff_src_) diff_src_ = memory(plain, ctx.engine());
-    make_bins(c.in_h, c.out_h, row_begin_, row_end_);
-    make_bins(c.in_w, c.out_w, col_begin_, col_end_);
+    rows_ = generic::adaptive_axis(c.in_h, c.out_h);
+    cols_ = generic::adaptive_axis(c.in_w, c.out_w);
   }
 
   void bins_forward(const float* x, float* y) const {
@@ -127,9 +118,9 @@ class adaptive_pool_op {
       for (int i = 0; i < c.out_h; ++i)
         for (int j = 0; j < c.out_w; ++j) {
           float sum = 0;
-          for (int r = row_begin_[i]; r < row_end_[i]; ++r)
-            for (int s = col_begin_[j]; s < col_end_[j]; ++s) sum += in[r * c.in_w + s];
-          out[i * c.out_w + j] = sum / float((row_end_[i] - row_begin_[i]) * (col_end_[j] - col_begin_[j]));
+          for (int r = rows_.begin[i]; r < rows_.end[i]; ++r)
+            for (int s = cols_.begin[j]; s < cols_.end[j]; ++s) sum += in[r * c.in_w + s];
+          out[i * c.out_w + j] = sum / float(rows_.size(i) * cols_.size(j));
         }
     }
   }
@@ -146,9 +137,9 @@ class adaptive_pool_op {
       for (int i = 0; i < c.out_h; ++i)
         for (int j = 0; j < c.out_w; ++j) {
           const float g =
-              grad[i * c.out_w + j] / float((row_end_[i] - row_begin_[i]) * (col_end_[j] - col_begin_[j]));
-          for (int r = row_begin_[i]; r < row_end_[i]; ++r)
-            for (int s = col_begin_[j]; s < col_end_[j]; ++s) in[r * c.in_w + s] += g;
+              grad[i * c.out_w + j] / float(rows_.size(i) * cols_.size(j));
+          for (int r = rows_.begin[i]; r < rows_.end[i]; ++r)
+            for (int s = cols_.begin[j]; s < cols_.end[j]; ++s) in[r * c.in_w + s] += g;
         }
     }
   }
@@ -162,7 +153,7 @@ class adaptive_pool_op {
   const memory* bound_src_ = nullptr;
   const memory* bound_diff_dst_ = nullptr;
   bound_args fwd_args_, bwd_args_;
-  std::vector<int> row_begin_, row_end_, col_begin_, col_end_;
+  generic::adaptive_axis rows_, cols_;
 };
 
 }  // namespace sinew::backend::onednn

@@ -24,7 +24,7 @@ class batch_norm_op {
   struct config {
     int channels;
     std::size_t per_channel;  ///< values averaged per channel: batch * height * width
-    float eps, momentum;
+    float eps;
     simd::activation act;
   };
 
@@ -33,7 +33,7 @@ class batch_norm_op {
     using L = typename N::layer;
     using In = typename N::input;
     setup(ctx, src_md,
-          config{In::kChannels, std::size_t(batch) * In::kHeight * In::kWidth, L::kEps, L::kMomentum,
+          config{In::kChannels, std::size_t(batch) * In::kHeight * In::kWidth, L::kEps,
                  activation_of<typename N::activation>()},
           p, need_diff_src);
   }
@@ -160,17 +160,13 @@ class batch_norm_op {
     for (mode& s : modes_) s.bwd_args.set(DNNL_ARG_DIFF_DST, dz);
   }
 
-  /// running = (1 - momentum) running + momentum batch, with the unbiased batch variance (PyTorch).
+  /// running_mean_ and running_variance_ are the layer's two halves of its buffer slice.
   void update_running_statistics() {
-    const auto* mean = static_cast<const float*>(mean_.get_data_handle());
-    const auto* variance = static_cast<const float*>(variance_.get_data_handle());
-    auto* running_mean = static_cast<float*>(running_mean_.get_data_handle());
-    auto* running_variance = static_cast<float*>(running_variance_.get_data_handle());
-    const float m = config_.momentum, n = float(config_.per_channel), unbias = n / (n - 1);
-    for (int c = 0; c < config_.channels; ++c) {
-      running_mean[c] = (1 - m) * running_mean[c] + m * mean[c];
-      running_variance[c] = (1 - m) * running_variance[c] + m * unbias * variance[c];
-    }
+    BatchNorm2d::update_running_statistics({static_cast<float*>(running_mean_.get_data_handle()),
+                                            2 * std::size_t(config_.channels)},
+                                           static_cast<const float*>(mean_.get_data_handle()),
+                                           static_cast<const float*>(variance_.get_data_handle()),
+                                           config_.per_channel);
   }
 
   config config_{};
