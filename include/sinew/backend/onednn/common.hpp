@@ -213,7 +213,7 @@ using backend::activation_of;
 inline std::size_t physical_floats(const desc& d) { return d.get_size() / sizeof(float); }
 
 /// The activation after a Conv2d or Dense. ReLU runs as a oneDNN post-op, free in the primitive's write-back.
-/// Tanh and Sigmoid run as sinew's SIMD kernels on the output, in place, right after the primitive: oneDNN
+/// The others (Tanh, Sigmoid, ...) run as sinew's SIMD kernels on the output, in place, right after the primitive: oneDNN
 /// 2.6's AVX2 tanh post-op doubled the time of LeNet-5's first convolution (see backend/simd/activation.hpp).
 /// Backward computes the gradient of the pre-activation from the output and the gradient arriving for it.
 class fused_activation {
@@ -225,8 +225,9 @@ class fused_activation {
   }
   bool active() const noexcept { return kind_ != simd::activation::none; }
   simd::activation kind() const noexcept { return kind_; }
-  /// Whether forward() runs a pass of its own (Tanh, Sigmoid) rather than a post-op inside the primitive.
-  bool separate_pass() const noexcept { return kind_ == simd::activation::tanh || kind_ == simd::activation::sigmoid; }
+  /// Whether forward() runs a pass of its own (every activation but ReLU) rather than a post-op inside the
+  /// primitive.
+  bool separate_pass() const noexcept { return active() && kind_ != simd::activation::relu; }
 
   /// The primitive attributes for activation `a`: a ReLU post-op, or nothing.
   static dnnl::primitive_attr attr(simd::activation a) {
