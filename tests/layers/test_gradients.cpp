@@ -94,6 +94,10 @@ SINEW_LAYER_CASE(conv2d_flatten_dense, ({}), Net<Input<2, 6, 6>, Conv2d<9, 3>, F
 SINEW_LAYER_CASE(relu, ({}), Net<Input<2, 5, 5>, ReLU>)
 SINEW_LAYER_CASE(tanh, ({}), Net<Input<2, 5, 5>, Tanh>)
 SINEW_LAYER_CASE(sigmoid, ({}), Net<Input<2, 5, 5>, Sigmoid>)
+SINEW_LAYER_CASE(leaky_relu, ({}), Net<Input<2, 5, 5>, LeakyReLU>)
+SINEW_LAYER_CASE(conv2d_fused_leaky_relu, ({}), Net<Input<2, 6, 6>, Conv2d<16, 3>, LeakyReLU>)
+SINEW_LAYER_CASE(dense_fused_leaky_relu, ({}), Net<Input<12, 1, 1>, Dense<5>, LeakyReLU>)
+SINEW_LAYER_CASE(batch_norm2d_fused_leaky_relu_training, ({.batch = 3}), Net<Input<3, 4, 4>, BatchNorm2d, LeakyReLU>)
 SINEW_LAYER_CASE(max_pool_k2, ({}), Net<Input<3, 6, 6>, MaxPool<2>>)
 SINEW_LAYER_CASE(max_pool_k3_s2_p1, ({}), Net<Input<3, 7, 7>, MaxPool<3, 2, 1>>)
 SINEW_LAYER_CASE(avg_pool_k2, ({}), Net<Input<3, 6, 6>, AvgPool<2>>)
@@ -144,7 +148,7 @@ class profile : public ::testing::Test {};
 TYPED_TEST_SUITE(profile, Backends, BackendName);
 TYPED_TEST(profile, every_layer_kind_goes_to_its_declared_kind) {
   using N = Net<Input<3, 6, 6>, Conv2d<4, 3, 1, 1>, BatchNorm2d, ReLU, MaxPool<2>, Tanh, Dropout<>, ReLU,
-                Residual<Chain<Conv2d<4, 1>>>, AdaptiveAvgPool<2>, AvgPool<2>, Sigmoid, GlobalAvgPool, Flatten,
+                Residual<Chain<Conv2d<4, 1>>>, AdaptiveAvgPool<2>, AvgPool<2>, Sigmoid, GlobalAvgPool, LeakyReLU, Flatten,
                 Dense<3>, Sigmoid>;
   typename TypeParam::context ctx({.threads = 2});
   Model<N, TypeParam, metrics::OperatorProfile> model(ctx);

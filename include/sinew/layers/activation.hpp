@@ -41,8 +41,16 @@ struct Sigmoid : detail::elementwise<Sigmoid> {
   static constexpr std::string_view kProfile = "sigmoid";
 };
 
+/// max(x, 0) + 0.01 min(x, 0): torch.nn.LeakyReLU() with PyTorch's default negative slope. Its time is
+/// profiled with the rectifiers, as "relu".
+struct LeakyReLU : detail::elementwise<LeakyReLU> {
+  static constexpr std::string_view kName = "leaky_relu";
+  static constexpr std::string_view kProfile = "relu";
+  static constexpr float kNegativeSlope = 0.01f;  ///< in (0, 1): the sign of the output is the input's
+};
+
 /// Every activation, for what maps a kernel back to its layer (the profile kind of a fused activation).
-using activations = type_list<ReLU, Tanh, Sigmoid>;
+using activations = type_list<ReLU, Tanh, Sigmoid, LeakyReLU>;
 
 /// Satisfied by the activations (their kind is layer_kind::activation).
 template <class T>
