@@ -7,6 +7,9 @@
 #pragma once
 
 #include <algorithm>
+#include <string>
+
+#include "sinew/core/error.hpp"
 
 #include "sinew/layers/layer_spec.hpp"
 
@@ -23,6 +26,15 @@ struct BatchNorm2d {
   static constexpr float kEps = 1e-5f;        ///< added to the variance, as PyTorch
   static constexpr float kMomentum = 0.1f;    ///< weight of the batch in the running statistics, as PyTorch
   static constexpr bool kFusesActivation = true;  ///< an activation right after it may be fused
+
+  /// Batch statistics need two values per channel at least (as PyTorch): a shape_error otherwise. Every
+  /// backend's op checks this before a training-mode forward over `per_channel` values per channel.
+  static void require_batch_statistics(std::size_t per_channel) {
+    if (per_channel < 2)
+      throw shape_error("batch_norm2d: training needs more than one value per channel, got a batch of " +
+                        std::to_string(per_channel) + " on a 1x1 map (as PyTorch; use a larger batch, "
+                        "or evaluation mode)");
+  }
 
   /// The training-mode update of the buffers [running_mean | running_var] from a batch's per-channel mean
   /// and biased variance over n values: running = (1 - momentum) running + momentum batch, with the unbiased

@@ -21,7 +21,6 @@ class activation_op : public op_base<> {
     if (need_diff_src) diff_src_.allocate(src_desc);
   }
 
-
   void forward(context& ctx, const tensor& src) {
     activation_forward(ctx.dev(), kind_, src.data, dst_.data(), dst_.desc().size());
   }

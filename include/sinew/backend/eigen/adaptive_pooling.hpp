@@ -18,16 +18,11 @@ namespace sinew::backend::eigen {
 
 class adaptive_pool_op : public op_base<> {
  public:
-  struct config {
-    int batch, channels, in_h, in_w, out_h, out_w;
-  };
+  using config = AdaptivePoolConfig;
 
   template <NodeType N>
   void setup(context& ctx, const tensor_desc& src_desc, int batch, ParamSlots, bool need_diff_src) {
-    using In = typename N::input;
-    using L = typename N::layer;
-    setup(ctx, src_desc, config{batch, In::kChannels, In::kHeight, In::kWidth, L::kOutHeight, L::kOutWidth},
-          need_diff_src);
+    setup(ctx, src_desc, adaptive_pool_config<N>(batch), need_diff_src);
   }
 
   void setup(context& ctx, const tensor_desc& src_desc, const config& c, bool need_diff_src) {
@@ -40,7 +35,6 @@ class adaptive_pool_op : public op_base<> {
     rows_ = generic::adaptive_axis(c.in_h, c.out_h);
     cols_ = generic::adaptive_axis(c.in_w, c.out_w);
   }
-
 
   void forward(context& ctx, const tensor& src) {
     const float* x = src_(ctx, src).data;

@@ -32,20 +32,11 @@ class batch_norm_op : public op_base<diff_dst_use::always> {
   }
 
  public:
-  struct config {
-    int batch, channels, h, w;
-    float eps;
-    simd::activation act;
-  };
+  using config = BatchNormConfig;
 
   template <NodeType N>
   void setup(context& ctx, const tensor_desc& src_desc, int batch, ParamSlots p, bool need_diff_src) {
-    using L = typename N::layer;
-    using In = typename N::input;
-    setup(ctx, src_desc,
-          config{batch, In::kChannels, In::kHeight, In::kWidth, L::kEps,
-                 activation_of<typename N::activation>()},
-          p, need_diff_src);
+    setup(ctx, src_desc, batch_norm_config<N>(batch), p, need_diff_src);
   }
 
   void setup(context& ctx, const tensor_desc& src_desc, const config& c, ParamSlots p, bool need_diff_src) {
@@ -69,13 +60,10 @@ class batch_norm_op : public op_base<diff_dst_use::always> {
 
   void set_mode(const ForwardMode& m) noexcept { training_ = m.training; }
 
-
   void forward(context& ctx, const tensor& src) {
     const device& dev = ctx.dev();
     last_training_ = training_;
-    if (training_ && rows_ < 2)
-      throw shape_error("batch_norm2d: training needs more than one value per channel, got a batch of " +
-                        std::to_string(rows_) + " on a 1x1 map (as PyTorch; use a larger batch, or evaluation mode)");
+    if (training_) BatchNorm2d::require_batch_statistics(std::size_t(rows_));
     x_ = src_(ctx, src).data;
     const auto X = as_matrix(x_, rows_, c_.channels);
     if (training_) {

@@ -42,7 +42,6 @@ class conv2d_op : public op_base<diff_dst_use::always> {
     if (need_diff_src) diff_src_.allocate(in);
   }
 
-
   void forward(context& ctx, const tensor& src) { forward(ctx, src, metrics::no_probe); }
   void backward(context& ctx, const tensor& src, const tensor& diff_dst) {
     backward(ctx, src, diff_dst, metrics::no_probe);

@@ -44,7 +44,6 @@ class pooling_op : public op_base<> {
     if (need_diff_src) diff_src_.allocate(in);
   }
 
-
   void forward(context& ctx, const tensor& src) {
     const float* x = src_(ctx, src).data;
     const int C = c_.c, K = c_.kernel;

@@ -3,6 +3,7 @@
 // rather than once per layer shape.
 #pragma once
 
+#include <cstddef>
 #include <type_traits>
 
 #include "sinew/backend/simd/activation.hpp"
@@ -38,6 +39,32 @@ constexpr Conv2dConfig conv2d_config(int batch) {
   using Out = typename N::output;
   return {batch,        In::kChannels, In::kHeight,  In::kWidth,  Out::kChannels, Out::kHeight, Out::kWidth,
           L::kKernel,   L::kStride,    L::kPadding, L::kHasBias, activation_of<typename N::activation>()};
+}
+
+/// A BatchNorm2d node (with its fused activation) at a batch size.
+struct BatchNormConfig {
+  int batch, channels, h, w;
+  float eps;
+  simd::activation act;
+  /// The values each channel's batch statistics average: batch x height x width.
+  std::size_t per_channel() const noexcept { return std::size_t(batch) * std::size_t(h) * std::size_t(w); }
+};
+
+template <NodeType N>
+constexpr BatchNormConfig batch_norm_config(int batch) {
+  using In = typename N::input;
+  return {batch, In::kChannels, In::kHeight, In::kWidth, N::layer::kEps, activation_of<typename N::activation>()};
+}
+
+/// An AdaptiveAvgPool or GlobalAvgPool node at a batch size.
+struct AdaptivePoolConfig {
+  int batch, channels, in_h, in_w, out_h, out_w;
+};
+
+template <NodeType N>
+constexpr AdaptivePoolConfig adaptive_pool_config(int batch) {
+  using In = typename N::input;
+  return {batch, In::kChannels, In::kHeight, In::kWidth, N::layer::kOutHeight, N::layer::kOutWidth};
 }
 
 }  // namespace sinew::backend

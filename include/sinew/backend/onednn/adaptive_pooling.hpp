@@ -15,16 +15,11 @@ namespace sinew::backend::onednn {
 
 class adaptive_pool_op {
  public:
-  struct config {
-    int batch, channels, in_h, in_w, out_h, out_w;
-  };
+  using config = AdaptivePoolConfig;
 
   template <NodeType N>
   void setup(context& ctx, const desc& src_md, int batch, ParamSlots, bool need_diff_src) {
-    using In = typename N::input;
-    using L = typename N::layer;
-    setup(ctx, src_md, config{batch, In::kChannels, In::kHeight, In::kWidth, L::kOutHeight, L::kOutWidth},
-          need_diff_src);
+    setup(ctx, src_md, adaptive_pool_config<N>(batch), need_diff_src);
   }
 
   void setup(context& ctx, const desc& src_md, const config& c, bool need_diff_src) {

@@ -21,21 +21,11 @@ namespace sinew::backend::onednn {
 
 class batch_norm_op {
  public:
-  struct config {
-    int channels;
-    std::size_t per_channel;  ///< values averaged per channel: batch * height * width
-    float eps;
-    simd::activation act;
-  };
+  using config = BatchNormConfig;
 
   template <NodeType N>
   void setup(context& ctx, const desc& src_md, int batch, ParamSlots p, bool need_diff_src) {
-    using L = typename N::layer;
-    using In = typename N::input;
-    setup(ctx, src_md,
-          config{In::kChannels, std::size_t(batch) * In::kHeight * In::kWidth, L::kEps,
-                 activation_of<typename N::activation>()},
-          p, need_diff_src);
+    setup(ctx, src_md, batch_norm_config<N>(batch), p, need_diff_src);
   }
 
   void setup(context& ctx, const desc& src_md, const config& c, ParamSlots p, bool) {
@@ -98,10 +88,7 @@ class batch_norm_op {
     probe.begin(metrics::OpKind::batch_norm);
     if (&src != bound_src_) bind_src(src);
     last_ = training_ ? kTrain : kEval;
-    if (training_ && config_.per_channel < 2)
-      throw shape_error("batch_norm2d: training needs more than one value per channel, got a batch of " +
-                        std::to_string(config_.per_channel) + " on a 1x1 map (as PyTorch; use a larger batch, "
-                        "or evaluation mode)");
+    if (training_) BatchNorm2d::require_batch_statistics(config_.per_channel());
     mode& s = modes_[last_];
     run(ctx, s.fwd, s.fwd_args);
     if (training_) update_running_statistics();
@@ -166,7 +153,7 @@ class batch_norm_op {
                                             2 * std::size_t(config_.channels)},
                                            static_cast<const float*>(mean_.get_data_handle()),
                                            static_cast<const float*>(variance_.get_data_handle()),
-                                           config_.per_channel);
+                                           config_.per_channel());
   }
 
   config config_{};
