@@ -13,7 +13,7 @@
 
 namespace sinew::backend::onednn {
 
-class adaptive_pool_op {
+class adaptive_pool_op : public op_base {
  public:
   using config = AdaptivePoolConfig;
 
@@ -30,14 +30,6 @@ class adaptive_pool_op {
       setup_onednn(ctx, src_md);
     else
       setup_bins(ctx, src_md);
-  }
-
-  desc dst_desc() const { return dst_.get_desc(); }
-  const memory& dst() const noexcept { return dst_; }
-  desc diff_src_desc() const { return diff_src_ ? diff_src_.get_desc() : desc(); }
-  const memory& diff_src() const noexcept { return diff_src_; }
-  void bind_diff_dst(context& ctx, const desc& d) {
-    if (need_diff_src_) diff_dst_.setup(ctx, d, dst_.get_desc());
   }
 
   void forward(context& ctx, const memory& src) {
@@ -140,11 +132,10 @@ class adaptive_pool_op {
   }
 
   config config_{};
-  bool need_diff_src_ = false, uniform_ = true;
+  bool uniform_ = true;
   dnnl::pooling_forward fwd_;
   dnnl::pooling_backward bwd_;
-  memory dst_, diff_src_;
-  converter to_plain_, diff_dst_;
+  converter to_plain_;
   const memory* bound_src_ = nullptr;
   const memory* bound_diff_dst_ = nullptr;
   bound_args fwd_args_, bwd_args_;

@@ -263,6 +263,25 @@ class fused_activation {
   memory diff_;
 };
 
+/// The op contract's accessors (backend_spec.hpp) for an op with one output that computes its input gradient
+/// only when asked (need_diff_src_), written once: the op creates dst_ and diff_src_ and reads the output
+/// gradient through diff_dst_, in dst_'s layout.
+class op_base {
+ public:
+  desc dst_desc() const { return dst_.get_desc(); }
+  const memory& dst() const noexcept { return dst_; }
+  desc diff_src_desc() const { return diff_src_ ? diff_src_.get_desc() : desc(); }
+  const memory& diff_src() const noexcept { return diff_src_; }
+  void bind_diff_dst(context& ctx, const desc& d) {
+    if (need_diff_src_) diff_dst_.setup(ctx, d, dst_.get_desc());
+  }
+
+ protected:
+  bool need_diff_src_ = false;
+  memory dst_, diff_src_;
+  converter diff_dst_;
+};
+
 /// dst = a + b, in a's layout (b is reordered first when its layout differs): residual additions and the
 /// sum of two gradients. Padding entries of blocked layouts are zero in both and stay zero.
 class adder {
