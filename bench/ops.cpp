@@ -356,7 +356,7 @@ std::vector<Row> run_on(typename B::context& ctx, const Task& t, const Timing& t
       x.make(ctx, d, std::size_t(n) * c * h * w);
       held_params params(static_cast<std::size_t>(c), static_cast<std::size_t>(c), 2 * static_cast<std::size_t>(c));
       onednn::batch_norm_op op;
-      op.setup(ctx, d, {c, std::size_t(n) * h * w, 1e-5f, 0.1f, sinew::simd::activation::none}, params.slots(), true);
+      op.setup(ctx, d, {n, c, h, w, 1e-5f, sinew::simd::activation::none}, params.slots(), true);
       op.bind_diff_dst(ctx, op.dst_desc());
       dy.make(ctx, op.dst_desc(), std::size_t(n) * c * h * w);
       row("batch_norm_forward", median_seconds(timing, [&] { op.forward(ctx, *x.tensor); }),

@@ -404,13 +404,20 @@ class Trainer {
       phases.forward = watch.lap();
       if (options_.check_finite) check_finite(value.loss, epoch_batch_);
       if constexpr (req::has_overlap_hooks<S>) {
-        // The strategy sends each layer's gradients while backward computes the earlier layers'.
+        // The strategy sends each layer's gradients while backward computes the earlier layers'. The time in
+        // its hooks is communication, which the strategy reports (phases.comm): backward leaves it out.
         strategy_.backward_begins(model_.gradients());
-        model_.backward([this](std::size_t first) { strategy_.gradients_ready(first); });
+        double hooks = 0;
+        model_.backward([this, &hooks](std::size_t first) {
+          metrics::Stopwatch hook;
+          strategy_.gradients_ready(first);
+          hooks += hook.elapsed();
+        });
+        phases.backward = std::max(0.0, watch.lap() - hooks);
       } else {
         model_.backward();
+        phases.backward = watch.lap();
       }
-      phases.backward = watch.lap();
       optimizer_.set_learning_rate(schedule_ ? schedule_(base_lr_, step_) : base_lr_);
       strategy_.template update<M>(model_.parameters(), model_.gradients(), optimizer_, phases);
       if constexpr (Profile::kEnabled) model_.profile().add(metrics::OpKind::weights_update, phases.update);

@@ -17,7 +17,9 @@
 //                               setup(ctx, from_desc, to_desc); operator()(ctx, const tensor&) -> const tensor&.
 //   B::to_plain(ctx, t, out)  copies tensor t (any layout) into plain NCHW floats (for checks and tests).
 //   B::data(t)                the floats of a tensor in plain layout.
-//   B::template op<Node>      the implementation of one lowered node (see layers/layer_spec.hpp) with
+//   B::template op<Node>      the implementation of one lowered node (see layers/layer_spec.hpp): op_of<B, Node>,
+//                             the op_for<Kind, B> table of backend/op_table.hpp, which the backend fills
+//                             beside each op for the kind tags its layers declare; the op has a
 //     default constructor, then
 //     template <NodeType N> setup(ctx, src_desc, batch, ParamSlots, need_diff_src)
 //                             creates primitives for input layout src_desc; ParamSlots points into the
@@ -35,9 +37,9 @@
 //                             training mode an op may update its layer's buffers (running statistics).
 //   B::adder                  (for Residual) dst = a + b for two tensors whose layouts may differ:
 //                               setup(ctx, desc_a, desc_b); run(ctx, a, b); dst(), dst_desc() in a's layout.
-//   A node kind that a backend lacks fails to compile with a sentence naming the backend and the layer.
+//   A layer kind that a backend lacks fails to compile at op_for's trap, with a sentence.
 //   Composite layers (Residual) are generic: backend/generic/residual.hpp runs their branches with the
-//   backend's own ops, and a backend maps them with impl<Residual<...>>::type_for<Node>.
+//   backend's own ops and fills op_for<layer_kind::residual, B> for every backend.
 #pragma once
 
 #include <concepts>

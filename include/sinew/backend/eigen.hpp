@@ -19,87 +19,8 @@
 #include "sinew/backend/eigen/flatten.hpp"
 #include "sinew/backend/eigen/pooling.hpp"
 #include "sinew/backend/generic/residual.hpp"
-#include "sinew/core/diagnostics.hpp"
 
 namespace sinew::backend {
-
-struct Eigen;
-
-namespace eigen {
-/// impl<Layer>::type is the op class that computes Layer; a composite layer (Residual) gives
-/// impl<Layer>::type_for<Node> instead, since its op holds the ops of its branches.
-template <class Layer>
-struct impl {
-  static_assert(dependent_false<Layer>,
-                "the Eigen backend has no implementation of this layer kind; add one under backend/eigen/ "
-                "and map it in backend/eigen.hpp (the contract is in backend/backend_spec.hpp), or use "
-                "backend::OneDnn for this network");
-};
-template <int O, int K, int S, int P, bool B>
-struct impl<Conv2d<O, K, S, P, B>> {
-  using type = conv2d_op;
-};
-template <int O, bool B>
-struct impl<Dense<O, B>> {
-  using type = dense_op;
-};
-template <int K, int S, int P>
-struct impl<MaxPool<K, S, P>> {
-  using type = pooling_op;
-};
-template <int K, int S, int P>
-struct impl<AvgPool<K, S, P>> {
-  using type = pooling_op;
-};
-template <>
-struct impl<ReLU> {
-  using type = activation_op;
-};
-template <>
-struct impl<Tanh> {
-  using type = activation_op;
-};
-template <>
-struct impl<Sigmoid> {
-  using type = activation_op;
-};
-template <>
-struct impl<Flatten> {
-  using type = flatten_op;
-};
-template <>
-struct impl<BatchNorm2d> {
-  using type = batch_norm_op;
-};
-template <int P>
-struct impl<Dropout<P>> {
-  using type = dropout_op;
-};
-template <int OH, int OW>
-struct impl<AdaptiveAvgPool<OH, OW>> {
-  using type = adaptive_pool_op;
-};
-template <>
-struct impl<GlobalAvgPool> {
-  using type = adaptive_pool_op;
-};
-template <class M, class S>
-struct impl<Residual<M, S>> {
-  static constexpr bool kComposite = true;
-  template <class N>
-  using type_for = generic::residual_op<Eigen, N>;
-};
-
-template <class N>
-struct op_of {
-  using type = typename impl<typename N::layer>::type;
-};
-template <class N>
-  requires requires { impl<typename N::layer>::kComposite; }
-struct op_of<N> {
-  using type = typename impl<typename N::layer>::template type_for<N>;
-};
-}  // namespace eigen
 
 /// Eigen Tensor expressions on an Eigen::ThreadPoolDevice, NHWC inside, activations fused.
 struct Eigen {
@@ -122,7 +43,7 @@ struct Eigen {
   using adder = eigen::adder;
 
   template <NodeType N>
-  using op = typename eigen::op_of<N>::type;
+  using op = op_of<Eigen, N>;  ///< the op_for table (backend/op_table.hpp), filled beside each op
   /// @}
 };
 

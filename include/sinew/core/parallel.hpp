@@ -20,7 +20,7 @@ void parallel_ranges(std::size_t n, F&& f, std::size_t align = 16, std::size_t m
 #pragma omp parallel num_threads(threads)
   {
     const std::size_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-    const std::size_t chunk = (n / nt + align - 1) / align * align;
+    const std::size_t chunk = ((n + nt - 1) / nt + align - 1) / align * align;  // every element: round n / nt up
     const std::size_t begin = std::min(n, t * chunk), end = std::min(n, begin + chunk);
     if (begin < end) f(begin, end);
   }

@@ -13,7 +13,8 @@
 //                                   (rank 0's) and checks that all agree on the configuration;
 //   s.template update<M>(params, grads, optimizer, phases)
 //                                   after backward: combines gradients as M says and updates params, adding
-//                                   the exposed and hidden communication and the update time to phases.
+//                                   the exposed and hidden communication and the update time to phases
+//                                   (phases.load, forward and backward are the trainer's: left as they are).
 // Optional: s.all_agree(bool) -> bool, true when the flag holds on every rank; the trainer asks it before
 // acting on a NaN loss so that all ranks stop together (none waits in a collective). The all-reduce strategies
 // make it a collective; dist::ParameterServer, whose servers do not train, sends a false to its servers, which
@@ -65,8 +66,10 @@
 //                                   must treat the rest of grads as final when it comes.
 // update() then waits only for what is still in flight, and leaves the mean gradient in grads as before, so
 // the optimizer sees what it saw without the hooks. The hooks run on the training thread inside backward:
-// update() adds the time spent in them to phases.comm and takes it off phases.backward, which the trainer
-// measured around them. phases.comm_hidden is the time communication was in flight while backward computed.
+// update() adds the time spent in them to phases.comm, and the trainer, which times its calls to them, leaves
+// it out of phases.backward. phases.comm_hidden is the time communication was in flight while backward computed.
+// Each side writes only its own phases: a strategy adds to comm, comm_hidden and update, the trainer sets load,
+// forward and backward; neither rewrites the other's numbers.
 // dist::example::counting_hooks below is the smallest strategy with hooks.
 //
 // Optional, for every strategy: a nested `options` type (S(S::options{...}, comm) builds it; dist::Local's is

@@ -2,8 +2,12 @@
 //
 // Each keeps its input's shape and has no parameters. Placed right after a Conv2d or Dense, a backend may
 // fuse it into that layer (oneDNN post-op); the backward pass then differentiates through its output.
+// Every backend computes them with the element-wise kernels of backend/simd/activation.hpp (one kernel per
+// activation, kernel_of<Act> there), so a new activation is its spec here, its entry in `activations` below,
+// and its kernel.
 #pragma once
 
+#include "sinew/core/type_list.hpp"
 #include "sinew/layers/layer_spec.hpp"
 
 namespace sinew {
@@ -11,6 +15,7 @@ namespace sinew {
 namespace detail {
 template <class Self>
 struct elementwise {
+  using kind = layer_kind::activation;
   template <FeatureShape In>
   struct at {
     using output = In;
@@ -24,26 +29,33 @@ struct elementwise {
 struct ReLU : detail::elementwise<ReLU> {
   /// what reports, profiles and checkpoints call the layer kind
   static constexpr std::string_view kName = "relu";
+  static constexpr std::string_view kProfile = "relu";
 };
 /// tanh(x)
 struct Tanh : detail::elementwise<Tanh> {
   /// what reports, profiles and checkpoints call the layer kind
   static constexpr std::string_view kName = "tanh";
+  static constexpr std::string_view kProfile = "tanh";
 };
 /// 1 / (1 + exp(-x))
 struct Sigmoid : detail::elementwise<Sigmoid> {
   /// what reports, profiles and checkpoints call the layer kind
   static constexpr std::string_view kName = "sigmoid";
+  static constexpr std::string_view kProfile = "sigmoid";
 };
 
-template <>
-inline constexpr bool is_activation_v<ReLU> = true;
-template <>
-inline constexpr bool is_activation_v<Tanh> = true;
-template <>
-inline constexpr bool is_activation_v<Sigmoid> = true;
+/// max(x, 0) + 0.01 min(x, 0): torch.nn.LeakyReLU() with PyTorch's default negative slope. Its time is
+/// profiled with the rectifiers, as "relu".
+struct LeakyReLU : detail::elementwise<LeakyReLU> {
+  static constexpr std::string_view kName = "leaky_relu";
+  static constexpr std::string_view kProfile = "relu";
+  static constexpr float kNegativeSlope = 0.01f;  ///< in (0, 1): the sign of the output is the input's
+};
 
-/// Satisfied by ReLU, Tanh and Sigmoid.
+/// Every activation, for what maps a kernel back to its layer (the profile kind of a fused activation).
+using activations = type_list<ReLU, Tanh, Sigmoid, LeakyReLU>;
+
+/// Satisfied by the activations (their kind is layer_kind::activation).
 template <class T>
 concept Activation = is_activation_v<T>;
 

@@ -7,6 +7,9 @@
 #pragma once
 
 #include <algorithm>
+#include <string>
+
+#include "sinew/core/error.hpp"
 
 #include "sinew/layers/layer_spec.hpp"
 
@@ -19,9 +22,35 @@ namespace sinew {
 struct BatchNorm2d {
   /// what reports, profiles and checkpoints call the layer kind
   static constexpr std::string_view kName = "batch_norm2d";
+  using kind = layer_kind::batch_norm;
+  static constexpr std::string_view kProfile = "batch_norm";
   static constexpr float kEps = 1e-5f;        ///< added to the variance, as PyTorch
   static constexpr float kMomentum = 0.1f;    ///< weight of the batch in the running statistics, as PyTorch
   static constexpr bool kFusesActivation = true;  ///< an activation right after it may be fused
+
+  /// Batch statistics need two values per channel at least (as PyTorch): a shape_error otherwise. Every
+  /// backend's op checks this before a training-mode forward over `per_channel` values per channel.
+  static void require_batch_statistics(std::size_t per_channel) {
+    if (per_channel < 2)
+      throw shape_error("batch_norm2d: training needs more than one value per channel, got a batch of " +
+                        std::to_string(per_channel) + " on a 1x1 map (as PyTorch; use a larger batch, "
+                        "or evaluation mode)");
+  }
+
+  /// The training-mode update of the buffers [running_mean | running_var] from a batch's per-channel mean
+  /// and biased variance over n values: running = (1 - momentum) running + momentum batch, with the unbiased
+  /// variance n / (n - 1) var for running_var (PyTorch). Every backend's op calls it.
+  static void update_running_statistics(std::span<float> buffers, const float* mean, const float* variance,
+                                        std::size_t n) {
+    const std::size_t channels = buffers.size() / 2;
+    float* running_mean = buffers.data();
+    float* running_variance = running_mean + channels;
+    const float m = kMomentum, unbias = float(n) / float(n - 1);
+    for (std::size_t c = 0; c < channels; ++c) {
+      running_mean[c] = (1 - m) * running_mean[c] + m * mean[c];
+      running_variance[c] = (1 - m) * running_variance[c] + m * unbias * variance[c];
+    }
+  }
 
   /// The layer applied to an input of shape In (the contract is in layers/layer_spec.hpp).
   template <FeatureShape In>

@@ -15,6 +15,8 @@ struct Conv2d {
 
   /// what reports, profiles and checkpoints call the layer kind
   static constexpr std::string_view kName = "conv2d";
+  using kind = layer_kind::conv2d;
+  static constexpr std::string_view kProfile = "convolution";
   /// OutChannels
   static constexpr int kOutChannels = OutChannels;
   /// Kernel: the square kernel's side

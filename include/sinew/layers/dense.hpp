@@ -12,6 +12,8 @@ struct Dense {
 
   /// what reports, profiles and checkpoints call the layer kind
   static constexpr std::string_view kName = "dense";
+  using kind = layer_kind::dense;
+  static constexpr std::string_view kProfile = "fully_connected";
   /// Out
   static constexpr int kOutputs = Out;
   /// whether it has a bias

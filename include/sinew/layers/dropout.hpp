@@ -18,6 +18,8 @@ struct Dropout {
 
   /// what reports, profiles and checkpoints call the layer kind
   static constexpr std::string_view kName = "dropout";
+  using kind = layer_kind::dropout;
+  static constexpr std::string_view kProfile = "dropout";
   /// Percent
   static constexpr int kPercent = Percent;
   static constexpr float kP = float(Percent) / 100.0f;  ///< probability of zeroing an element

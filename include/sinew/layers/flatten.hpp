@@ -9,6 +9,8 @@ namespace sinew {
 struct Flatten {
   /// what reports, profiles and checkpoints call the layer kind
   static constexpr std::string_view kName = "flatten";
+  using kind = layer_kind::flatten;
+  static constexpr std::string_view kProfile = "flatten";
   /// The layer applied to an input of shape In (the contract is in layers/layer_spec.hpp).
   template <FeatureShape In>
   struct at {

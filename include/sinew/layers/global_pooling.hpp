@@ -9,9 +9,16 @@
 
 namespace sinew {
 
+/// PyTorch's adaptive bins: output cell i of `out` averages input positions [bin_begin, bin_end) of `in`,
+/// that is [floor(i in / out), ceil((i + 1) in / out)). Every backend's op takes its bins from here.
+constexpr int adaptive_bin_begin(int i, int in, int out) { return i * in / out; }
+constexpr int adaptive_bin_end(int i, int in, int out) { return ((i + 1) * in + out - 1) / out; }
+
 namespace detail {
 template <int OH, int OW>
 struct adaptive_pool_at {
+  using kind = layer_kind::adaptive_pooling;
+  static constexpr std::string_view kProfile = "pooling";
   template <FeatureShape In>
   struct at {
     using output = Shape<In::kChannels, OH, OW>;

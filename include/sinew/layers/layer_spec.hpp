@@ -2,6 +2,12 @@
 //
 // Contract. A layer spec L is an empty type that describes a layer, independent of any backend:
 //   L::kName                         a short name ("conv2d"), used in reports and checkpoints.
+//   L::kind                          its kind tag (layer_kind::conv2d, ...): what a backend maps to an op with
+//                                    backend::op_for<Kind, Backend> (backend/op_table.hpp). Layers that one op
+//                                    computes share a tag (MaxPool and AvgPool are layer_kind::pooling).
+//   L::kProfile                      the operator kind its time goes to in metrics::OperatorProfile
+//                                    ("convolution", "pooling", "relu", ...: a name of metrics::OpKind; its
+//                                    backward pass goes to "<kProfile>_backward", or "_backward_weights").
 //   L::template at<In>               the layer applied to input feature shape In. Instantiating it checks
 //                                    that the layer fits In (static_asserts that name the layer and the cause)
 //                                    and provides:
@@ -41,11 +47,33 @@ struct NoActivation {
   static constexpr std::string_view kName = "none";
 };
 
+/// The kind tags a layer spec declares as `using kind = layer_kind::...;`. A backend maps each tag to its op
+/// (backend/op_table.hpp); a new layer that one of these ops computes reuses its tag, a new op needs a new tag.
+namespace layer_kind {
+struct conv2d {};
+struct dense {};
+struct pooling {};           ///< MaxPool, AvgPool
+struct adaptive_pooling {};  ///< AdaptiveAvgPool, GlobalAvgPool
+struct activation {};        ///< the element-wise activations of layers/activation.hpp
+struct batch_norm {};
+struct dropout {};
+struct flatten {};
+struct residual {};          ///< composite: computed by backend/generic/residual.hpp with the backend's own ops
+}  // namespace layer_kind
+
 namespace req {
 template <class L>
 concept has_name = requires {
   { L::kName } -> std::convertible_to<std::string_view>;
 };
+template <class L>
+concept has_kind = requires { typename L::kind; };
+template <class L>
+concept has_profile_kind = requires {
+  { L::kProfile } -> std::convertible_to<std::string_view>;
+};
+template <class L, class In>
+concept has_at = requires { typename L::template at<In>; };
 template <class L, class In>
 concept has_output_shape = requires { typename L::template at<In>::output; } &&
                            FeatureShape<typename L::template at<In>::output>;
@@ -56,13 +84,41 @@ concept has_layer_param_counts = requires {
 };
 }  // namespace req
 
-/// A layer spec that can be applied to input shape In.
+/// The layer contract, checked where a network lowers a layer (Node below): one sentence per missing member,
+/// as ensmallen's static checks give, instead of an error deep inside a backend. `value` is true when the
+/// spec is complete.
 template <class L, class In>
-concept LayerFor = req::has_name<L> && req::has_output_shape<L, In> && req::has_layer_param_counts<L, In>;
+struct check_layer {
+  static_assert(req::has_name<L>,
+                "a layer spec must declare `static constexpr std::string_view kName` (a short name for reports and "
+                "checkpoints); the contract is in layers/layer_spec.hpp");
+  static_assert(req::has_kind<L>,
+                "a layer spec must declare `using kind = layer_kind::...;` (the tag a backend maps to the op that "
+                "computes it); the contract is in layers/layer_spec.hpp");
+  static_assert(req::has_profile_kind<L>,
+                "a layer spec must declare `static constexpr std::string_view kProfile`, the operator kind its time "
+                "goes to in metrics::OperatorProfile (\"convolution\", \"pooling\", \"relu\", ...); the contract is "
+                "in layers/layer_spec.hpp");
+  static_assert(req::has_at<L, In>,
+                "a layer spec must provide `template <FeatureShape In> struct at`, the layer applied to an input "
+                "shape; the contract is in layers/layer_spec.hpp");
+  static_assert(!req::has_at<L, In> || req::has_output_shape<L, In>,
+                "a layer spec's at<In> must declare `using output = Shape<C, H, W>` (or Flat<N>), its output shape");
+  static_assert(!req::has_at<L, In> || req::has_layer_param_counts<L, In>,
+                "a layer spec's at<In> must declare `static constexpr std::size_t kWeights` and `kBias` (0 for a "
+                "layer without parameters)");
+  static constexpr bool value = req::has_name<L> && req::has_kind<L> && req::has_profile_kind<L> &&
+                                req::has_output_shape<L, In> && req::has_layer_param_counts<L, In>;
+};
+
+/// A layer spec that can be applied to input shape In (without the sentences: for overloads and requires).
+template <class L, class In>
+concept LayerFor = req::has_name<L> && req::has_kind<L> && req::has_profile_kind<L> && req::has_output_shape<L, In> &&
+                   req::has_layer_param_counts<L, In>;
 
 /// Element-wise activations: a Conv2d or Dense followed by one may be fused into a single node.
 template <class L>
-inline constexpr bool is_activation_v = false;
+inline constexpr bool is_activation_v = requires { requires std::same_as<typename L::kind, layer_kind::activation>; };
 
 namespace detail {
 /// A layer's buffer count: its ::kBuffers, or 0 for the many layers that have none.
@@ -139,6 +195,7 @@ struct StateTensor {
 template <class L, FeatureShape In, class Act, std::size_t ParamOffset, std::size_t Index,
           std::size_t BufferOffset = 0>
 struct Node {
+  static_assert(check_layer<L, In>::value, "the layer above does not fulfil the layer contract");
   /// L
   using layer = L;
   /// L::at<In>: the layer at this input

@@ -8,6 +8,8 @@ namespace sinew {
 namespace detail {
 template <int Kernel, int Stride, int Padding>
 struct pool_at {
+  using kind = layer_kind::pooling;
+  static constexpr std::string_view kProfile = "pooling";
   static_assert(Kernel > 0 && Stride > 0 && Padding >= 0, "pooling: kernel and stride must be positive");
   static_assert(2 * Padding <= Kernel, "pooling: the padding must be at most half the kernel (as in PyTorch)");
   template <FeatureShape In>

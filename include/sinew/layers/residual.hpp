@@ -71,6 +71,8 @@ template <class Main, class Shortcut = Chain<>>
 struct Residual {
   /// what reports, profiles and checkpoints call the layer kind
   static constexpr std::string_view kName = "residual";
+  using kind = layer_kind::residual;
+  static constexpr std::string_view kProfile = "add";  ///< the sums; each branch op goes to its own kind
 
   /// The layer applied to an input of shape In (the contract is in layers/layer_spec.hpp).
   template <FeatureShape In>

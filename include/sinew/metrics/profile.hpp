@@ -13,8 +13,9 @@
 // each part starts; the time up to the next begin() goes to that kind (a backend op offers this as an
 // overload `forward(ctx, src, probe)` / `backward(ctx, src, diff_dst, probe)`; its plain forward/backward
 // call that overload with a NoProbe, whose begin() is an empty constexpr function, so without profiling the
-// split costs nothing). Every other op is timed whole in its node's kind (default_kind: "convolution" for a
-// Conv2d's forward, "pooling_backward" for a pooling's backward). The parts of a node sum to its whole time
+// split costs nothing). Every other op is timed whole in its node's kind, which its layer spec declares
+// (kProfile; default_kind: "convolution" for a Conv2d's forward, "pooling_backward" for a pooling's
+// backward). The parts of a node sum to its whole time
 // less the probe's own clock reads. Layout reorders inside an op count toward the part they serve.
 //
 // What each backend splits (see the op's probe overload):
@@ -89,28 +90,27 @@ constexpr std::string_view op_kind_name(OpKind k) {
 /// Whether a kind is part of the backward pass (its name says "backward").
 constexpr bool is_backward(OpKind k) { return op_kind_name(k).find("backward") != std::string_view::npos; }
 
-/// The kind of an activation's pass by its layer name ("relu", "tanh", "sigmoid"); `other` if unknown.
-constexpr OpKind activation_kind(std::string_view activation, Direction d) {
-  const bool f = d == Direction::forward;
-  if (activation == "relu") return f ? OpKind::relu : OpKind::relu_backward;
-  if (activation == "tanh") return f ? OpKind::tanh : OpKind::tanh_backward;
-  if (activation == "sigmoid") return f ? OpKind::sigmoid : OpKind::sigmoid_backward;
-  return f ? OpKind::other : OpKind::other_backward;
+/// The kind a node's time goes to unless its op says otherwise, from the kind its layer declares (the spec's
+/// kProfile, see layers/layer_spec.hpp): forward, the kind of that name; backward, "<kProfile>_backward", or
+/// "<kProfile>_backward_weights" for a Conv2d or Dense (the part every such node computes). `other` for a
+/// name that is no kind (node_kind in backend/generic/probe.hpp stops the build before that can happen).
+constexpr OpKind default_kind(std::string_view profile, Direction d) {
+  for (std::size_t k = 0; k < kOpKinds; ++k) {
+    const std::string_view name = op_kind_name(OpKind(k));
+    if (d == Direction::forward) {
+      if (name == profile && !is_backward(OpKind(k))) return OpKind(k);
+    } else if (name.size() > profile.size() && name.starts_with(profile) && name[profile.size()] == '_') {
+      const std::string_view rest = name.substr(profile.size());
+      if (rest == "_backward" || rest == "_backward_weights") return OpKind(k);
+    }
+  }
+  return d == Direction::forward ? OpKind::other : OpKind::other_backward;
 }
 
-/// The kind a node's time goes to unless its op says otherwise, from its layer's kName. Backward of a
-/// Conv2d or Dense defaults to the weights part (the part every such node computes).
-constexpr OpKind default_kind(std::string_view layer, Direction d) {
-  const bool f = d == Direction::forward;
-  if (layer == "conv2d") return f ? OpKind::convolution : OpKind::convolution_backward_weights;
-  if (layer == "dense") return f ? OpKind::fully_connected : OpKind::fully_connected_backward_weights;
-  if (layer == "batch_norm2d") return f ? OpKind::batch_norm : OpKind::batch_norm_backward;
-  if (layer == "max_pool" || layer == "avg_pool" || layer == "adaptive_avg_pool" || layer == "global_avg_pool")
-    return f ? OpKind::pooling : OpKind::pooling_backward;
-  if (layer == "dropout") return f ? OpKind::dropout : OpKind::dropout_backward;
-  if (layer == "flatten") return f ? OpKind::flatten : OpKind::flatten_backward;
-  if (layer == "residual") return f ? OpKind::add : OpKind::add_backward;
-  return activation_kind(layer, d);
+/// Whether a layer's kProfile names a kind of both passes.
+constexpr bool is_profile_kind(std::string_view profile) {
+  return default_kind(profile, Direction::forward) != OpKind::other &&
+         default_kind(profile, Direction::backward) != OpKind::other_backward;
 }
 
 /// The probe of an unprofiled run: begin() compiles to nothing.

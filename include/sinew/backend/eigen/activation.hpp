@@ -7,7 +7,7 @@
 
 namespace sinew::backend::eigen {
 
-class activation_op {
+class activation_op : public op_base<> {
  public:
   template <NodeType N>
   void setup(context& ctx, const tensor_desc& src_desc, int, ParamSlots, bool need_diff_src) {
@@ -19,14 +19,6 @@ class activation_op {
     need_diff_src_ = need_diff_src;
     dst_.allocate(src_desc);
     if (need_diff_src) diff_src_.allocate(src_desc);
-  }
-
-  tensor_desc dst_desc() const { return dst_.desc(); }
-  const tensor& dst() const noexcept { return dst_.get(); }
-  tensor_desc diff_src_desc() const { return diff_src_ ? diff_src_.desc() : tensor_desc{}; }
-  const tensor& diff_src() const noexcept { return diff_src_.get(); }
-  void bind_diff_dst(context& ctx, const tensor_desc& d) {
-    if (need_diff_src_) diff_dst_.setup(ctx, d, dst_.desc());
   }
 
   void forward(context& ctx, const tensor& src) {
@@ -41,9 +33,13 @@ class activation_op {
 
  private:
   simd::activation kind_ = simd::activation::none;
-  bool need_diff_src_ = false;
-  owned_tensor dst_, diff_src_;
-  converter diff_dst_;
 };
 
 }  // namespace sinew::backend::eigen
+
+namespace sinew::backend {
+template <>
+struct op_for<layer_kind::activation, Eigen> {
+  using type = eigen::activation_op;
+};
+}  // namespace sinew::backend

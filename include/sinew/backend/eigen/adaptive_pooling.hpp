@@ -12,21 +12,17 @@
 #include <vector>
 
 #include "sinew/backend/eigen/common.hpp"
+#include "sinew/backend/generic/adaptive_bins.hpp"
 
 namespace sinew::backend::eigen {
 
-class adaptive_pool_op {
+class adaptive_pool_op : public op_base<> {
  public:
-  struct config {
-    int batch, channels, in_h, in_w, out_h, out_w;
-  };
+  using config = AdaptivePoolConfig;
 
   template <NodeType N>
   void setup(context& ctx, const tensor_desc& src_desc, int batch, ParamSlots, bool need_diff_src) {
-    using In = typename N::input;
-    using L = typename N::layer;
-    setup(ctx, src_desc, config{batch, In::kChannels, In::kHeight, In::kWidth, L::kOutHeight, L::kOutWidth},
-          need_diff_src);
+    setup(ctx, src_desc, adaptive_pool_config<N>(batch), need_diff_src);
   }
 
   void setup(context& ctx, const tensor_desc& src_desc, const config& c, bool need_diff_src) {
@@ -36,16 +32,8 @@ class adaptive_pool_op {
     src_.setup(ctx, src_desc, in);
     dst_.allocate(make_desc(c.batch, c.channels, c.out_h, c.out_w, layout::nhwc));
     if (need_diff_src) diff_src_.allocate(in);
-    rows_ = bins(c.in_h, c.out_h);
-    cols_ = bins(c.in_w, c.out_w);
-  }
-
-  tensor_desc dst_desc() const { return dst_.desc(); }
-  const tensor& dst() const noexcept { return dst_.get(); }
-  tensor_desc diff_src_desc() const { return diff_src_ ? diff_src_.desc() : tensor_desc{}; }
-  const tensor& diff_src() const noexcept { return diff_src_.get(); }
-  void bind_diff_dst(context& ctx, const tensor_desc& d) {
-    if (need_diff_src_) diff_dst_.setup(ctx, d, dst_.desc());
+    rows_ = generic::adaptive_axis(c.in_h, c.out_h);
+    cols_ = generic::adaptive_axis(c.in_w, c.out_w);
   }
 
   void forward(context& ctx, const tensor& src) {
@@ -61,7 +49,7 @@ class adaptive_pool_op {
           for (int r = rows_.begin[i]; r < rows_.end[i]; ++r)
             for (int s = cols_.begin[j]; s < cols_.end[j]; ++s)
               accumulate(out, x + ((index(n) * H + r) * W + s) * C, 1.0f, C);
-          const float scale = 1.0f / float((rows_.end[i] - rows_.begin[i]) * (cols_.end[j] - cols_.begin[j]));
+          const float scale = 1.0f / float(rows_.size(i) * cols_.size(j));
           for (int ch = 0; ch < C; ++ch) out[ch] *= scale;
         }
       }
@@ -82,7 +70,7 @@ class adaptive_pool_op {
           for (int i = rows_.first_cover[r]; i < rows_.last_cover[r]; ++i)
             for (int j = cols_.first_cover[s]; j < cols_.last_cover[s]; ++j) {
               const float scale =
-                  1.0f / float((rows_.end[i] - rows_.begin[i]) * (cols_.end[j] - cols_.begin[j]));
+                  1.0f / float(rows_.size(i) * cols_.size(j));
               accumulate(out, dy + ((index(n) * OH + i) * OW + j) * C, scale, C);
             }
         }
@@ -91,28 +79,6 @@ class adaptive_pool_op {
   }
 
  private:
-  /// PyTorch's bins along one axis, and for each input position the range of bins that cover it.
-  struct axis {
-    std::vector<int> begin, end;              ///< bin i covers [begin[i], end[i])
-    std::vector<int> first_cover, last_cover;  ///< position r lies in bins [first_cover[r], last_cover[r])
-  };
-  static axis bins(int in, int out) {
-    axis a;
-    for (int i = 0; i < out; ++i) {
-      a.begin.push_back(i * in / out);
-      a.end.push_back(((i + 1) * in + out - 1) / out);
-    }
-    for (int r = 0; r < in; ++r) {
-      int first = 0;
-      while (a.end[std::size_t(first)] <= r) ++first;
-      int last = first;
-      while (last < out && a.begin[std::size_t(last)] <= r) ++last;
-      a.first_cover.push_back(first);
-      a.last_cover.push_back(last);
-    }
-    return a;
-  }
-
   /// out[0, C) += scale * in[0, C).
   static void accumulate(float* out, const float* in, float scale, int C) {
     simd::transform(0, std::size_t(C), [&](auto v, std::size_t k) {
@@ -122,10 +88,15 @@ class adaptive_pool_op {
   }
 
   config c_{};
-  bool need_diff_src_ = false;
-  axis rows_, cols_;
-  converter src_, diff_dst_;
-  owned_tensor dst_, diff_src_;
+  generic::adaptive_axis rows_, cols_;
+  converter src_;
 };
 
 }  // namespace sinew::backend::eigen
+
+namespace sinew::backend {
+template <>
+struct op_for<layer_kind::adaptive_pooling, Eigen> {
+  using type = eigen::adaptive_pool_op;
+};
+}  // namespace sinew::backend

@@ -18,7 +18,7 @@
 
 namespace sinew::backend::eigen {
 
-class batch_norm_op {
+class batch_norm_op : public op_base<diff_dst_use::always> {
   // Expression helpers first: member functions returning auto must be defined before their use.
   using vector = ::Eigen::TensorMap<::Eigen::Tensor<float, 1, ::Eigen::RowMajor, index>>;
   using const_vector = ::Eigen::TensorMap<::Eigen::Tensor<const float, 1, ::Eigen::RowMajor, index>>;
@@ -32,20 +32,11 @@ class batch_norm_op {
   }
 
  public:
-  struct config {
-    int batch, channels, h, w;
-    float eps, momentum;
-    simd::activation act;
-  };
+  using config = BatchNormConfig;
 
   template <NodeType N>
   void setup(context& ctx, const tensor_desc& src_desc, int batch, ParamSlots p, bool need_diff_src) {
-    using L = typename N::layer;
-    using In = typename N::input;
-    setup(ctx, src_desc,
-          config{batch, In::kChannels, In::kHeight, In::kWidth, L::kEps, L::kMomentum,
-                 activation_of<typename N::activation>()},
-          p, need_diff_src);
+    setup(ctx, src_desc, batch_norm_config<N>(batch), p, need_diff_src);
   }
 
   void setup(context& ctx, const tensor_desc& src_desc, const config& c, ParamSlots p, bool need_diff_src) {
@@ -69,18 +60,10 @@ class batch_norm_op {
 
   void set_mode(const ForwardMode& m) noexcept { training_ = m.training; }
 
-  tensor_desc dst_desc() const { return dst_.desc(); }
-  const tensor& dst() const noexcept { return dst_.get(); }
-  tensor_desc diff_src_desc() const { return diff_src_ ? diff_src_.desc() : tensor_desc{}; }
-  const tensor& diff_src() const noexcept { return diff_src_.get(); }
-  void bind_diff_dst(context& ctx, const tensor_desc& d) { diff_dst_.setup(ctx, d, dst_.desc()); }
-
   void forward(context& ctx, const tensor& src) {
     const device& dev = ctx.dev();
     last_training_ = training_;
-    if (training_ && rows_ < 2)
-      throw shape_error("batch_norm2d: training needs more than one value per channel, got a batch of " +
-                        std::to_string(rows_) + " on a 1x1 map (as PyTorch; use a larger batch, or evaluation mode)");
+    if (training_) BatchNorm2d::require_batch_statistics(std::size_t(rows_));
     x_ = src_(ctx, src).data;
     const auto X = as_matrix(x_, rows_, c_.channels);
     if (training_) {
@@ -130,28 +113,28 @@ class batch_norm_op {
   }
 
  private:
-  /// running = (1 - momentum) running + momentum batch, with the unbiased batch variance (PyTorch).
   void update_running_statistics() {
-    float* running_mean = p_.buffers;
-    float* running_variance = p_.buffers + c_.channels;
-    const float m = c_.momentum, n = float(rows_), unbias = n / (n - 1);
-    for (int ch = 0; ch < c_.channels; ++ch) {
-      running_mean[ch] = (1 - m) * running_mean[ch] + m * mean_[ch];
-      running_variance[ch] = (1 - m) * running_variance[ch] + m * unbias * variance_[ch];
-    }
+    BatchNorm2d::update_running_statistics({p_.buffers, 2 * std::size_t(c_.channels)}, mean_.data(),
+                                           variance_.data(), std::size_t(rows_));
   }
 
   config c_{};
   ParamSlots p_;
-  bool need_diff_src_ = false, training_ = true, last_training_ = true;
+  bool training_ = true, last_training_ = true;
   index rows_ = 0;
   const float* x_ = nullptr;  ///< the NHWC input of the last forward
   const float* used_mean_ = nullptr;
   const float* used_variance_ = nullptr;
-  converter src_, diff_dst_;
-  owned_tensor dst_, diff_src_;
+  converter src_;
   AlignedBuffer<float> mean_, variance_, scale_, inv_std_, mean_dz_, centred_factor_;
   fused_activation act_;
 };
 
 }  // namespace sinew::backend::eigen
+
+namespace sinew::backend {
+template <>
+struct op_for<layer_kind::batch_norm, Eigen> {
+  using type = eigen::batch_norm_op;
+};
+}  // namespace sinew::backend

@@ -30,9 +30,14 @@
 
 #include "sinew/backend/backend_spec.hpp"
 #include "sinew/backend/generic/node_config.hpp"
+#include "sinew/backend/op_table.hpp"
 #include "sinew/backend/simd/activation.hpp"
 #include "sinew/core/error.hpp"
 #include "sinew/tensor/buffer.hpp"
+
+namespace sinew::backend {
+struct Eigen;
+}  // namespace sinew::backend
 
 namespace sinew::backend::eigen {
 
@@ -106,6 +111,10 @@ class owned_tensor {
   float* data() const noexcept { return tensor_.data; }
   const tensor_desc& desc() const noexcept { return tensor_.desc; }
   explicit operator bool() const noexcept { return tensor_.data != nullptr; }
+  /// A tensor without storage of its own: it gets its floats from point_to().
+  void describe(const tensor_desc& d) { tensor_.desc = d; }
+  /// Makes the tensor a view of p, or of its own buffer again for nullptr.
+  void point_to(const float* p) { tensor_.data = p ? const_cast<float*>(p) : buffer_.data(); }
 
  private:
   AlignedBuffer<float> buffer_;
@@ -247,6 +256,30 @@ class converter {
   bool needed_ = false;
   tensor_desc from_;
   owned_tensor target_;
+};
+
+/// Whether an op converts the output gradient only for the input gradient, or always (an op with parameters
+/// needs it for their gradients even where the Model asks for no input gradient).
+enum class diff_dst_use { for_diff_src, always };
+
+/// What every Eigen op exposes of its output and input gradient (the op contract of backend_spec.hpp), written
+/// once: an op allocates dst_ and diff_src_ (or points them at other floats) and reads the output gradient
+/// through diff_dst_, in dst_'s layout.
+template <diff_dst_use Use = diff_dst_use::for_diff_src>
+class op_base {
+ public:
+  tensor_desc dst_desc() const { return dst_.desc(); }
+  const tensor& dst() const noexcept { return dst_.get(); }
+  tensor_desc diff_src_desc() const { return need_diff_src_ ? diff_src_.desc() : tensor_desc{}; }
+  const tensor& diff_src() const noexcept { return diff_src_.get(); }
+  void bind_diff_dst(context& ctx, const tensor_desc& d) {
+    if (Use == diff_dst_use::always || need_diff_src_) diff_dst_.setup(ctx, d, dst_.desc());
+  }
+
+ protected:
+  bool need_diff_src_ = false;
+  owned_tensor dst_, diff_src_;
+  converter diff_dst_;
 };
 
 /// Copies a tensor of either layout into plain NCHW floats.

@@ -16,7 +16,7 @@
 
 namespace sinew::backend::eigen {
 
-class conv2d_op {
+class conv2d_op : public op_base<diff_dst_use::always> {
  public:
   using config = Conv2dConfig;
 
@@ -41,12 +41,6 @@ class conv2d_op {
     act_.setup(c.act, dst_.desc().size());
     if (need_diff_src) diff_src_.allocate(in);
   }
-
-  tensor_desc dst_desc() const { return dst_.desc(); }
-  const tensor& dst() const noexcept { return dst_.get(); }
-  tensor_desc diff_src_desc() const { return diff_src_ ? diff_src_.desc() : tensor_desc{}; }
-  const tensor& diff_src() const noexcept { return diff_src_.get(); }
-  void bind_diff_dst(context& ctx, const tensor_desc& d) { diff_dst_.setup(ctx, d, dst_.desc()); }
 
   void forward(context& ctx, const tensor& src) { forward(ctx, src, metrics::no_probe); }
   void backward(context& ctx, const tensor& src, const tensor& diff_dst) {
@@ -124,13 +118,18 @@ class conv2d_op {
 
   config c_{};
   ParamSlots p_;
-  bool need_diff_src_ = false;
   bool patches_valid_ = false;
   index rows_ = 0, depth_ = 0;
-  converter src_, diff_dst_;
-  owned_tensor dst_, diff_src_;
+  converter src_;
   AlignedBuffer<float> patches_, weights_, diff_weights_;
   fused_activation act_;
 };
 
 }  // namespace sinew::backend::eigen
+
+namespace sinew::backend {
+template <>
+struct op_for<layer_kind::conv2d, Eigen> {
+  using type = eigen::conv2d_op;
+};
+}  // namespace sinew::backend

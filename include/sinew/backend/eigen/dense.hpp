@@ -10,7 +10,7 @@
 
 namespace sinew::backend::eigen {
 
-class dense_op {
+class dense_op : public op_base<diff_dst_use::always> {
  public:
   template <NodeType N>
   void setup(context& ctx, const tensor_desc& src_desc, int batch, ParamSlots p, bool need_diff_src) {
@@ -34,12 +34,6 @@ class dense_op {
     act_.setup(act, dst_.desc().size());
     if (need_diff_src) diff_src_.allocate(plain_like(src_desc));
   }
-
-  tensor_desc dst_desc() const { return dst_.desc(); }
-  const tensor& dst() const noexcept { return dst_.get(); }
-  tensor_desc diff_src_desc() const { return diff_src_ ? diff_src_.desc() : tensor_desc{}; }
-  const tensor& diff_src() const noexcept { return diff_src_.get(); }
-  void bind_diff_dst(context& ctx, const tensor_desc& d) { diff_dst_.setup(ctx, d, dst_.desc()); }
 
   void forward(context& ctx, const tensor& src) { forward(ctx, src, metrics::no_probe); }
   void backward(context& ctx, const tensor& src, const tensor& diff_dst) {
@@ -81,11 +75,15 @@ class dense_op {
 
   ParamSlots p_;
   index batch_ = 0, inputs_ = 0, outputs_ = 0;
-  bool need_diff_src_ = false;
   simd::activation act_kind_ = simd::activation::none;
-  converter diff_dst_;
-  owned_tensor dst_, diff_src_;
   fused_activation act_;
 };
 
 }  // namespace sinew::backend::eigen
+
+namespace sinew::backend {
+template <>
+struct op_for<layer_kind::dense, Eigen> {
+  using type = eigen::dense_op;
+};
+}  // namespace sinew::backend

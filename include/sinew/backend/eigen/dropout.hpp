@@ -15,7 +15,7 @@
 
 namespace sinew::backend::eigen {
 
-class dropout_op {
+class dropout_op : public op_base<> {
  public:
   template <NodeType N>
   void setup(context& ctx, const tensor_desc& src_desc, int, ParamSlots, bool need_diff_src) {
@@ -25,49 +25,37 @@ class dropout_op {
   void setup(context&, const tensor_desc& src_desc, float p, bool need_diff_src) {
     p_ = p;
     need_diff_src_ = need_diff_src;
-    own_dst_.allocate(src_desc);
-    dst_.desc = src_desc;
-    if (need_diff_src) {
-      own_diff_src_.allocate(src_desc);
-      diff_src_.desc = src_desc;
-    }
+    dst_.allocate(src_desc);
+    if (need_diff_src) diff_src_.allocate(src_desc);
   }
 
   void set_mode(const ForwardMode& mode) noexcept { mode_ = mode; }
 
-  tensor_desc dst_desc() const { return dst_.desc; }
-  const tensor& dst() const noexcept { return dst_; }
-  tensor_desc diff_src_desc() const { return need_diff_src_ ? diff_src_.desc : tensor_desc{}; }
-  const tensor& diff_src() const noexcept { return diff_src_; }
-  void bind_diff_dst(context& ctx, const tensor_desc& d) {
-    if (need_diff_src_) diff_dst_.setup(ctx, d, dst_.desc);
-  }
-
   void forward(context& ctx, const tensor& src) {
     last_ = mode_;
     if (!last_.training) {
-      dst_.data = src.data;
+      dst_.point_to(src.data);
       return;
     }
-    dst_.data = own_dst_.data();
-    apply(ctx.dev(), src.data, own_dst_.data());
+    dst_.point_to(nullptr);
+    apply(ctx.dev(), src.data, dst_.data());
   }
 
   void backward(context& ctx, const tensor&, const tensor& diff_dst) {
     if (!need_diff_src_) return;  // no parameters: nothing else to compute
     const float* dy = diff_dst_(ctx, diff_dst).data;
     if (!last_.training) {
-      diff_src_.data = const_cast<float*>(dy);
+      diff_src_.point_to(dy);
       return;
     }
-    diff_src_.data = own_diff_src_.data();
-    apply(ctx.dev(), dy, own_diff_src_.data());
+    diff_src_.point_to(nullptr);
+    apply(ctx.dev(), dy, diff_src_.data());
   }
 
  private:
   /// y = mask * x / (1 - p) with the mask of the last forward's seed, indexed by plain NCHW position.
   void apply(const device& dev, const float* x, float* y) const {
-    const tensor_desc& d = dst_.desc;
+    const tensor_desc& d = dst_.desc();
     const float p = p_;
     const std::uint64_t seed = last_.seed;
     if (!d.is_nhwc()) {
@@ -87,11 +75,14 @@ class dropout_op {
   }
 
   float p_ = 0.5f;
-  bool need_diff_src_ = false;
   ForwardMode mode_, last_;  ///< the mode of the next forward, and of the last one (which backward inverts)
-  owned_tensor own_dst_, own_diff_src_;
-  tensor dst_, diff_src_;
-  converter diff_dst_;
 };
 
 }  // namespace sinew::backend::eigen
+
+namespace sinew::backend {
+template <>
+struct op_for<layer_kind::dropout, Eigen> {
+  using type = eigen::dropout_op;
+};
+}  // namespace sinew::backend

@@ -15,7 +15,7 @@
 
 namespace sinew::backend::eigen {
 
-class pooling_op {
+class pooling_op : public op_base<> {
  public:
   struct config {
     int batch, c, h, w, out_h, out_w, kernel, stride, padding;
@@ -42,14 +42,6 @@ class pooling_op {
     dst_.allocate(make_desc(c.batch, c.c, c.out_h, c.out_w, layout::nhwc));
     if (c.max) argmax_ = AlignedBuffer<std::int32_t>(dst_.desc().size());
     if (need_diff_src) diff_src_.allocate(in);
-  }
-
-  tensor_desc dst_desc() const { return dst_.desc(); }
-  const tensor& dst() const noexcept { return dst_.get(); }
-  tensor_desc diff_src_desc() const { return diff_src_ ? diff_src_.desc() : tensor_desc{}; }
-  const tensor& diff_src() const noexcept { return diff_src_.get(); }
-  void bind_diff_dst(context& ctx, const tensor_desc& d) {
-    if (need_diff_src_) diff_dst_.setup(ctx, d, dst_.desc());
   }
 
   void forward(context& ctx, const tensor& src) {
@@ -153,10 +145,15 @@ class pooling_op {
   }
 
   config c_{};
-  bool need_diff_src_ = false;
-  converter src_, diff_dst_;
-  owned_tensor dst_, diff_src_;
+  converter src_;
   AlignedBuffer<std::int32_t> argmax_;
 };
 
 }  // namespace sinew::backend::eigen
+
+namespace sinew::backend {
+template <>
+struct op_for<layer_kind::pooling, Eigen> {
+  using type = eigen::pooling_op;
+};
+}  // namespace sinew::backend

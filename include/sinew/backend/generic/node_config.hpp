@@ -3,6 +3,7 @@
 // rather than once per layer shape.
 #pragma once
 
+#include <cstddef>
 #include <type_traits>
 
 #include "sinew/backend/simd/activation_kind.hpp"
@@ -14,14 +15,14 @@ namespace sinew::backend {
 /// The element-wise activation kernel of an activation layer type (none for NoActivation).
 template <class Act>
 constexpr simd::activation activation_of() {
-  if constexpr (std::is_same_v<Act, ReLU>)
-    return simd::activation::relu;
-  else if constexpr (std::is_same_v<Act, Tanh>)
-    return simd::activation::tanh;
-  else if constexpr (std::is_same_v<Act, Sigmoid>)
-    return simd::activation::sigmoid;
-  else
+  if constexpr (std::is_same_v<Act, NoActivation>) {
     return simd::activation::none;
+  } else {
+    static_assert(simd::kernel_of<Act> != simd::activation::none,
+                  "this activation has no element-wise kernel: add one to backend/simd/activation.hpp and name it "
+                  "with simd::kernel_of<Act> there (every backend computes activations with those kernels)");
+    return simd::kernel_of<Act>;
+  }
 }
 
 /// A Conv2d node (with its fused activation) at a batch size.
@@ -38,6 +39,32 @@ constexpr Conv2dConfig conv2d_config(int batch) {
   using Out = typename N::output;
   return {batch,        In::kChannels, In::kHeight,  In::kWidth,  Out::kChannels, Out::kHeight, Out::kWidth,
           L::kKernel,   L::kStride,    L::kPadding, L::kHasBias, activation_of<typename N::activation>()};
+}
+
+/// A BatchNorm2d node (with its fused activation) at a batch size.
+struct BatchNormConfig {
+  int batch, channels, h, w;
+  float eps;
+  simd::activation act;
+  /// The values each channel's batch statistics average: batch x height x width.
+  std::size_t per_channel() const noexcept { return std::size_t(batch) * std::size_t(h) * std::size_t(w); }
+};
+
+template <NodeType N>
+constexpr BatchNormConfig batch_norm_config(int batch) {
+  using In = typename N::input;
+  return {batch, In::kChannels, In::kHeight, In::kWidth, N::layer::kEps, activation_of<typename N::activation>()};
+}
+
+/// An AdaptiveAvgPool or GlobalAvgPool node at a batch size.
+struct AdaptivePoolConfig {
+  int batch, channels, in_h, in_w, out_h, out_w;
+};
+
+template <NodeType N>
+constexpr AdaptivePoolConfig adaptive_pool_config(int batch) {
+  using In = typename N::input;
+  return {batch, In::kChannels, In::kHeight, In::kWidth, N::layer::kOutHeight, N::layer::kOutWidth};
 }
 
 }  // namespace sinew::backend

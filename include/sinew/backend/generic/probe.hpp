@@ -6,24 +6,34 @@
 #include <string_view>
 
 #include "sinew/backend/simd/activation_kind.hpp"
+#include "sinew/core/type_list.hpp"
+#include "sinew/layers/activation.hpp"
 #include "sinew/metrics/profile.hpp"
 
 namespace sinew::backend {
 
-/// The profile kind of an activation kernel's pass.
+namespace detail {
+template <class... A>
+constexpr metrics::OpKind activation_kind_in(simd::activation a, metrics::Direction d, type_list<A...>) {
+  metrics::OpKind k = metrics::default_kind("", d);
+  (void)((simd::kernel_of<A> == a ? (k = metrics::default_kind(A::kProfile, d), true) : false) || ...);
+  return k;
+}
+}  // namespace detail
+
+/// The profile kind of an activation kernel's pass: the kProfile of the activation layer it computes.
 constexpr metrics::OpKind activation_kind(simd::activation a, metrics::Direction d) {
-  switch (a) {
-    case simd::activation::relu: return metrics::activation_kind("relu", d);
-    case simd::activation::tanh: return metrics::activation_kind("tanh", d);
-    case simd::activation::sigmoid: return metrics::activation_kind("sigmoid", d);
-    default: return metrics::activation_kind("", d);
-  }
+  return detail::activation_kind_in(a, d, activations{});
 }
 
-/// The kind a lowered node's time goes to unless its op says otherwise.
+/// The kind a lowered node's time goes to unless its op says otherwise: the one its layer spec declares.
 template <class N>
 constexpr metrics::OpKind node_kind(metrics::Direction d) {
-  return metrics::default_kind(N::layer::kName, d);
+  static_assert(metrics::is_profile_kind(N::layer::kProfile),
+                "the layer's kProfile names no operator kind of metrics::OpKind (see metrics/profile.hpp): declare "
+                "one of \"convolution\", \"fully_connected\", \"batch_norm\", \"pooling\", \"relu\", \"tanh\", "
+                "\"sigmoid\", \"dropout\", \"flatten\", \"add\", or add a kind there");
+  return metrics::default_kind(N::layer::kProfile, d);
 }
 
 /// Runs op.forward with the probe if the op splits its time, else as one part of kind `whole`.

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "sinew/backend/generic/chain.hpp"
+#include "sinew/backend/op_table.hpp"
 #include "sinew/layers/residual.hpp"
 
 namespace sinew::backend::generic {
@@ -72,3 +73,12 @@ class residual_op {
 };
 
 }  // namespace sinew::backend::generic
+
+namespace sinew::backend {
+/// Residual blocks run on every backend, with that backend's own ops and adder.
+template <class B>
+struct op_for<layer_kind::residual, B> {
+  template <NodeType N>
+  using type_for = generic::residual_op<B, N>;
+};
+}  // namespace sinew::backend

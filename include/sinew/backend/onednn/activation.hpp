@@ -7,7 +7,7 @@
 
 namespace sinew::backend::onednn {
 
-class activation_op {
+class activation_op : public op_base {
  public:
   template <NodeType N>
   void setup(context& ctx, const desc& src_md, int, ParamSlots, bool need_diff_src) {
@@ -20,14 +20,6 @@ class activation_op {
     floats_ = physical_floats(src_md);
     dst_ = memory(src_md, ctx.engine());
     if (need_diff_src) diff_src_ = memory(src_md, ctx.engine());
-  }
-
-  desc dst_desc() const { return dst_.get_desc(); }
-  const memory& dst() const noexcept { return dst_; }
-  desc diff_src_desc() const { return diff_src_ ? diff_src_.get_desc() : desc(); }
-  const memory& diff_src() const noexcept { return diff_src_; }
-  void bind_diff_dst(context& ctx, const desc& d) {
-    if (need_diff_src_) diff_dst_.setup(ctx, d, dst_.get_desc());
   }
 
   void forward(context&, const memory& src) {
@@ -45,10 +37,14 @@ class activation_op {
 
  private:
   simd::activation kind_ = simd::activation::none;
-  bool need_diff_src_ = false;
   std::size_t floats_ = 0;
-  memory dst_, diff_src_;
-  converter diff_dst_;
 };
 
 }  // namespace sinew::backend::onednn
+
+namespace sinew::backend {
+template <>
+struct op_for<layer_kind::activation, OneDnn> {
+  using type = onednn::activation_op;
+};
+}  // namespace sinew::backend

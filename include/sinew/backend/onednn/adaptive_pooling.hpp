@@ -8,22 +8,18 @@
 
 #include <vector>
 
+#include "sinew/backend/generic/adaptive_bins.hpp"
 #include "sinew/backend/onednn/common.hpp"
 
 namespace sinew::backend::onednn {
 
-class adaptive_pool_op {
+class adaptive_pool_op : public op_base {
  public:
-  struct config {
-    int batch, channels, in_h, in_w, out_h, out_w;
-  };
+  using config = AdaptivePoolConfig;
 
   template <NodeType N>
   void setup(context& ctx, const desc& src_md, int batch, ParamSlots, bool need_diff_src) {
-    using In = typename N::input;
-    using L = typename N::layer;
-    setup(ctx, src_md, config{batch, In::kChannels, In::kHeight, In::kWidth, L::kOutHeight, L::kOutWidth},
-          need_diff_src);
+    setup(ctx, src_md, adaptive_pool_config<N>(batch), need_diff_src);
   }
 
   void setup(context& ctx, const desc& src_md, const config& c, bool need_diff_src) {
@@ -34,14 +30,6 @@ class adaptive_pool_op {
       setup_onednn(ctx, src_md);
     else
       setup_bins(ctx, src_md);
-  }
-
-  desc dst_desc() const { return dst_.get_desc(); }
-  const memory& dst() const noexcept { return dst_; }
-  desc diff_src_desc() const { return diff_src_ ? diff_src_.get_desc() : desc(); }
-  const memory& diff_src() const noexcept { return diff_src_; }
-  void bind_diff_dst(context& ctx, const desc& d) {
-    if (need_diff_src_) diff_dst_.setup(ctx, d, dst_.get_desc());
   }
 
   void forward(context& ctx, const memory& src) {
@@ -97,24 +85,14 @@ class adaptive_pool_op {
     }
   }
 
-  /// PyTorch's adaptive bins along one axis: [floor(i in / out), ceil((i + 1) in / out)).
-  static void make_bins(int in, int out, std::vector<int>& begin, std::vector<int>& end) {
-    begin.resize(std::size_t(out));
-    end.resize(std::size_t(out));
-    for (int i = 0; i < out; ++i) {
-      begin[std::size_t(i)] = i * in / out;
-      end[std::size_t(i)] = ((i + 1) * in + out - 1) / out;
-    }
-  }
-
   void setup_bins(context& ctx, const desc& src_md) {
     const config& c = config_;
     const desc plain = plain_like(src_md);
     to_plain_.setup(ctx, src_md, plain);
     dst_ = memory(plain_desc(c.batch, c.channels, c.out_h, c.out_w), ctx.engine());
     if (need_diff_src_) diff_src_ = memory(plain, ctx.engine());
-    make_bins(c.in_h, c.out_h, row_begin_, row_end_);
-    make_bins(c.in_w, c.out_w, col_begin_, col_end_);
+    rows_ = generic::adaptive_axis(c.in_h, c.out_h);
+    cols_ = generic::adaptive_axis(c.in_w, c.out_w);
   }
 
   void bins_forward(const float* x, float* y) const {
@@ -127,9 +105,9 @@ class adaptive_pool_op {
       for (int i = 0; i < c.out_h; ++i)
         for (int j = 0; j < c.out_w; ++j) {
           float sum = 0;
-          for (int r = row_begin_[i]; r < row_end_[i]; ++r)
-            for (int s = col_begin_[j]; s < col_end_[j]; ++s) sum += in[r * c.in_w + s];
-          out[i * c.out_w + j] = sum / float((row_end_[i] - row_begin_[i]) * (col_end_[j] - col_begin_[j]));
+          for (int r = rows_.begin[i]; r < rows_.end[i]; ++r)
+            for (int s = cols_.begin[j]; s < cols_.end[j]; ++s) sum += in[r * c.in_w + s];
+          out[i * c.out_w + j] = sum / float(rows_.size(i) * cols_.size(j));
         }
     }
   }
@@ -146,23 +124,29 @@ class adaptive_pool_op {
       for (int i = 0; i < c.out_h; ++i)
         for (int j = 0; j < c.out_w; ++j) {
           const float g =
-              grad[i * c.out_w + j] / float((row_end_[i] - row_begin_[i]) * (col_end_[j] - col_begin_[j]));
-          for (int r = row_begin_[i]; r < row_end_[i]; ++r)
-            for (int s = col_begin_[j]; s < col_end_[j]; ++s) in[r * c.in_w + s] += g;
+              grad[i * c.out_w + j] / float(rows_.size(i) * cols_.size(j));
+          for (int r = rows_.begin[i]; r < rows_.end[i]; ++r)
+            for (int s = cols_.begin[j]; s < cols_.end[j]; ++s) in[r * c.in_w + s] += g;
         }
     }
   }
 
   config config_{};
-  bool need_diff_src_ = false, uniform_ = true;
+  bool uniform_ = true;
   dnnl::pooling_forward fwd_;
   dnnl::pooling_backward bwd_;
-  memory dst_, diff_src_;
-  converter to_plain_, diff_dst_;
+  converter to_plain_;
   const memory* bound_src_ = nullptr;
   const memory* bound_diff_dst_ = nullptr;
   bound_args fwd_args_, bwd_args_;
-  std::vector<int> row_begin_, row_end_, col_begin_, col_end_;
+  generic::adaptive_axis rows_, cols_;
 };
 
 }  // namespace sinew::backend::onednn
+
+namespace sinew::backend {
+template <>
+struct op_for<layer_kind::adaptive_pooling, OneDnn> {
+  using type = onednn::adaptive_pool_op;
+};
+}  // namespace sinew::backend

@@ -21,21 +21,11 @@ namespace sinew::backend::onednn {
 
 class batch_norm_op {
  public:
-  struct config {
-    int channels;
-    std::size_t per_channel;  ///< values averaged per channel: batch * height * width
-    float eps, momentum;
-    simd::activation act;
-  };
+  using config = BatchNormConfig;
 
   template <NodeType N>
   void setup(context& ctx, const desc& src_md, int batch, ParamSlots p, bool need_diff_src) {
-    using L = typename N::layer;
-    using In = typename N::input;
-    setup(ctx, src_md,
-          config{In::kChannels, std::size_t(batch) * In::kHeight * In::kWidth, L::kEps, L::kMomentum,
-                 activation_of<typename N::activation>()},
-          p, need_diff_src);
+    setup(ctx, src_md, batch_norm_config<N>(batch), p, need_diff_src);
   }
 
   void setup(context& ctx, const desc& src_md, const config& c, ParamSlots p, bool) {
@@ -98,10 +88,7 @@ class batch_norm_op {
     probe.begin(metrics::OpKind::batch_norm);
     if (&src != bound_src_) bind_src(src);
     last_ = training_ ? kTrain : kEval;
-    if (training_ && config_.per_channel < 2)
-      throw shape_error("batch_norm2d: training needs more than one value per channel, got a batch of " +
-                        std::to_string(config_.per_channel) + " on a 1x1 map (as PyTorch; use a larger batch, "
-                        "or evaluation mode)");
+    if (training_) BatchNorm2d::require_batch_statistics(config_.per_channel());
     mode& s = modes_[last_];
     run(ctx, s.fwd, s.fwd_args);
     if (training_) update_running_statistics();
@@ -160,17 +147,13 @@ class batch_norm_op {
     for (mode& s : modes_) s.bwd_args.set(DNNL_ARG_DIFF_DST, dz);
   }
 
-  /// running = (1 - momentum) running + momentum batch, with the unbiased batch variance (PyTorch).
+  /// running_mean_ and running_variance_ are the layer's two halves of its buffer slice.
   void update_running_statistics() {
-    const auto* mean = static_cast<const float*>(mean_.get_data_handle());
-    const auto* variance = static_cast<const float*>(variance_.get_data_handle());
-    auto* running_mean = static_cast<float*>(running_mean_.get_data_handle());
-    auto* running_variance = static_cast<float*>(running_variance_.get_data_handle());
-    const float m = config_.momentum, n = float(config_.per_channel), unbias = n / (n - 1);
-    for (int c = 0; c < config_.channels; ++c) {
-      running_mean[c] = (1 - m) * running_mean[c] + m * mean[c];
-      running_variance[c] = (1 - m) * running_variance[c] + m * unbias * variance[c];
-    }
+    BatchNorm2d::update_running_statistics({static_cast<float*>(running_mean_.get_data_handle()),
+                                            2 * std::size_t(config_.channels)},
+                                           static_cast<const float*>(mean_.get_data_handle()),
+                                           static_cast<const float*>(variance_.get_data_handle()),
+                                           config_.per_channel());
   }
 
   config config_{};
@@ -186,3 +169,10 @@ class batch_norm_op {
 };
 
 }  // namespace sinew::backend::onednn
+
+namespace sinew::backend {
+template <>
+struct op_for<layer_kind::batch_norm, OneDnn> {
+  using type = onednn::batch_norm_op;
+};
+}  // namespace sinew::backend

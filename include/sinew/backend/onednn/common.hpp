@@ -16,9 +16,14 @@
 
 #include "sinew/backend/backend_spec.hpp"
 #include "sinew/backend/generic/node_config.hpp"
+#include "sinew/backend/op_table.hpp"
 #include "sinew/backend/simd/activation.hpp"
 #include "sinew/core/error.hpp"
 #include "sinew/core/parallel.hpp"
+
+namespace sinew::backend {
+struct OneDnn;
+}  // namespace sinew::backend
 
 namespace sinew::backend::onednn {
 
@@ -208,7 +213,7 @@ using backend::activation_of;
 inline std::size_t physical_floats(const desc& d) { return d.get_size() / sizeof(float); }
 
 /// The activation after a Conv2d or Dense. ReLU runs as a oneDNN post-op, free in the primitive's write-back.
-/// Tanh and Sigmoid run as sinew's SIMD kernels on the output, in place, right after the primitive: oneDNN
+/// The others (Tanh, Sigmoid, ...) run as sinew's SIMD kernels on the output, in place, right after the primitive: oneDNN
 /// 2.6's AVX2 tanh post-op doubled the time of LeNet-5's first convolution (see backend/simd/activation.hpp).
 /// Backward computes the gradient of the pre-activation from the output and the gradient arriving for it.
 class fused_activation {
@@ -220,8 +225,9 @@ class fused_activation {
   }
   bool active() const noexcept { return kind_ != simd::activation::none; }
   simd::activation kind() const noexcept { return kind_; }
-  /// Whether forward() runs a pass of its own (Tanh, Sigmoid) rather than a post-op inside the primitive.
-  bool separate_pass() const noexcept { return kind_ == simd::activation::tanh || kind_ == simd::activation::sigmoid; }
+  /// Whether forward() runs a pass of its own (every activation but ReLU) rather than a post-op inside the
+  /// primitive.
+  bool separate_pass() const noexcept { return active() && kind_ != simd::activation::relu; }
 
   /// The primitive attributes for activation `a`: a ReLU post-op, or nothing.
   static dnnl::primitive_attr attr(simd::activation a) {
@@ -255,6 +261,25 @@ class fused_activation {
   simd::activation kind_ = simd::activation::none;
   std::size_t floats_ = 0;
   memory diff_;
+};
+
+/// The op contract's accessors (backend_spec.hpp) for an op with one output that computes its input gradient
+/// only when asked (need_diff_src_), written once: the op creates dst_ and diff_src_ and reads the output
+/// gradient through diff_dst_, in dst_'s layout.
+class op_base {
+ public:
+  desc dst_desc() const { return dst_.get_desc(); }
+  const memory& dst() const noexcept { return dst_; }
+  desc diff_src_desc() const { return diff_src_ ? diff_src_.get_desc() : desc(); }
+  const memory& diff_src() const noexcept { return diff_src_; }
+  void bind_diff_dst(context& ctx, const desc& d) {
+    if (need_diff_src_) diff_dst_.setup(ctx, d, dst_.get_desc());
+  }
+
+ protected:
+  bool need_diff_src_ = false;
+  memory dst_, diff_src_;
+  converter diff_dst_;
 };
 
 /// dst = a + b, in a's layout (b is reordered first when its layout differs): residual additions and the

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 
+#include "sinew/backend/onednn/small_conv2d.hpp"
 #include "sinew/backend/onednn/weighted_layer.hpp"
 
 namespace sinew::backend::onednn {
@@ -84,3 +85,15 @@ class conv2d_op : public weighted_layer<dnnl::convolution_forward, dnnl::convolu
 };
 
 }  // namespace sinew::backend::onednn
+
+namespace sinew::backend {
+/// A convolution over an image no larger than its kernel runs as one inner product (small_conv2d.hpp).
+template <>
+struct op_for<layer_kind::conv2d, OneDnn> {
+  template <NodeType N>
+  using type_for = std::conditional_t<onednn::conv_is_small_image(N::input::kHeight, N::input::kWidth,
+                                                                  N::output::kHeight, N::output::kWidth,
+                                                                  N::layer::kKernel),
+                                      onednn::small_conv2d_op, onednn::conv2d_op>;
+};
+}  // namespace sinew::backend

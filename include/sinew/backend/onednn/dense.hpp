@@ -47,3 +47,10 @@ class dense_op : public weighted_layer<dnnl::inner_product_forward, dnnl::inner_
 };
 
 }  // namespace sinew::backend::onednn
+
+namespace sinew::backend {
+template <>
+struct op_for<layer_kind::dense, OneDnn> {
+  using type = onednn::dense_op;
+};
+}  // namespace sinew::backend

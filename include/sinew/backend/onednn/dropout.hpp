@@ -11,7 +11,7 @@
 
 namespace sinew::backend::onednn {
 
-class dropout_op {
+class dropout_op : public op_base {
  public:
   template <NodeType N>
   void setup(context& ctx, const desc& src_md, int, ParamSlots, bool need_diff_src) {
@@ -33,14 +33,6 @@ class dropout_op {
   }
 
   void set_mode(const ForwardMode& mode) noexcept { mode_ = mode; }
-
-  desc dst_desc() const { return dst_.get_desc(); }
-  const memory& dst() const noexcept { return dst_; }
-  desc diff_src_desc() const { return diff_src_ ? diff_src_.get_desc() : desc(); }
-  const memory& diff_src() const noexcept { return diff_src_; }
-  void bind_diff_dst(context& ctx, const desc& d) {
-    if (need_diff_src_) diff_dst_.setup(ctx, d, dst_.get_desc());
-  }
 
   void forward(context& ctx, const memory& src) {
     last_ = mode_;
@@ -68,11 +60,17 @@ class dropout_op {
 
  private:
   float p_ = 0.5f;
-  bool need_diff_src_ = false;
   std::size_t floats_ = 0;
   ForwardMode mode_, last_;  ///< the mode of the next forward, and of the last one (which backward inverts)
-  memory own_dst_, dst_, own_diff_src_, diff_src_;
-  converter to_plain_, diff_dst_;
+  memory own_dst_, own_diff_src_;
+  converter to_plain_;
 };
 
 }  // namespace sinew::backend::onednn
+
+namespace sinew::backend {
+template <>
+struct op_for<layer_kind::dropout, OneDnn> {
+  using type = onednn::dropout_op;
+};
+}  // namespace sinew::backend

@@ -45,3 +45,10 @@ class flatten_op {
 };
 
 }  // namespace sinew::backend::onednn
+
+namespace sinew::backend {
+template <>
+struct op_for<layer_kind::flatten, OneDnn> {
+  using type = onednn::flatten_op;
+};
+}  // namespace sinew::backend

@@ -84,3 +84,10 @@ class pooling_op {
 };
 
 }  // namespace sinew::backend::onednn
+
+namespace sinew::backend {
+template <>
+struct op_for<layer_kind::pooling, OneDnn> {
+  using type = onednn::pooling_op;
+};
+}  // namespace sinew::backend

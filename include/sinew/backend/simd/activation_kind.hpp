@@ -5,8 +5,25 @@
 // needs no Eigen, only the backends do.
 #pragma once
 
+#include "sinew/layers/activation.hpp"
+
 namespace sinew::simd {
 
-enum class activation { none, relu, tanh, sigmoid };
+/// The element-wise activations the kernels compute (none: a layer without one).
+enum class activation { none, relu, tanh, sigmoid, leaky_relu };
+
+/// The kernel that computes activation layer Act (layers/activation.hpp); none for a layer without one.
+template <class Act>
+inline constexpr activation kernel_of = activation::none;
+/// @cond
+template <>
+inline constexpr activation kernel_of<ReLU> = activation::relu;
+template <>
+inline constexpr activation kernel_of<Tanh> = activation::tanh;
+template <>
+inline constexpr activation kernel_of<Sigmoid> = activation::sigmoid;
+template <>
+inline constexpr activation kernel_of<LeakyReLU> = activation::leaky_relu;
+/// @endcond
 
 }  // namespace sinew::simd

@@ -137,9 +137,9 @@ class allreduce_base {
   }
 
   /// params -= optimizer(mean of every rank's grads); grads holds the mean. Sums the buckets the hooks have not
-  /// started, waits for all, and books the time: the hooks' time and the wait as exposed communication (the
-  /// hooks' time moves out of phases.backward, which the caller measured around them), the time buckets were in
-  /// flight while backward computed as comm_hidden.
+  /// started, waits for all, and reports what it waited for: the hooks' time and the wait as exposed
+  /// communication, the time buckets were in flight while backward computed as comm_hidden. It adds to comm,
+  /// comm_hidden and update only (the trainer times backward without the hooks).
   template <class O>
   void average_and_step(std::span<float> params, std::span<float> grads, O& optimizer, metrics::PhaseSeconds& phases) {
     metrics::Stopwatch watch;
@@ -150,7 +150,6 @@ class allreduce_base {
     submit_ready();
     wait_watched([&] { return bool(derived().poll()); }, "the gradient all-reduce");
     phases.comm += watch.lap() + hook_seconds_;
-    phases.backward = std::max(0.0, phases.backward - hook_seconds_);
     phases.comm_hidden += std::max(0.0, hidden_seconds_ - busy_hook_seconds_);
     in_step_ = false;
     ++steps_;

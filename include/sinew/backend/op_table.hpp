@@ -1,0 +1,45 @@
+// sinew/backend/op_table.hpp: the one table from layer kind to op, which every backend fills.
+//
+// A layer spec declares its kind tag (`using kind = layer_kind::conv2d;`, layers/layer_spec.hpp); a backend
+// names the op that computes a kind by specialising op_for<Kind, Backend> next to the op, in its own folder:
+//
+//   template <> struct op_for<layer_kind::dense, OneDnn> { using type = onednn::dense_op; };
+//
+// A specialisation gives either `type`, or `template <NodeType N> using type_for` where the op depends on the
+// node (a composite layer's op holds the ops of its branches; OneDnn runs a convolution over an image no
+// larger than its kernel as an inner product). Composite kinds are generic: backend/generic/residual.hpp fills
+// layer_kind::residual for every backend. A kind that a backend lacks stops the build at the one trap below
+// (as CUTLASS keys its dispatch on tag types with one trap template).
+#pragma once
+
+#include "sinew/core/diagnostics.hpp"
+#include "sinew/layers/layer_spec.hpp"
+
+namespace sinew::backend {
+
+/// op_for<Kind, B>: the op of backend B for layers of kind Kind. The primary template is the trap.
+template <class Kind, class B>
+struct op_for {
+  static_assert(dependent_false<Kind, B>,
+                "the backend named in op_for<Kind, Backend> above has no implementation of this layer kind; add "
+                "an op under backend/<backend>/ and map the kind with an op_for<Kind, Backend> specialisation beside "
+                "it (the contract is in backend/backend_spec.hpp), or use another backend for this network");
+};
+
+namespace detail {
+template <class B, class N>
+struct op_of {
+  using type = typename op_for<typename N::layer::kind, B>::template type_for<N>;
+};
+template <class B, class N>
+  requires requires { typename op_for<typename N::layer::kind, B>::type; }
+struct op_of<B, N> {
+  using type = typename op_for<typename N::layer::kind, B>::type;
+};
+}  // namespace detail
+
+/// The op class that computes lowered node N on backend B: what B::op<N> names.
+template <class B, NodeType N>
+using op_of = typename detail::op_of<B, N>::type;
+
+}  // namespace sinew::backend
