@@ -15,6 +15,7 @@ namespace sinew {
 namespace detail {
 template <class Self>
 struct elementwise {
+  /// its row in the one layer-to-op table (backend/op_table.hpp)
   using kind = layer_kind::activation;
   template <FeatureShape In>
   struct at {
@@ -29,25 +30,30 @@ struct elementwise {
 struct ReLU : detail::elementwise<ReLU> {
   /// what reports, profiles and checkpoints call the layer kind
   static constexpr std::string_view kName = "relu";
+  /// the operator-profile kind its time is reported under (metrics/profile.hpp)
   static constexpr std::string_view kProfile = "relu";
 };
 /// tanh(x)
 struct Tanh : detail::elementwise<Tanh> {
   /// what reports, profiles and checkpoints call the layer kind
   static constexpr std::string_view kName = "tanh";
+  /// the operator-profile kind its time is reported under (metrics/profile.hpp)
   static constexpr std::string_view kProfile = "tanh";
 };
 /// 1 / (1 + exp(-x))
 struct Sigmoid : detail::elementwise<Sigmoid> {
   /// what reports, profiles and checkpoints call the layer kind
   static constexpr std::string_view kName = "sigmoid";
+  /// the operator-profile kind its time is reported under (metrics/profile.hpp)
   static constexpr std::string_view kProfile = "sigmoid";
 };
 
 /// max(x, 0) + 0.01 min(x, 0): torch.nn.LeakyReLU() with PyTorch's default negative slope. Its time is
 /// profiled with the rectifiers, as "relu".
 struct LeakyReLU : detail::elementwise<LeakyReLU> {
+  /// what reports, profiles and checkpoints call the layer kind
   static constexpr std::string_view kName = "leaky_relu";
+  /// the operator-profile kind its time is reported under (metrics/profile.hpp)
   static constexpr std::string_view kProfile = "relu";
   static constexpr float kNegativeSlope = 0.01f;  ///< in (0, 1): the sign of the output is the input's
 };

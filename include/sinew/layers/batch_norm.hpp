@@ -22,7 +22,9 @@ namespace sinew {
 struct BatchNorm2d {
   /// what reports, profiles and checkpoints call the layer kind
   static constexpr std::string_view kName = "batch_norm2d";
+  /// its row in the one layer-to-op table (backend/op_table.hpp)
   using kind = layer_kind::batch_norm;
+  /// the operator-profile kind its time is reported under (metrics/profile.hpp)
   static constexpr std::string_view kProfile = "batch_norm";
   static constexpr float kEps = 1e-5f;        ///< added to the variance, as PyTorch
   static constexpr float kMomentum = 0.1f;    ///< weight of the batch in the running statistics, as PyTorch

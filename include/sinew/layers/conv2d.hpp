@@ -15,7 +15,9 @@ struct Conv2d {
 
   /// what reports, profiles and checkpoints call the layer kind
   static constexpr std::string_view kName = "conv2d";
+  /// its row in the one layer-to-op table (backend/op_table.hpp)
   using kind = layer_kind::conv2d;
+  /// the operator-profile kind its time is reported under (metrics/profile.hpp)
   static constexpr std::string_view kProfile = "convolution";
   /// OutChannels
   static constexpr int kOutChannels = OutChannels;

@@ -12,7 +12,9 @@ struct Dense {
 
   /// what reports, profiles and checkpoints call the layer kind
   static constexpr std::string_view kName = "dense";
+  /// its row in the one layer-to-op table (backend/op_table.hpp)
   using kind = layer_kind::dense;
+  /// the operator-profile kind its time is reported under (metrics/profile.hpp)
   static constexpr std::string_view kProfile = "fully_connected";
   /// Out
   static constexpr int kOutputs = Out;

@@ -18,7 +18,9 @@ struct Dropout {
 
   /// what reports, profiles and checkpoints call the layer kind
   static constexpr std::string_view kName = "dropout";
+  /// its row in the one layer-to-op table (backend/op_table.hpp)
   using kind = layer_kind::dropout;
+  /// the operator-profile kind its time is reported under (metrics/profile.hpp)
   static constexpr std::string_view kProfile = "dropout";
   /// Percent
   static constexpr int kPercent = Percent;

@@ -9,7 +9,9 @@ namespace sinew {
 struct Flatten {
   /// what reports, profiles and checkpoints call the layer kind
   static constexpr std::string_view kName = "flatten";
+  /// its row in the one layer-to-op table (backend/op_table.hpp)
   using kind = layer_kind::flatten;
+  /// the operator-profile kind its time is reported under (metrics/profile.hpp)
   static constexpr std::string_view kProfile = "flatten";
   /// The layer applied to an input of shape In (the contract is in layers/layer_spec.hpp).
   template <FeatureShape In>

@@ -17,7 +17,9 @@ constexpr int adaptive_bin_end(int i, int in, int out) { return ((i + 1) * in + 
 namespace detail {
 template <int OH, int OW>
 struct adaptive_pool_at {
+  /// its row in the one layer-to-op table (backend/op_table.hpp)
   using kind = layer_kind::adaptive_pooling;
+  /// the operator-profile kind its time is reported under (metrics/profile.hpp)
   static constexpr std::string_view kProfile = "pooling";
   template <FeatureShape In>
   struct at {

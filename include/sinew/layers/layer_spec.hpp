@@ -107,6 +107,7 @@ struct check_layer {
   static_assert(!req::has_at<L, In> || req::has_layer_param_counts<L, In>,
                 "a layer spec's at<In> must declare `static constexpr std::size_t kWeights` and `kBias` (0 for a "
                 "layer without parameters)");
+  /// true when L fulfils the contract (otherwise a static_assert above has said why)
   static constexpr bool value = req::has_name<L> && req::has_kind<L> && req::has_profile_kind<L> &&
                                 req::has_output_shape<L, In> && req::has_layer_param_counts<L, In>;
 };

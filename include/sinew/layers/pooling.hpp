@@ -8,7 +8,9 @@ namespace sinew {
 namespace detail {
 template <int Kernel, int Stride, int Padding>
 struct pool_at {
+  /// its row in the one layer-to-op table (backend/op_table.hpp)
   using kind = layer_kind::pooling;
+  /// the operator-profile kind its time is reported under (metrics/profile.hpp)
   static constexpr std::string_view kProfile = "pooling";
   static_assert(Kernel > 0 && Stride > 0 && Padding >= 0, "pooling: kernel and stride must be positive");
   static_assert(2 * Padding <= Kernel, "pooling: the padding must be at most half the kernel (as in PyTorch)");

@@ -71,7 +71,9 @@ template <class Main, class Shortcut = Chain<>>
 struct Residual {
   /// what reports, profiles and checkpoints call the layer kind
   static constexpr std::string_view kName = "residual";
+  /// its row in the one layer-to-op table (backend/op_table.hpp)
   using kind = layer_kind::residual;
+  /// the operator-profile kind its time is reported under (metrics/profile.hpp)
   static constexpr std::string_view kProfile = "add";  ///< the sums; each branch op goes to its own kind
 
   /// The layer applied to an input of shape In (the contract is in layers/layer_spec.hpp).
