@@ -23,11 +23,12 @@ namespace optim = sinew::optim;
 namespace presets = sinew::presets;
 
 // Each preset is the Trainer written out.
-static_assert(std::is_same_v<presets::TensorFlow<Net, Sync>::trainer_type,
-                             Trainer<Net, backend::Eigen, dist::RingAllReduce<Mpi>, Sync, optim::Sgd, data::CachedLoader>>);
-static_assert(std::is_same_v<presets::TensorFlow<Net, Async>::trainer_type,
-                             Trainer<Net, backend::Eigen, dist::ParameterServer<Mpi, 3>, Async, optim::Sgd,
-                                     data::CachedLoader>>);
+static_assert(
+    std::is_same_v<presets::TensorFlow<Net, Sync>::trainer_type,
+                   Trainer<Net, backend::Eigen, dist::RingAllReduce<Mpi>, Sync, optim::Sgd, data::CachedLoader>>);
+static_assert(
+    std::is_same_v<presets::TensorFlow<Net, Async>::trainer_type,
+                   Trainer<Net, backend::Eigen, dist::ParameterServer<Mpi, 3>, Async, optim::Sgd, data::CachedLoader>>);
 static_assert(std::is_same_v<presets::PyTorch<Net>::trainer_type,
                              Trainer<Net, backend::OneDnn, dist::RingAllReduce<Mpi>, Sync, optim::Sgd,
                                      data::StreamingLoader<data::CifarRecords>>>);
@@ -37,26 +38,31 @@ static_assert(std::is_same_v<presets::MXNet<Net, Sync>::trainer_type,
 static_assert(std::is_same_v<presets::MXNet<Net, Async, 2>::trainer_type,
                              Trainer<Net, backend::OneDnn, dist::ParameterServer<Mpi, 2>, Async, optim::Sgd,
                                      data::StreamingLoader<data::CifarRecords>>>);
-static_assert(std::is_same_v<presets::ChainerMN<Net>::trainer_type,
-                             Trainer<Net, backend::OneDnn, dist::MpiAllReduce<Mpi>, Sync, optim::Sgd, data::CachedLoader>>);
+static_assert(
+    std::is_same_v<presets::ChainerMN<Net>::trainer_type,
+                   Trainer<Net, backend::OneDnn, dist::MpiAllReduce<Mpi>, Sync, optim::Sgd, data::CachedLoader>>);
 
 // Swapping one policy gives the hand-written Trainer with that policy, and swapping it back the preset.
 using TF = presets::TensorFlow<Net, Sync>;
-static_assert(std::is_same_v<TF::with_backend<backend::OneDnn>,
-                             Trainer<Net, backend::OneDnn, dist::RingAllReduce<Mpi>, Sync, optim::Sgd, data::CachedLoader>>);
+static_assert(
+    std::is_same_v<TF::with_backend<backend::OneDnn>,
+                   Trainer<Net, backend::OneDnn, dist::RingAllReduce<Mpi>, Sync, optim::Sgd, data::CachedLoader>>);
 static_assert(std::is_same_v<TF::with_backend<backend::Eigen>, TF::trainer_type>);
-static_assert(std::is_same_v<TF::with_strategy<dist::MpiAllReduce<Mpi>>,
-                             Trainer<Net, backend::Eigen, dist::MpiAllReduce<Mpi>, Sync, optim::Sgd, data::CachedLoader>>);
-static_assert(std::is_same_v<presets::PyTorch<Net>::with_loader<data::CachedLoader>,
-                             Trainer<Net, backend::OneDnn, dist::RingAllReduce<Mpi>, Sync, optim::Sgd, data::CachedLoader>>);
+static_assert(
+    std::is_same_v<TF::with_strategy<dist::MpiAllReduce<Mpi>>,
+                   Trainer<Net, backend::Eigen, dist::MpiAllReduce<Mpi>, Sync, optim::Sgd, data::CachedLoader>>);
+static_assert(
+    std::is_same_v<presets::PyTorch<Net>::with_loader<data::CachedLoader>,
+                   Trainer<Net, backend::OneDnn, dist::RingAllReduce<Mpi>, Sync, optim::Sgd, data::CachedLoader>>);
 static_assert(std::is_same_v<presets::MXNet<Net, Sync>::with_mode<Async>, presets::MXNet<Net, Async>::trainer_type>);
 static_assert(std::is_same_v<presets::MXNet<Net, Sync>::with_backend<backend::Eigen>,
                              Trainer<Net, backend::Eigen, dist::ParameterServer<Mpi, 3>, Sync, optim::Sgd,
                                      data::StreamingLoader<data::CifarRecords>>>);
-static_assert(std::is_same_v<presets::ChainerMN<Net>::with_optimizer<optim::Sgd>, presets::ChainerMN<Net>::trainer_type>);
+static_assert(
+    std::is_same_v<presets::ChainerMN<Net>::with_optimizer<optim::Sgd>, presets::ChainerMN<Net>::trainer_type>);
 static_assert(std::is_same_v<TF::with_profile<sinew::metrics::OperatorProfile>,
-                             Trainer<Net, backend::Eigen, dist::RingAllReduce<Mpi>, Sync, optim::Sgd, data::CachedLoader,
-                                     sinew::metrics::OperatorProfile>>);
+                             Trainer<Net, backend::Eigen, dist::RingAllReduce<Mpi>, Sync, optim::Sgd,
+                                     data::CachedLoader, sinew::metrics::OperatorProfile>>);
 static_assert(presets::MXNet<Net, Async>::kRanks == 6);
 
 // The second of three workers, as trainer.dist() would say.

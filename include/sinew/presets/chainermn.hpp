@@ -6,13 +6,17 @@
 // Every choice and the sentence it comes from (Liu et al., "Usability Study of Distributed Deep Learning
 // Frameworks for Convolutional Neural Networks", KDD 2018 DL Day, section 3.3.2), or that it is ours:
 //
-// | choice | sinew | the source |
-// |---|---|---|
-// | strategy | dist::MpiAllReduce<Comm>, Sync only | "for the distributed version, the ChainerMN package and Message Passing Interface (MPI) are required." |
-// | one all-reduce after backward | bucket_bytes 0, overlap off | not from the paper: ChainerMN's multi-node optimizer all-reduces the gradients, packed, once backward is done |
-// | operators | backend::OneDnn | not from the paper: Chainer's CPU path is iDeep, built on MKL-DNN (now oneDNN) |
-// | loader | data::CachedLoader | not from the paper: Chainer's iterators walk a dataset held in memory |
-// | optimizer | optim::Sgd | not from the paper |
+//   choice                sinew                               the source
+//   --------------------  ----------------------------------  ---------------------------------------------------------
+//   strategy              dist::MpiAllReduce<Comm>, Sync      "for the distributed version, the ChainerMN package and
+//                         only                                Message Passing Interface (MPI) are required."
+//   one all-reduce after  bucket_bytes 0, overlap off         not from the paper: ChainerMN's multi-node optimizer
+//   backward                                                  all-reduces the gradients, packed, once backward is done
+//   operators             backend::OneDnn                     not from the paper: Chainer's CPU path is iDeep, built on
+//                                                             MKL-DNN (now oneDNN)
+//   loader                data::CachedLoader                  not from the paper: Chainer's iterators walk a dataset
+//                                                             held in memory
+//   optimizer             optim::Sgd                          not from the paper
 #pragma once
 
 #include "sinew/backend/onednn.hpp"

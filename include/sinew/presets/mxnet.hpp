@@ -8,15 +8,25 @@
 // Every choice and the sentence of Krisilias et al., "A Performance Evaluation of Distributed Deep Learning
 // Frameworks on CPU Clusters Using Image Classification Workloads" (2021), it comes from:
 //
-// | choice | sinew | the paper |
-// |---|---|---|
-// | operators | backend::OneDnn | III-C: "MXNet uses the same library as PyTorch for linear algebra operations, the oneDNN." |
-// | strategy | dist::ParameterServer<Comm, Machines>, Sync or Async | III-C: "Apache MXNet adopts the parameter server architecture to provide both synchronous and asynchronous training." |
-// | aggregation on the servers | the servers average and step | III-C: "Parameter servers are responsible to handle synchronization issues. KVStore is also responsible to handle gradient aggregation." |
-// | one server with each worker | Machines servers and Machines workers; worker i and server i on host i | IV-A: "When training under the parameter server architecture, both a parameter server and a worker task are executed on each virtual machine." |
-// | loader | data::StreamingLoader<Source> | III-C: "MXNet provides built-in data loading modules, which are able to operate in parallel with training"; Table I: "Pipeline, No caching" |
-// | no cache | every batch read from its files | V-G: "TensorFlow uses caching, while PyTorch and MXNet take the second approach" |
-// | optimizer | optim::Sgd | not from the paper (it names no optimizer) |
+//   choice                sinew                               the paper
+//   --------------------  ----------------------------------  ---------------------------------------------------------
+//   operators             backend::OneDnn                     III-C: "MXNet uses the same library as PyTorch for linear
+//                                                             algebra operations, the oneDNN."
+//   strategy              dist::ParameterServer<Comm,         III-C: "Apache MXNet adopts the parameter server
+//                         Machines>, Sync or Async            architecture to provide both synchronous and asynchronous
+//                                                             training."
+//   aggregation on the    the servers average and step        III-C: "Parameter servers are responsible to handle
+//   servers                                                   synchronization issues. KVStore is also responsible to
+//                                                             handle gradient aggregation."
+//   one server with each  Machines servers and Machines       IV-A: "When training under the parameter server
+//   worker                workers; worker i and server i on   architecture, both a parameter server and a worker task
+//                         host i                              are executed on each virtual machine."
+//   loader                data::StreamingLoader<Source>       III-C: "MXNet provides built-in data loading modules,
+//                                                             which are able to operate in parallel with training";
+//                                                             Table I: "Pipeline, No caching"
+//   no cache              every batch read from its files     V-G: "TensorFlow uses caching, while PyTorch and MXNet
+//                                                             take the second approach"
+//   optimizer             optim::Sgd                          not from the paper (it names no optimizer)
 //
 // What sinew does not do as MXNet did: a server and a worker are two MPI ranks, so "colocated" is where
 // mpirun places them (ranks 0 .. Machines-1 train, Machines .. 2 Machines-1 serve: `--map-by node` puts worker

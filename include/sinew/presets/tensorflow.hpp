@@ -8,17 +8,29 @@
 // Every choice and the sentence of Krisilias et al., "A Performance Evaluation of Distributed Deep Learning
 // Frameworks on CPU Clusters Using Image Classification Workloads" (2021), it comes from:
 //
-// | choice | sinew | the paper |
-// |---|---|---|
-// | operators | backend::Eigen | III-A: "TensorFlow facilitates the Eigen [26] library." |
-// | Sync | dist::RingAllReduce<Comm> | III-A: "Synchronous training is performed using an all-reduce variant called Ring-Reduce [10]." |
-// | Async | dist::ParameterServer<Comm, Machines> | III-A: "Asynchronous training can be achieved under the parameter server architecture." |
-// | servers | Machines servers, one per machine | IV-A: "When training under the parameter server architecture, both a parameter server and a worker task are executed on each virtual machine." |
-// | Sync data | Sharding::disjoint | III-A: "Synchronous TensorFlow requires each worker to read only the shard assigned to them." |
-// | Async data | Sharding::every_worker_reads_all, an epoch of batches / workers steps | III-A: "In the case of asynchronous TensorFlow, according to the official tutorial [25], each worker reads the whole dataset, as opposed to the synchronous case, but processes only the one third in each epoch." |
-// | loader | data::CachedLoader | Table I: "Pipeline, Caching"; V-G: "TensorFlow uses caching, while PyTorch and MXNet take the second approach" |
-// | optimizer | optim::Sgd | not from the paper (it names no optimizer) |
-// | ring buckets | one all-reduce after backward (bucket_bytes 0, overlap off) | not from the paper: our reading of Keras with MultiWorkerMirroredStrategy, which all-reduces the gradients once they are all computed |
+//   choice                sinew                               the paper
+//   --------------------  ----------------------------------  ---------------------------------------------------------
+//   operators             backend::Eigen                      III-A: "TensorFlow facilitates the Eigen [26] library."
+//   Sync                  dist::RingAllReduce<Comm>           III-A: "Synchronous training is performed using an
+//                                                             all-reduce variant called Ring-Reduce [10]."
+//   Async                 dist::ParameterServer<Comm,         III-A: "Asynchronous training can be achieved under the
+//                         Machines>                           parameter server architecture."
+//   servers               Machines servers, one per machine   IV-A: "When training under the parameter server
+//                                                             architecture, both a parameter server and a worker task
+//                                                             are executed on each virtual machine."
+//   Sync data             Sharding::disjoint                  III-A: "Synchronous TensorFlow requires each worker to
+//                                                             read only the shard assigned to them."
+//   Async data            Sharding::every_worker_reads_all,   III-A: "In the case of asynchronous TensorFlow, according
+//                         an epoch of batches / workers       to the official tutorial [25], each worker reads the
+//                         steps                               whole dataset, as opposed to the synchronous case, but
+//                                                             processes only the one third in each epoch."
+//   loader                data::CachedLoader                  Table I: "Pipeline, Caching"; V-G: "TensorFlow uses
+//                                                             caching, while PyTorch and MXNet take the second
+//                                                             approach"
+//   optimizer             optim::Sgd                          not from the paper (it names no optimizer)
+//   ring buckets          one all-reduce after backward       not from the paper: our reading of Keras with
+//                         (bucket_bytes 0, overlap off)       MultiWorkerMirroredStrategy, which all-reduces the
+//                                                             gradients once they are all computed
 //
 // What sinew does not do as TensorFlow did (a reproduction must say so):
 // - Sync: TensorFlow "loads into memory the part of the dataset that assigned to them (one third in our case)
