@@ -42,6 +42,14 @@ static_assert(
     std::is_same_v<presets::ChainerMN<Net>::trainer_type,
                    Trainer<Net, backend::OneDnn, dist::MpiAllReduce<Mpi>, Sync, optim::Sgd, data::CachedLoader>>);
 
+// Each is a Trainer that can be built: its class instantiates (the strategy accepts the mode, the loader is one).
+static_assert(sizeof(presets::TensorFlow<Net, Sync>::trainer_type) > 0);
+static_assert(sizeof(presets::TensorFlow<Net, Async>::trainer_type) > 0);
+static_assert(sizeof(presets::PyTorch<Net>::trainer_type) > 0);
+static_assert(sizeof(presets::MXNet<Net, Sync>::trainer_type) > 0);
+static_assert(sizeof(presets::MXNet<Net, Async>::trainer_type) > 0);
+static_assert(sizeof(presets::ChainerMN<Net>::trainer_type) > 0);
+
 // Swapping one policy gives the hand-written Trainer with that policy, and swapping it back the preset.
 using TF = presets::TensorFlow<Net, Sync>;
 static_assert(
