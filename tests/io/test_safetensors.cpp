@@ -376,6 +376,8 @@ TEST(safetensors, a_deeply_nested_or_duplicated_header_is_refused_with_a_sentenc
   expect_data_error([] { io::detail::parse_json(R"({"a":{"b":1,"b":2}})"); }, {"\"b\" appears twice"});
   io::detail::parse_json(R"({"a":{"b":1},"c":{"b":2}})");  // the same key in two objects is fine
   expect_data_error([] { io::detail::parse_json(R"({"a":tru})"); }, {"line 1, column"});
+  // A number past the double range is nlohmann's out_of_range, not a parse_error: still a sentence.
+  expect_data_error([] { io::detail::parse_json(R"({"data_offsets":[0,1e400]})"); }, {"number overflow", "1e400"});
 }
 
 TEST(safetensors, offsets_that_disagree_with_the_shape_name_the_tensor) {

@@ -49,8 +49,10 @@ inline json parse_json(std::string_view text) {
   };
   try {
     return json::parse(text.begin(), text.end(), check);
-  } catch (const json::parse_error& e) {
-    // nlohmann's text after its "[json.exception.parse_error.N] " tag: "parse error at line 1, column 5: ..."
+  } catch (const json::exception& e) {
+    // Every nlohmann error the text can cause (parse_error, and out_of_range for a number such as 1e400 that
+    // overflows a double; found by fuzz_safetensors): its text after the "[json.exception.<kind>.N] " tag,
+    // "parse error at line 1, column 5: ..." or "number overflow parsing '1e400'".
     const std::string what = e.what();
     const auto tag_end = what.find("] ");
     throw data_error(tag_end == std::string::npos ? what : what.substr(tag_end + 2));
