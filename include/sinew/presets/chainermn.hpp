@@ -41,14 +41,6 @@ struct ChainerMN : Preset<Net, backend::OneDnn, dist::MpiAllReduce<Comm>, Sync, 
     o.overlap = false;
     return o;
   }
-
-  /// `base` (batch size, seed, padding ...) as this worker's loader reads it: its share of every epoch.
-  static data::LoaderOptions loader_options(data::LoaderOptions base, int worker_index, int workers) {
-    base.rank = worker_index;
-    base.world_size = workers;
-    base.sharding = data::Sharding::disjoint;
-    return base;
-  }
 };
 
 }  // namespace sinew::presets

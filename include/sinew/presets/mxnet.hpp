@@ -77,24 +77,6 @@ struct MXNet : Preset<Net, backend::OneDnn, dist::ParameterServer<Comm, Machines
 
   /// The parameter server's options (its defaults).
   static typename dist::ParameterServer<Comm, Machines>::options options() { return {}; }
-
-  /// `base` (batch size, seed, padding ...) as this worker's loader reads it: its share of every epoch.
-  static data::LoaderOptions loader_options(data::LoaderOptions base, int worker_index, int workers) {
-    base.rank = worker_index;
-    base.world_size = workers;
-    base.sharding = data::Sharding::disjoint;
-    return base;
-  }
-
-  /// This worker's streaming loader over `source` (dist: the trainer's strategy, trainer.dist(); on a server
-  /// it is built too, as every rank calls train_epoch with a loader, and never read).
-  template <class Dist>
-  static data::StreamingLoader<Source> loader(Source source, data::LoaderOptions base, const Dist& dist,
-                                              data::StreamingOptions streaming = {}) {
-    return data::StreamingLoader<Source>(std::move(source),
-                                         loader_options(std::move(base), dist.worker_index(), dist.workers()),
-                                         streaming);
-  }
 };
 
 }  // namespace sinew::presets

@@ -10,7 +10,10 @@
 // options) each preset gives as static functions that return ordinary option structs.
 #pragma once
 
+#include <utility>
+
 #include "sinew/backend/backend_spec.hpp"
+#include "sinew/data/loader_options.hpp"
 #include "sinew/data/loader_spec.hpp"
 #include "sinew/dist/strategy_spec.hpp"
 #include "sinew/dist/sync_mode.hpp"
@@ -52,6 +55,24 @@ struct Preset {
   /// The same Trainer timing every operator (metrics::OperatorProfile).
   template <class Profile>
   using with_profile = Trainer<Net, B, S, M, O, L, Profile>;
+
+  /// `base` (batch size, seed, padding ...) as this worker's loader reads it: its share of every epoch (a
+  /// preset whose system reads otherwise, TensorFlow's Async, says so with its own loader_options).
+  static data::LoaderOptions loader_options(data::LoaderOptions base, int worker_index, int workers) {
+    base.rank = worker_index;
+    base.world_size = workers;
+    base.sharding = data::Sharding::disjoint;
+    return base;
+  }
+
+  /// This worker's loader (dist: the trainer's strategy, trainer.dist()), built from `source` (a record source
+  /// for a streaming loader, a data::Dataset for a caching one), loader_options(base, ...) and `extra` (for
+  /// example a streaming loader's data::StreamingOptions).
+  template <class Dist, class Source, class... Extra>
+  static L loader(Source&& source, data::LoaderOptions base, const Dist& dist, Extra&&... extra) {
+    return L(std::forward<Source>(source), loader_options(std::move(base), dist.worker_index(), dist.workers()),
+             std::forward<Extra>(extra)...);
+  }
 };
 
 }  // namespace sinew::presets

@@ -65,23 +65,6 @@ struct PyTorch : Preset<Net, backend::OneDnn, dist::RingAllReduce<Comm>, Sync, o
     o.overlap = true;
     return o;
   }
-
-  /// `base` (batch size, seed, padding ...) as this worker's loader reads it: its share of every epoch.
-  static data::LoaderOptions loader_options(data::LoaderOptions base, int worker_index, int workers) {
-    base.rank = worker_index;
-    base.world_size = workers;
-    base.sharding = data::Sharding::disjoint;
-    return base;
-  }
-
-  /// This worker's streaming loader over `source` (dist: the trainer's strategy, trainer.dist()).
-  template <class Dist>
-  static data::StreamingLoader<Source> loader(Source source, data::LoaderOptions base, const Dist& dist,
-                                              data::StreamingOptions streaming = {}) {
-    return data::StreamingLoader<Source>(std::move(source),
-                                         loader_options(std::move(base), dist.worker_index(), dist.workers()),
-                                         streaming);
-  }
 };
 
 }  // namespace sinew::presets
