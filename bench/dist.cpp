@@ -2,7 +2,7 @@
 // sync mode, with the step split into load / forward / backward / exposed communication / update, next to
 // PyTorch DistributedDataParallel over Gloo on the same net, local batch, ranks, threads and binding.
 //
-//   build/bench/dist [--ranks 2] [--threads 1] [--batch 42] [--warmup 10] [--steps 30] [--bind core|none]
+//   build/bench/dist [--ranks 2] [--threads 1] [--batch 42] [--warmup 10] [--steps 30] [--bind core|none|sinew]
 //                    [--only ring,mpi,ps-sync,ps-async,ps-stale2] [--no-pytorch] [--json FILE]
 //       runs each configuration under mpirun (one after another) and then bench/pytorch/ddp.py, and prints
 //       the table; or, under mpirun, one configuration:
@@ -62,9 +62,11 @@ int run(const Settings& s, const std::string& name) {
   lo.drop_last = true;
   lo.rank = trainer.dist().worker_index();
   lo.world_size = workers;
-  sinew::data::CachedLoader warm(synthetic(std::size_t(s.warmup * s.batch * workers)), lo);
+  if (s.warmup > 0) {  // an empty data set is an error, so no warm-up loader at all for --warmup 0
+    sinew::data::CachedLoader warm(synthetic(std::size_t(s.warmup * s.batch * workers)), lo);
+    trainer.train_epoch(warm);
+  }
   sinew::data::CachedLoader timed(synthetic(std::size_t(s.steps * s.batch * workers)), lo);
-  trainer.train_epoch(warm);
   MPI_Barrier(world.native());
   const sinew::EpochStats e = trainer.train_epoch(timed);
 
