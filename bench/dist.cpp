@@ -2,7 +2,7 @@
 // sync mode, with the step split into load / forward / backward / exposed communication / update, next to
 // PyTorch DistributedDataParallel over Gloo on the same net, local batch, ranks, threads and binding.
 //
-//   build/bench/dist [--ranks 2] [--threads 1] [--batch 42] [--warmup 10] [--steps 30] [--bind core|none]
+//   build/bench/dist [--ranks 2] [--threads 1] [--batch 42] [--warmup 10] [--steps 30] [--bind core|none|sinew]
 //                    [--only ring,mpi,ps-sync,ps-async,ps-stale2] [--no-pytorch] [--json FILE]
 //       runs each configuration under mpirun (one after another) and then bench/pytorch/ddp.py, and prints
 //       the table; or, under mpirun, one configuration:
@@ -62,9 +62,11 @@ int run(const Settings& s, const std::string& name) {
   lo.drop_last = true;
   lo.rank = trainer.dist().worker_index();
   lo.world_size = workers;
-  sinew::data::CachedLoader warm(synthetic(std::size_t(s.warmup * s.batch * workers)), lo);
+  if (s.warmup > 0) {  // an empty data set is an error, so no warm-up loader at all for --warmup 0
+    sinew::data::CachedLoader warm(synthetic(std::size_t(s.warmup * s.batch * workers)), lo);
+    trainer.train_epoch(warm);
+  }
   sinew::data::CachedLoader timed(synthetic(std::size_t(s.steps * s.batch * workers)), lo);
-  trainer.train_epoch(warm);
   MPI_Barrier(world.native());
   const sinew::EpochStats e = trainer.train_epoch(timed);
 
@@ -88,8 +90,8 @@ int run(const Settings& s, const std::string& name) {
     print("workers", workers);
     const char* keys[] = {"load", "forward", "backward", "comm_exposed", "comm_hidden", "update"};
     for (int i = 0; i < 6; ++i) print(keys[i], sum[2 + i] / workers);
-    std::printf("info %s, %d ranks (%d workers) x %d threads\n", name.c_str(), world.size(), workers,
-                trainer.context().threads());
+    std::printf("info %s, %d ranks (%d workers) x %d threads; %s\n", name.c_str(), world.size(), workers,
+                trainer.context().threads(), trainer.cores().describe().c_str());
   }
   return 0;
 }
@@ -106,6 +108,7 @@ int run_one(const std::string& config, const Settings& s) {
 // The child's results, or none (after saying why) when it failed.
 std::map<std::string, double> run_child(const std::string& command) {
   sinew::bench::ChildOutput c = sinew::bench::run_child(command);
+  for (const std::string& line : c.lines["info"]) std::printf("  %s\n", line.c_str());  // ranks, threads, cores
   if (c.failure.empty()) return c.results;
   std::fprintf(stderr, "dist: %s", c.failure.c_str());
   return {};
@@ -127,7 +130,10 @@ int main(int argc, char** argv) try {
   app.add_option("--batch", s.batch, "batch size of each worker")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--warmup", s.warmup, "untimed steps first")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--steps", s.steps, "timed steps")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--bind", bind, "mpirun --bind-to")->capture_default_str()->check(CLI::IsMember({"core", "none"}));
+  app.add_option("--bind", bind, "core: mpirun binds each rank to a core; none: nothing binds; sinew: mpirun binds "
+                 "nothing and each rank takes and binds its share of the cores (TrainerOptions::cores)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"core", "none", "sinew"}));
   app.add_option("--only", only, "configurations to run, comma-separated")
       ->delimiter(',')
       ->capture_default_str()
@@ -145,14 +151,16 @@ int main(int argc, char** argv) try {
                              " --warmup " + std::to_string(s.warmup) + " --steps " + std::to_string(s.steps);
   std::printf("ResNet-18 (ImageNet stem, 3x32x32), %d ranks x %d threads, bound to %s, local batch %d, %d warm-up + "
               "%d timed steps\n",
-              ranks, s.threads, bind == "core" ? "one core each" : "nothing", s.batch, s.warmup, s.steps);
+              ranks, s.threads,
+              bind == "core" ? "one core each by mpirun" : bind == "sinew" ? "its share of the cores by sinew" : "nothing",
+              s.batch, s.warmup, s.steps);
   std::printf("%-12s %8s %7s | ms per step: %6s %7s %8s %8s %7s %7s | %s\n", "strategy", "img/s", "vs DDP",
               "load", "forward", "backward", "exposed", "hidden", "update", "exposed comm");
   std::map<std::string, double> ddp;
   if (pytorch) {
     ddp = run_child("/usr/bin/python3 " SINEW_SOURCE_DIR "/bench/pytorch/ddp.py --ranks " + std::to_string(ranks) +
                         " --threads " + std::to_string(s.threads) + " --batch " + std::to_string(s.batch) +
-                        " --bind " + bind + " --warmup " + std::to_string(s.warmup) + " --steps " +
+                        " --bind " + (bind == "none" ? "none" : "core") + " --warmup " + std::to_string(s.warmup) + " --steps " +
                         std::to_string(s.steps));
     if (!ddp.empty())
       std::printf("%-12s %8.1f %7s | step %.1f ms, of which %.1f%% waiting for the all-reduce (no_sync difference)\n",
@@ -163,7 +171,7 @@ int main(int argc, char** argv) try {
   for (const std::string& config : kConfigs) {
     if (std::find(only.begin(), only.end(), config) == only.end()) continue;
     const std::string mpirun = "mpirun -np " + std::to_string(ranks) +
-                               " --allow-run-as-root --oversubscribe --bind-to " + bind + " " + self + " --run " +
+                               " --allow-run-as-root --oversubscribe --bind-to " + (bind == "core" ? "core" : "none") + " " + self + " --run " +
                                config + common;
     auto r = run_child(mpirun);
     if (r.empty()) continue;

@@ -67,6 +67,7 @@
 #include "sinew/backend/backend_spec.hpp"
 #include "sinew/comm/agreement.hpp"
 #include "sinew/comm/failure.hpp"
+#include "sinew/core/affinity.hpp"
 #include "sinew/core/error.hpp"
 #include "sinew/data/cached_loader.hpp"
 #include "sinew/data/loader_spec.hpp"
@@ -87,7 +88,11 @@ namespace sinew {
 
 /// How a Trainer runs (the second and third constructor arguments are the optimizer's and the strategy's).
 struct TrainerOptions {
-  int threads = 0;            ///< compute threads; 0 = the OMP_NUM_THREADS / hardware default
+  int threads = 0;            ///< compute threads; 0 = one per core of this rank's share (see cores)
+  /// How the ranks that share a host split its cores (core/affinity.hpp): by default each takes an equal,
+  /// disjoint share and, when several share the host, binds a thread to each of its cores. Never more threads
+  /// than cores unless `threads` asks for them.
+  CoreSplit cores = {};
   std::uint64_t seed = 0;     ///< parameter initialisation and dropout masks
   int warmup_steps = 10;      ///< steps left out of images/s
   bool check_finite = true;   ///< stop on a NaN or infinite loss
@@ -162,7 +167,9 @@ class Trainer {
   /// strategy. With several ranks: collective, and every rank must build the same trainer (checked).
   explicit Trainer(TrainerOptions options = {}, typename O::options optimizer = {}, S strategy = {})
       : options_(options),
-        ctx_(BackendOptions{options.threads}),
+        cores_(plan_and_confine(options, strategy)),
+        ctx_(BackendOptions{.threads = cores_.threads(),
+                            .cpus = cores_.bind ? cores_.compute : std::vector<int>{}}),
         model_(ctx_, ModelOptions{.seed = options.seed}),
         optimizer_(optimizer, model_.parameters().size()),
         strategy_(std::move(strategy)),
@@ -188,6 +195,8 @@ class Trainer {
   O& optimizer() noexcept { return optimizer_; }
   /// The strategy: rank(), workers(), worker_index() ...
   S& dist() noexcept { return strategy_; }
+  /// This rank's cores: how many threads compute, on which cores, bound or not (describe() says it in a line).
+  const CorePlan& cores() const noexcept { return cores_; }
   /// The backend's context: threads().
   typename B::context& context() noexcept { return ctx_; }
   /// Training steps taken so far (the schedule's step).
@@ -743,7 +752,27 @@ class Trainer {
     labels_.resize(std::size_t(batch));
   }
 
+  // The ranks on this host that share this one's CPU set (through the strategy's communicator), split by
+  // options.cores; a bound rank's calling thread is confined to its share, so that threads it starts later
+  // (loader workers, communication) stay off the other ranks' cores.
+  static CorePlan plan_and_confine(const TrainerOptions& options, S& strategy) {
+    HostShare share;
+    if constexpr (requires { { strategy.communicator().host_share() } -> std::convertible_to<HostShare>; })
+      share = strategy.communicator().host_share();
+    CorePlan plan = plan_cores(launch_cpus(), share, options.cores);
+    plan.requested = options.threads;
+    if (const char* env = std::getenv("OMP_NUM_THREADS"); plan.requested <= 0 && env != nullptr)
+      plan.requested = std::max(0, std::atoi(env));
+    if (plan.bind) {
+      std::vector<int> mine = plan.compute;
+      mine.insert(mine.end(), plan.reserved.begin(), plan.reserved.end());
+      bind_this_thread(mine);
+    }
+    return plan;
+  }
+
   TrainerOptions options_;
+  CorePlan cores_;
   typename B::context ctx_;
   model_type model_;
   O optimizer_;

@@ -34,11 +34,25 @@ TEST(equivalence, conv2d_k3_s2_p1_eigen_1_thread) {
   expect_equivalent<Net<Input<3, 8, 8>, Conv2d<5, 3, 2, 1>, ReLU, MaxPool<3, 2, 1>>>(4, 5, 1);
 }
 
-TEST(eigen_context, threads_default_to_the_hardware_and_follow_the_option) {
+TEST(eigen_context, threads_default_to_the_cpus_of_this_process_and_follow_the_option) {
   EigenB::context all{BackendOptions{}};
-  EXPECT_GE(all.threads(), 1);
+  EXPECT_EQ(all.threads(), int(allowed_cpus().size()));
   EigenB::context three{BackendOptions{.threads = 3}};
   EXPECT_EQ(three.threads(), 3);
+}
+
+// BackendOptions::cpus binds the pool's threads (Trainer fills it from its core plan).
+TEST(eigen_context, pool_threads_run_on_the_cpus_they_are_given) {
+  const int last = allowed_cpus().back();
+  EigenB::context ctx{BackendOptions{.threads = 1, .cpus = {last}}};
+  std::vector<int> seen;
+  ::Eigen::Barrier done(1);
+  ctx.dev().enqueueNoNotification([&] {
+    seen = allowed_cpus();
+    done.Notify();
+  });
+  done.Wait();
+  EXPECT_EQ(seen, (std::vector<int>{last}));
 }
 
 TEST(eigen_layout, nhwc_and_nchw_are_the_same_descriptor_for_one_channel_or_one_pixel) {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "../support/corners.hpp"
+#include "cli/cli.hpp"
 #include "sinew/backend/onednn.hpp"
 #include "sinew/comm/mpi.hpp"
 #include "sinew/data.hpp"
@@ -52,19 +53,14 @@ int train(comm::Mpi& world, double seconds, double timeout) {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  comm::Mpi world;
   std::string strategy = "ring";
   double seconds = 60, timeout = 5;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--seconds" && i + 1 < argc) seconds = std::atof(argv[++i]);
-    else if (a == "--timeout" && i + 1 < argc) timeout = std::atof(argv[++i]);
-    else if (a == "ring" || a == "mpi") strategy = a;
-    else {
-      std::fprintf(stderr, "usage: train_main [ring|mpi] [--seconds 60] [--timeout 5] (not '%s')\n", a.c_str());
-      return 2;
-    }
-  }
+  CLI::App app("Trains until --seconds pass, for the tests across hosts", "train_main");
+  app.add_option("strategy", strategy, "the all-reduce")->capture_default_str()->check(CLI::IsMember({"ring", "mpi"}));
+  app.add_option("--seconds", seconds, "how long to train")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--timeout", timeout, "the strategy's timeout_seconds")->capture_default_str()->check(CLI::PositiveNumber);
+  cli::parse(app, argc, argv);
+  comm::Mpi world;
   if (strategy == "mpi") return train<dist::MpiAllReduce<comm::Mpi>>(world, seconds, timeout);
   return train<dist::RingAllReduce<comm::Mpi>>(world, seconds, timeout);
 } catch (const std::exception& e) {

@@ -37,6 +37,16 @@ TEST(mpi, rank_and_size_match_mpi_comm_world) {
   EXPECT_NE(world.native(), MPI_COMM_WORLD) << "Mpi must work on a duplicate";
 }
 
+// The MPI tests run with --bind-to none (SINEW_MPIEXEC_FLAGS): every rank has the same CPU set, so they all
+// share it, in rank order.
+TEST(mpi, host_share_counts_every_rank_with_the_same_cpu_set_in_rank_order) {
+  Mpi world;
+  const sinew::HostShare share = world.host_share();
+  EXPECT_EQ(share.count, world.size());
+  EXPECT_EQ(share.index, world.rank());
+  EXPECT_EQ(world.hosts(), 1);
+}
+
 TEST(mpi, objects_share_one_environment_of_at_least_funneled) {
   Mpi a, b;
   EXPECT_TRUE(boost::mpi::environment::initialized());

@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "sinew/core.hpp"
+#include "sinew/core/affinity.hpp"
 #include "sinew/core/parallel.hpp"
 #include "sinew/tensor.hpp"
 
@@ -69,6 +71,78 @@ TEST(aligned_buffer, is_64_byte_aligned_and_zeroed) {
   EXPECT_EQ(align_floats(1), 16u);
   EXPECT_EQ(align_floats(16), 16u);
   EXPECT_EQ(align_floats(17), 32u);
+}
+
+// Splitting a host's cores between the ranks that share them (core/affinity.hpp).
+TEST(affinity, ranks_take_contiguous_disjoint_shares_as_equal_as_the_count_allows) {
+  const std::vector<int> cpus = {0, 1, 2, 3, 4};
+  EXPECT_EQ(plan_cores(cpus, {0, 2}).compute, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(plan_cores(cpus, {1, 2}).compute, (std::vector<int>{3, 4}));
+  EXPECT_TRUE(plan_cores(cpus, {1, 2}).bind);
+  EXPECT_FALSE(plan_cores(cpus, {1, 2}).oversubscribed);
+  const CorePlan alone = plan_cores(cpus, {0, 1});
+  EXPECT_EQ(alone.compute, cpus);
+  EXPECT_EQ(alone.threads(), 5);
+  EXPECT_FALSE(alone.bind) << "one rank alone is not bound by default";
+  EXPECT_TRUE(plan_cores(cpus, {0, 1}, {.binding = Binding::always}).bind);
+  EXPECT_FALSE(plan_cores(cpus, {0, 2}, {.binding = Binding::never}).bind);
+  // Ids are the launcher's, not 0 .. n - 1.
+  EXPECT_EQ(plan_cores(std::vector<int>{4, 6, 8, 10}, {1, 2}).compute, (std::vector<int>{8, 10}));
+}
+
+TEST(affinity, more_ranks_than_cores_take_one_unbound_thread_each_and_say_so) {
+  const std::vector<int> cpus = {0, 1};
+  const CorePlan third = plan_cores(cpus, {2, 3});
+  EXPECT_TRUE(third.oversubscribed);
+  EXPECT_FALSE(third.bind);
+  EXPECT_EQ(third.compute, (std::vector<int>{0}));
+  EXPECT_EQ(third.threads(), 1);
+  EXPECT_NE(third.describe().find("oversubscribed"), std::string::npos) << third.describe();
+}
+
+TEST(affinity, reserve_leaves_cores_for_loader_and_communication_but_never_all) {
+  const std::vector<int> cpus = {0, 1, 2, 3, 4, 5, 6, 7};
+  const CorePlan p = plan_cores(cpus, {1, 2}, {.reserve = 1});
+  EXPECT_EQ(p.compute, (std::vector<int>{4, 5, 6}));
+  EXPECT_EQ(p.reserved, (std::vector<int>{7}));
+  EXPECT_NE(p.describe().find("cores 7 left for loader and communication"), std::string::npos) << p.describe();
+  const CorePlan greedy = plan_cores(cpus, {0, 4}, {.reserve = 5});
+  EXPECT_EQ(greedy.compute, (std::vector<int>{0}));
+  EXPECT_EQ(greedy.reserved, (std::vector<int>{1}));
+}
+
+TEST(affinity, requested_threads_override_the_share_and_the_line_says_more_threads_than_cores) {
+  CorePlan p = plan_cores(std::vector<int>{0, 1, 2, 3}, {0, 2});
+  p.requested = 4;
+  EXPECT_EQ(p.threads(), 4);
+  EXPECT_NE(p.describe().find("more threads than cores"), std::string::npos) << p.describe();
+}
+
+// A thread bound to one of its CPUs sees only that CPU afterwards; the process's other threads are untouched.
+TEST(affinity, bind_this_thread_pins_only_the_calling_thread) {
+  const std::vector<int> before = allowed_cpus();
+  ASSERT_FALSE(before.empty());
+  std::vector<int> inside;
+  std::thread t([&] {
+    ASSERT_TRUE(bind_this_thread(std::span<const int>(&before.back(), 1)));
+    inside = allowed_cpus();
+  });
+  t.join();
+  EXPECT_EQ(inside, (std::vector<int>{before.back()}));
+  EXPECT_EQ(allowed_cpus(), before);
+}
+
+// OpenMP thread t > 0 ends on cpus[t % size]; thread 0 (the caller) keeps its mask.
+TEST(affinity, bind_openmp_threads_pins_each_worker_to_its_cpu) {
+  const std::vector<int> cpus = allowed_cpus();
+  if (cpus.size() < 2) GTEST_SKIP() << "needs 2 CPUs in this process's mask; it has " << cpus.size();
+  const int threads = 2;
+  bind_openmp_threads(threads, cpus);
+  std::vector<std::vector<int>> seen(threads);
+#pragma omp parallel num_threads(threads)
+  seen[std::size_t(omp_get_thread_num())] = allowed_cpus();
+  EXPECT_EQ(seen[0], cpus);
+  EXPECT_EQ(seen[1], (std::vector<int>{cpus[1]}));
 }
 
 }  // namespace

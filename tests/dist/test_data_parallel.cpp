@@ -206,6 +206,44 @@ TEST(data_parallel, trainer_reports_exposed_and_hidden_communication) {
   EXPECT_GE(stats.phases.comm_hidden, 0.0);
 }
 
+// Ranks of one host split its cores: disjoint shares, one thread per core, bound, unless there are more ranks
+// than cores (np 3 on two cores), where each takes one unbound thread. OMP_NUM_THREADS=1 (the MPI tests' setting)
+// asks for one thread whatever the share.
+TEST(data_parallel, ranks_on_one_host_take_disjoint_shares_of_its_cores) {
+  comm::Mpi world;
+  const std::vector<int>& launch = launch_cpus();  // as launched: the tests before this one bound the thread
+  using Strategy = dist::RingAllReduce<comm::Mpi>;
+  Trainer<SmallNet, backend::OneDnn, Strategy> trainer({}, kSgd, Strategy({}, world));
+  const CorePlan& plan = trainer.cores();
+  EXPECT_EQ(plan.share.count, world.size());
+  EXPECT_EQ(plan.share.index, world.rank());
+  EXPECT_EQ(plan.threads(), 1) << "OMP_NUM_THREADS=1 asks for one thread";
+  EXPECT_EQ(trainer.context().threads(), 1);
+  const bool oversubscribed = world.size() > int(launch.size());
+  EXPECT_EQ(plan.oversubscribed, oversubscribed) << plan.describe();
+  EXPECT_EQ(plan.bind, !oversubscribed) << plan.describe();
+  ASSERT_FALSE(plan.compute.empty());
+  EXPECT_NE(plan.describe().find("rank " + std::to_string(world.rank()) + " of " + std::to_string(world.size())),
+            std::string::npos)
+      << plan.describe();
+  // Count each core's owners over the ranks: disjoint shares unless oversubscribed.
+  std::vector<float> owners(std::size_t(*std::max_element(launch.begin(), launch.end()) + 1), 0.0f);
+  for (int c : plan.compute) owners[std::size_t(c)] += 1;
+  world.allreduce_sum(owners);
+  const float most = *std::max_element(owners.begin(), owners.end());
+  if (oversubscribed)
+    EXPECT_GE(most, 2.0f);
+  else
+    EXPECT_EQ(most, 1.0f) << plan.describe();
+  // A bound rank's thread (and the threads it starts later) stay on its share.
+  const std::vector<int> now = allowed_cpus();
+  if (plan.bind) {
+    EXPECT_EQ(now, plan.compute) << plan.describe();
+  } else {
+    EXPECT_EQ(now, launch);
+  }
+}
+
 TEST(data_parallel, nan_loss_on_one_rank_stops_every_rank_without_hanging) {
   comm::Mpi world;
   if (world.size() < 2) GTEST_SKIP() << "needs two ranks";

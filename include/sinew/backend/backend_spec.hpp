@@ -46,6 +46,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "sinew/layers.hpp"
 
@@ -54,6 +55,9 @@ namespace sinew {
 /// Runtime options shared by every backend.
 struct BackendOptions {
   int threads = 0;  ///< worker threads; 0 = the OMP_NUM_THREADS / hardware default
+  /// CPU ids to bind the worker threads to, thread i to cpus[i % size] (the calling thread is left as it is);
+  /// empty: not bound. Trainer fills it from its core plan (core/affinity.hpp).
+  std::vector<int> cpus = {};
 };
 
 /// Where a node's parameters and their gradients live inside the network's flat buffers.

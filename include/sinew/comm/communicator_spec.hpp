@@ -26,6 +26,9 @@
 //                                  the parameter server's watchdog polls with it.
 // Optional (req::has_hosts; dist::RingAllReduce sizes its messages by it, assuming one host without it):
 //   c.hosts() -> int                the number of hosts the processes run on (groups sharing memory). Constant.
+// Optional (req::has_host_share; Trainer splits the host's cores by it, as one rank alone without it):
+//   c.host_share() -> HostShare     which of the ranks on this host with the same CPU set this one is, and how
+//                                   many there are (core/affinity.hpp). Constant.
 // Collectives must be called by every rank in the same order. Failures throw sinew::comm_error naming the
 // operation and the peer. Counts are ints in MPI, so one call moves at most INT_MAX floats.
 #pragma once
@@ -34,6 +37,8 @@
 #include <cstdlib>
 #include <span>
 #include <string_view>
+
+#include "sinew/core/affinity.hpp"
 
 namespace sinew {
 
@@ -83,6 +88,11 @@ concept has_probe_any = requires(C& c, int tag) {
 template <class C>
 concept has_hosts = requires(const C& c) {
   { c.hosts() } -> std::convertible_to<int>;
+};
+/// Optional: which ranks share this one's cores (the trainer gives each its share of them).
+template <class C>
+concept has_host_share = requires(const C& c) {
+  { c.host_share() } -> std::convertible_to<HostShare>;
 };
 }  // namespace req
 

@@ -26,6 +26,7 @@
 #include <boost/mpi/environment.hpp>
 #include <boost/mpi/exception.hpp>
 
+#include <algorithm>
 #include <climits>
 #include <cstddef>
 #include <cstdio>
@@ -35,9 +36,11 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "sinew/comm/communicator_spec.hpp"
 #include "sinew/comm/failure.hpp"
+#include "sinew/core/affinity.hpp"
 #include "sinew/core/error.hpp"
 
 namespace sinew::comm {
@@ -201,14 +204,17 @@ class Mpi {
       : comm_(duplicate(parent)),
         rank_(comm_.rank()),
         size_(comm_.size()),
-        hosts_(count_hosts(MPI_Comm(comm_), rank_, size_)),
+        topology_(find_topology(MPI_Comm(comm_), rank_, size_)),
         guard_(std::make_shared<unwinding_guard>(size_ > 1 ? rank_ : -1)) {}
 
   /// This process's rank, 0 .. size() - 1.
   int rank() const noexcept { return rank_; }
   /// The number of hosts the processes run on: groups that can share memory (MPI_COMM_TYPE_SHARED), as
   /// mpirun's hostfile places them. The ring all-reduce sizes its messages by it (dist/ring_allreduce.hpp).
-  int hosts() const noexcept { return hosts_; }
+  int hosts() const noexcept { return topology_.hosts; }
+  /// The processes on this host that the launcher gave the same CPU set as this one, and this one's place among
+  /// them (by rank): how they split the set's cores (core/affinity.hpp, Trainer). Found once, at construction.
+  HostShare host_share() const noexcept { return topology_.share; }
   /// The number of processes.
   int size() const noexcept { return size_; }
 
@@ -323,25 +329,46 @@ class Mpi {
     }
   }
 
-  // Collective: how many shared-memory groups `comm` spans (each counts its lowest rank once).
-  static int count_hosts(MPI_Comm comm, int rank, int size) {
-    if (size == 1) return 1;
+  struct topology {
+    int hosts = 1;
+    HostShare share;
+  };
+
+  // Collective: how many shared-memory groups `comm` spans (each counts its lowest rank once), and which ranks of
+  // this one's group have the same CPU set (the launcher's binding) as this one.
+  static topology find_topology(MPI_Comm comm, int rank, int size) {
+    if (size == 1) return {};
     MPI_Comm node = MPI_COMM_NULL;
     detail::check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node), rank,
                       {"hosts (MPI_Comm_split_type)"});
-    int node_rank = 0;
+    int node_rank = 0, node_size = 1;
     MPI_Comm_rank(node, &node_rank);
+    MPI_Comm_size(node, &node_size);
+    const std::vector<unsigned char> mine = cpu_set_bytes();
+    std::vector<unsigned char> all(mine.size() * std::size_t(node_size));
+    const int gathered = MPI_Allgather(mine.data(), int(mine.size()), MPI_BYTE, all.data(), int(mine.size()),
+                                       MPI_BYTE, node);
     MPI_Comm_free(&node);
+    detail::check_mpi(gathered, rank, {"host_share (MPI_Allgather of CPU sets)"});
+    topology t;
+    t.share.count = 0;
+    for (int r = 0; r < node_size; ++r) {
+      if (!std::equal(mine.begin(), mine.end(), all.begin() + std::ptrdiff_t(r * mine.size()))) continue;
+      if (r < node_rank) ++t.share.index;
+      ++t.share.count;
+    }
     int leaders = node_rank == 0 ? 1 : 0;
     detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, &leaders, 1, MPI_INT, MPI_SUM, comm), rank,
                       {"hosts (MPI_Allreduce)"});
-    return leaders;
+    t.hosts = leaders;
+    return t;
   }
 
   int count(std::size_t n, const detail::mpi_site& site) const { return detail::mpi_count(n, rank_, site); }
 
   boost::mpi::communicator comm_;
-  int rank_ = 0, size_ = 1, hosts_ = 1;
+  int rank_ = 0, size_ = 1;
+  topology topology_;
   std::shared_ptr<unwinding_guard> guard_;  // shared by the copies: the last one destroyed decides
 };
 

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <span>
+
+#include "sinew/core/affinity.hpp"
 
 namespace sinew {
 
@@ -23,6 +26,18 @@ void parallel_ranges(std::size_t n, F&& f, std::size_t align = 16, std::size_t m
     const std::size_t chunk = ((n + nt - 1) / nt + align - 1) / align * align;  // every element: round n / nt up
     const std::size_t begin = std::min(n, t * chunk), end = std::min(n, begin + chunk);
     if (begin < end) f(begin, end);
+  }
+}
+
+/// Starts `threads` OpenMP threads and binds thread t > 0 to cpus[t % cpus.size()]; the calling thread (thread
+/// 0) keeps its mask. Later parallel regions of at most `threads` threads reuse the bound threads (libgomp keeps
+/// its pool). Nothing is bound when `cpus` is empty.
+inline void bind_openmp_threads(int threads, std::span<const int> cpus) {
+  if (cpus.empty() || threads <= 1) return;
+#pragma omp parallel num_threads(threads)
+  {
+    const std::size_t t = std::size_t(omp_get_thread_num());
+    if (t > 0) bind_this_thread(cpus.subspan(t % cpus.size(), 1));
   }
 }
 

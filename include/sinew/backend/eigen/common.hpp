@@ -22,8 +22,11 @@
 #include <array>
 #include <cstddef>
 #include <cstring>
+#include <functional>
+#include <span>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "sinew/core/detail/vector_intrinsics.hpp"  // first: see its comment
 #include <unsupported/Eigen/CXX11/Tensor>
@@ -32,7 +35,9 @@
 #include "sinew/backend/generic/node_config.hpp"
 #include "sinew/backend/op_table.hpp"
 #include "sinew/backend/simd/activation.hpp"
+#include "sinew/core/affinity.hpp"
 #include "sinew/core/error.hpp"
+#include "sinew/core/parallel.hpp"
 #include "sinew/tensor/buffer.hpp"
 
 namespace sinew::backend {
@@ -53,13 +58,32 @@ using pair = ::Eigen::IndexPair<index>;
 /// runtime values of one type, so all three products instantiate Eigen's contraction once.
 using contract_dims = std::array<pair, 1>;
 
-/// Thread pool and device of one model. Not copyable: plans keep a pointer to the device.
+/// Eigen's thread environment, binding the pool's thread i to cpus[i % size] when cpus is not empty.
+struct binding_environment : ::Eigen::StlThreadEnvironment {
+  std::vector<int> cpus;    ///< the CPUs to bind to (empty: none)
+  std::size_t started = 0;  ///< threads started so far
+  /// Starts the pool's next thread, bound to its CPU.
+  EnvThread* CreateThread(std::function<void()> f) {
+    if (cpus.empty()) return ::Eigen::StlThreadEnvironment::CreateThread(std::move(f));
+    const int cpu = cpus[started++ % cpus.size()];
+    return ::Eigen::StlThreadEnvironment::CreateThread([cpu, f = std::move(f)] {
+      bind_this_thread(std::span<const int>(&cpu, 1));
+      f();
+    });
+  }
+};
+
+/// Thread pool and device of one model. Not copyable: plans keep a pointer to the device. The element-wise
+/// kernels (core/parallel.hpp) run on as many OpenMP threads, bound to the same CPUs.
 class context {
  public:
   explicit context(BackendOptions options = {})
-      : threads_(options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()))),
-        pool_(threads_),
-        device_(&pool_, threads_) {}
+      : threads_(options.threads > 0 ? options.threads : int(allowed_cpus().size())),
+        pool_(threads_, true, binding_environment{{}, options.cpus, 0}),
+        device_(&pool_, threads_) {
+    omp_set_num_threads(threads_);
+    bind_openmp_threads(threads_, options.cpus);
+  }
   context(const context&) = delete;
   context& operator=(const context&) = delete;
 
@@ -68,7 +92,7 @@ class context {
 
  private:
   int threads_;
-  ::Eigen::ThreadPool pool_;
+  ::Eigen::ThreadPoolTempl<binding_environment> pool_;
   device device_;
 };
 

@@ -68,6 +68,7 @@ class context {
   explicit context(BackendOptions options = {}) : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {
     if (options.threads > 0) omp_set_num_threads(options.threads);
     threads_ = omp_get_max_threads();
+    bind_openmp_threads(threads_, options.cpus);
   }
   context(const context&) = delete;
   context& operator=(const context&) = delete;
