@@ -147,10 +147,10 @@ def measure(args, place, exe, config, workers, batch):
     cmd = mpirun(args, ranks, place, [exe, "--config", config, "--net", args.net, "--batch", str(batch),
                                       "--warmup", str(args.warmup), "--steps", str(args.steps),
                                       "--threads", str(place["threads_per_rank"])])
-    started = time.time()
+    started, load = time.time(), os.getloadavg()[0]
     status, out = run_child(cmd, args.timeout)
     record = {"config": config, "workers": workers, "ranks": ranks, "batch": batch,
-              "wall_seconds_of_run": round(time.time() - started, 3)}
+              "wall_seconds_of_run": round(time.time() - started, 3), "load_average_at_start": load}
     results = {}
     for line in out.splitlines():
         parts = line.split()
@@ -177,6 +177,15 @@ def add_limits(runs):
         if r["config"] in one and "images_per_second" in r:
             r["linear_limit"] = r["workers"] * one[r["config"]]
             r["efficiency"] = r["images_per_second"] / r["linear_limit"]
+
+
+def load_note(facts):
+    """A sentence when the machine was busy as the measurements began, else nothing."""
+    load = facts["load_average_at_start"]
+    if load <= 0.5 * facts["cores"]:
+        return ""
+    return (f" The machine was busy when the runs began (load average {load:.1f} on {facts['cores']} cores): "
+            "the figures are not those of an idle machine.")
 
 
 def caption(settings, place, machine_facts):
@@ -318,6 +327,7 @@ def main():
             "share cores and no configuration can approach its linear limit; the figures show the pipeline and "
             "the relative cost of the configurations, not scalability.") if place["oversubscribed"] else \
         "Every rank has its own cores."
+    note += load_note(facts)
     doc = {"benchmark": "scaling", "paper": "usability-distributed-dl-2018 section 4.6, Figs. 6-7",
            "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "machine": facts,
            "placement": place, "note": note, "settings": settings, "runs": runs, "sweep": sweep}

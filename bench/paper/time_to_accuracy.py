@@ -88,11 +88,12 @@ def curve(args, place, exe, net, config):
                           "--lr", str(lr), "--budget", str(budget), "--max-epochs", str(args.max_epochs),
                           "--eval-images", str(args.eval_images), "--held-out", args.held_out + ".bin",
                           "--threads", str(place["threads_per_rank"])])
-    started = time.time()
+    started, load = time.time(), os.getloadavg()[0]
     status, out = scaling.run_child(cmd, args.timeout)
     points = [json.loads(line.split(" ", 1)[1]) for line in out.splitlines() if line.startswith("point {")]
     record = {"net": net, "config": config, "workers": args.workers, "ranks": ranks, "lr": lr,
-              "budget_seconds": budget, "points": points, "wall_seconds_of_run": round(time.time() - started, 1)}
+              "budget_seconds": budget, "points": points, "wall_seconds_of_run": round(time.time() - started, 1),
+              "load_average_at_start": load}
     target = TARGETS[net]
     reached = [p for p in points if p["accuracy"] >= target]
     record["target"] = target
@@ -122,13 +123,15 @@ def summarize(net, records):
     if done:
         best = min(done, key=lambda r: r["time_to_target"])
         s["first"], s["seconds"] = best["config"], best["time_to_target"]
-        s["sentence"] = (f"{NET_NAMES[net]}: {scaling.LABELS[best['config']]} reached {100 * target:.0f}% first, "
-                         f"after {best['time_to_target']:.1f} s of training (epoch {best['epoch_at_target']}); "
-                         + "; ".join(f"{scaling.LABELS[r['config']]} {r['time_to_target']:.1f} s"
-                                     for r in sorted(done, key=lambda r: r["time_to_target"])[1:])
-                         + ("" if len(done) == len(ran) else
-                            "; not reached by " + ", ".join(scaling.LABELS[r["config"]] for r in ran
-                                                            if r["time_to_target"] is None)))
+        parts = [f"{NET_NAMES[net]}: {scaling.LABELS[best['config']]} reached {100 * target:.0f}% first, after "
+                 f"{best['time_to_target']:.1f} s of training (epoch {best['epoch_at_target']})"]
+        parts += [f"{scaling.LABELS[r['config']]} after {r['time_to_target']:.1f} s"
+                  for r in sorted(done, key=lambda r: r["time_to_target"])[1:]]
+        missed = [r for r in ran if r["time_to_target"] is None]
+        if missed:
+            parts.append("not reached within the budget by " + ", ".join(
+                f"{scaling.LABELS[r['config']]} (best {100 * r['best_accuracy']:.1f}%)" for r in missed))
+        s["sentence"] = "; ".join(parts)
     elif ran:
         best = max(ran, key=lambda r: r["best_accuracy"])
         s["sentence"] = (f"{NET_NAMES[net]}: no configuration reached {100 * target:.0f}% within its budget "
@@ -245,6 +248,8 @@ def main():
     runs = [curve(args, place, exe, net, config) for net in nets for config in args.configs]
     doc = {"benchmark": "time_to_accuracy", "paper": "usability-distributed-dl-2018 section 4.7",
            "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "machine": facts, "placement": place,
+           "note": ("Oversubscribed: more ranks x threads than cores, so the ranks share cores."
+                    if place["oversubscribed"] else "Every rank has its own cores.") + scaling.load_note(facts),
            "data": {"path": os.path.abspath(args.data), "generated": bool(args.generate),
                     "note": ("GENERATED learnable images in CIFAR-10's format: the accuracies test the pipeline "
                              "and say nothing about CIFAR-10") if args.generate else
