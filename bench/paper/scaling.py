@@ -23,6 +23,11 @@ nothing otherwise. A machine with fewer cores than ranks x threads is oversubscr
 say so, and there no configuration can approach its linear limit (2 cores cannot run 8 workers' compute in
 the time of one). On a bigger machine the same command runs unchanged; --mpirun-args passes a hostfile.
 
+scaling.json: "machine" (cpu, cores, load average at the start), "placement" (threads_per_rank, binding,
+largest_run_ranks, oversubscribed), "note" (a sentence on both), "settings", "runs" (one per configuration and
+number of workers: images_per_second, linear_limit, efficiency, seconds_per_step by phase, ranks, or "error"
+with the run's output), "sweep" (the same per configuration and batch size), "figures", "failed_runs".
+
 --quick: LeNet-5 for ResNet-50, 1 and 2 workers, batch 32, sweep 16 and 64, 1 warm-up and 3 timed steps: the
 whole pipeline (runs, JSON, figures) in seconds, for the CI smoke test (bench/scaling/CMakeLists.txt).
 """

@@ -30,8 +30,12 @@ images in CIFAR-10's binary format (each class a fixed random pattern, mixed 1 t
 OUT/generated-cifar10 and trains on them: the JSON says "generated" loudly, and its accuracies say nothing
 about CIFAR-10.
 
-Writes OUT/time_to_accuracy.json and OUT/time_to_accuracy.{png,svg}. Placement (threads per rank, binding,
-oversubscription) is chosen as bench/paper/scaling.py chooses it, from the largest run and the cores.
+Writes OUT/time_to_accuracy.json and OUT/time_to_accuracy.{png,svg}. The JSON: "machine", "placement", "note",
+"data" (path, generated or not, the held-out file), "settings", "runs" (per net and configuration: lr,
+points [{epoch, seconds, accuracy, loss, train_loss, eval_seconds}], target, time_to_target, epoch_at_target,
+best_accuracy, or "error"), "summary" (per net: first, seconds, ranking, sentence), "figures", "failed_runs".
+Placement (threads per rank, binding, oversubscription) is chosen as bench/paper/scaling.py chooses it, from
+the largest run and the cores.
 """
 
 import argparse
