@@ -12,7 +12,7 @@ run of build/bench/scaling/scaling_images_per_second under mpirun (bench/scaling
         [--threads-per-rank T] [--bind auto|core|none] [--cores C] [--mpirun mpirun] [--mpirun-args "..."]
         [--timeout 1800]
 
-Writes OUT/scaling.json and the figures OUT/scaling.{png,svg} (images/s against workers, grey linear limits)
+Writes OUT/scaling.json and the figures OUT/scaling.{png,svg} (images/s against workers, dashed linear limits)
 and OUT/scaling_batch.{png,svg} (images/s against the batch size).
 
 Workers are what the paper counts: with all-reduce every rank is a worker; the parameter server adds one
@@ -82,6 +82,27 @@ def cpu_model():
     except OSError:
         pass
     return platform.processor() or "unknown"
+
+
+def physical_cores():
+    """Cores this process may run on, each counted once however many hardware threads it has (mpirun's
+    --map-by slot:PE=T counts cores): the distinct (package, core) pairs of the allowed processors."""
+    allowed = os.sched_getaffinity(0)
+    cores, proc, package = set(), None, "0"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key, value = key.strip(), value.strip()
+                if key == "processor":
+                    proc, package = int(value), "0"
+                elif key == "physical id":
+                    package = value
+                elif key == "core id" and proc in allowed:
+                    cores.add((package, value))
+    except (OSError, ValueError):
+        pass
+    return len(cores) or len(allowed) or 1
 
 
 def machine(cores):
@@ -209,7 +230,8 @@ def figures(doc, out_dir):
 
     settings, place = doc["settings"], doc["placement"]
     written = []
-    # Fig. 7: images/s against workers, one line per configuration, its linear limit in grey.
+    # Fig. 7: images/s against workers, one line per configuration, its linear limit dashed in its colour
+    # (the paper draws them grey; with several configurations the colour tells which limit is whose).
     fig, ax = plt.subplots(figsize=(7.2, 4.8))
     for config in settings["configs"]:
         pts = sorted((r["workers"], r["images_per_second"], r.get("linear_limit"))
@@ -220,9 +242,9 @@ def figures(doc, out_dir):
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=marker, color=color, label=LABELS[config])
         limit = [(p[0], p[2]) for p in pts if p[2] is not None]
         if limit:
-            ax.plot([p[0] for p in limit], [p[1] for p in limit], color="grey", linewidth=1.2, alpha=0.7,
-                    linestyle="-", zorder=1)
-    ax.plot([], [], color="grey", linewidth=1.2, label="linear limits (n x 1-worker rate)")
+            ax.plot([p[0] for p in limit], [p[1] for p in limit], color=color, linewidth=1.2, alpha=0.5,
+                    linestyle="--", zorder=1)
+    ax.plot([], [], color="grey", linewidth=1.2, linestyle="--", label="linear limits (n x 1-worker rate)")
     ax.set_xscale("log", base=2)
     ax.set_xticks(settings["workers"])
     ax.set_xticklabels([str(w) for w in settings["workers"]])
@@ -286,7 +308,8 @@ def main():
     p.add_argument("--steps", type=int, help="timed steps per run (default 10)")
     p.add_argument("--threads-per-rank", type=int, default=0, help="default: cores // largest ranks, >= 1")
     p.add_argument("--bind", choices=["auto", "core", "none"], default="auto", help="mpirun binding (default auto)")
-    p.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="cores to plan for (default: all)")
+    p.add_argument("--cores", type=int, default=physical_cores(),
+                   help="cores to plan for (default: the physical cores this process may use)")
     p.add_argument("--mpirun", default="mpirun", help="Open MPI's mpirun (default: the one on PATH)")
     p.add_argument("--mpirun-args", default="", help="more mpirun options, e.g. \"--hostfile hosts\"")
     p.add_argument("--timeout", type=int, default=1800, help="seconds one run may take (default 1800)")

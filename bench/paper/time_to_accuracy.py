@@ -212,7 +212,8 @@ def main():
     p.add_argument("--eval-images", type=int, default=0, help="held-out images evaluated, the first N (0: all)")
     p.add_argument("--threads-per-rank", type=int, default=0, help="default: cores // largest ranks, >= 1")
     p.add_argument("--bind", choices=["auto", "core", "none"], default="auto", help="mpirun binding (default auto)")
-    p.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="cores to plan for (default: all)")
+    p.add_argument("--cores", type=int, default=scaling.physical_cores(),
+                   help="cores to plan for (default: the physical cores this process may use)")
     p.add_argument("--mpirun", default="mpirun", help="Open MPI's mpirun (default: the one on PATH)")
     p.add_argument("--mpirun-args", default="", help="more mpirun options, e.g. \"--hostfile hosts\"")
     p.add_argument("--timeout", type=int, default=4 * 3600, help="seconds one run may take (default 4 h)")
