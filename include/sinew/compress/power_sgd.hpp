@@ -1,7 +1,8 @@
 // sinew/compress/power_sgd.hpp: PowerSGD (Vogels, Karimireddy and Jaggi, "PowerSGD: Practical Low-Rank Gradient
 // Compression for Distributed Optimization", NeurIPS 2019), as torch's powerSGD_hook runs it.
 //
-//   using Strategy = sinew::dist::Compressed<sinew::dist::RingAllReduce<sinew::comm::Mpi>, sinew::compress::PowerSgd<4>>;
+//   using Ring     = sinew::dist::RingAllReduce<sinew::comm::Mpi>;
+//   using Strategy = sinew::dist::Compressed<Ring, sinew::compress::PowerSgd<4>>;
 //
 // Each weight matrix M (rows x cols, dist/tensor_layout.hpp), plus the error carried from the last step, is
 // sent as a rank-r approximation found by one step of power iteration per training step:
@@ -95,7 +96,8 @@ class PowerSgd {
       // P[i][k] = row i of M . Q's column k (Q kept transposed: r rows of cols floats).
       float* p = p_.data() + m.p_at;
       for (std::size_t i = 0; i < m.t.rows; ++i)
-        for (std::size_t k = 0; k < m.r; ++k) p[i * m.r + k] = dot(e + i * m.t.cols, m.q.data() + k * m.t.cols, m.t.cols);
+        for (std::size_t k = 0; k < m.r; ++k)
+          p[i * m.r + k] = dot(e + i * m.t.cols, m.q.data() + k * m.t.cols, m.t.cols);
     }
     std::memcpy(first_.data() + p_base, p_.data(), 4 * p_.size());
     all_.resize(ranks * first_.size());

@@ -15,7 +15,7 @@
 // that aborts a job whose rank stopped (options.timeout_seconds), checkpoints.
 //
 // Why an all-gather of payloads, not an all-reduce: a compressed payload cannot be summed on the wire. CNTK's
-// 1-bit SGD (Seide et al. 2014, section 3; CNTK's quantized gradient aggregator) cuts the gradient into one
+// 1-bit SGD (Seide et al. 2014; CNTK's quantised gradient aggregator, as we read it) cuts the gradient into one
 // stripe per rank; each rank receives every other rank's quantised copy of its stripe, decodes and sums them,
 // quantises the sum again (with a second residual) and sends it to all: 2 (p - 1) / p quantised gradients per
 // rank, but quantised twice. sinew sends each rank's payload to every other rank, (p - 1) payloads per rank,
