@@ -74,22 +74,25 @@ class OneBit {
       words[2 * j] = std::bit_cast<std::uint32_t>(n_pos[j] ? float(sum_pos[j] / double(n_pos[j])) : 0.0f);
       words[2 * j + 1] = std::bit_cast<std::uint32_t>(n_neg ? float(sum_neg[j] / double(n_neg)) : 0.0f);
     }
-    for (std::size_t k = 0; k < rows * cols; ++k) {
-      const bool positive = values[k] >= 0.0f;
-      bits[k / 32] |= std::uint32_t(positive) << (k % 32);
-      values[k] -= std::bit_cast<float>(words[2 * (k % cols) + (positive ? 0 : 1)]);
-    }
+    // Row by row, as the values lie (k = i cols + j): no division per value.
+    for (std::size_t i = 0, k = 0; i < rows; ++i)
+      for (std::size_t j = 0; j < cols; ++j, ++k) {
+        const bool positive = values[k] >= 0.0f;
+        bits[k / 32] |= std::uint32_t(positive) << (k % 32);
+        values[k] -= std::bit_cast<float>(words[2 * j + (positive ? 0 : 1)]);
+      }
   }
 
   /// Adds (or with `assign`, writes) the values one tensor's payload decodes to.
   static void decode(std::span<const std::uint32_t> words, std::size_t rows, std::size_t cols, std::span<float> out,
                      bool assign) {
     const std::uint32_t* bits = words.data() + 2 * cols;
-    for (std::size_t k = 0; k < rows * cols; ++k) {
-      const bool positive = (bits[k / 32] >> (k % 32)) & 1u;
-      const float v = std::bit_cast<float>(words[2 * (k % cols) + (positive ? 0 : 1)]);
-      out[k] = assign ? v : out[k] + v;
-    }
+    for (std::size_t i = 0, k = 0; i < rows; ++i)
+      for (std::size_t j = 0; j < cols; ++j, ++k) {
+        const bool positive = (bits[k / 32] >> (k % 32)) & 1u;
+        const float v = std::bit_cast<float>(words[2 * j + (positive ? 0 : 1)]);
+        out[k] = assign ? v : out[k] + v;
+      }
   }
 
   /// Quantises gradient + residual, all-gathers, decodes and sums in rank order (see compressor_spec.hpp).
