@@ -4,6 +4,7 @@
 //
 //   build/bench/dist [--ranks 2] [--threads 1] [--batch 42] [--warmup 10] [--steps 30] [--bind core|none|sinew]
 //                    [--only ring,mpi,ps-sync,ps-async,ps-stale2] [--no-pytorch] [--json FILE]
+//                    [--compress none,fp16,bf16,onebit,powersgd4]
 //       runs each configuration under mpirun (one after another) and then bench/pytorch/ddp.py, and prints
 //       the table; or, under mpirun, one configuration:
 //   mpirun -np 2 --bind-to core build/bench/dist --run ring|mpi|ps-sync|ps-async|ps-stale2 [--batch 42] ...
@@ -11,6 +12,9 @@
 // A worker trains --warmup steps, then --steps timed steps, on synthetic images (a CachedLoader over random
 // bytes, so loading is a copy). With the parameter server the last rank serves and the others work (2 ranks =
 // 1 worker + 1 server). images/s counts every worker's timed images over the slowest worker's timed time.
+// --compress runs the ring once per compressor listed (dist::Compressed<RingAllReduce, C>: "ring+onebit" ...;
+// under MPI all-reduce the compressed exchange would be the same all-gather); every all-reduce row reports the
+// gradient bytes each rank sent per step (the strategy's bytes_sent()).
 #include <mpi.h>
 
 #include <algorithm>
@@ -18,6 +22,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sinew/sinew.hpp"
@@ -35,6 +40,7 @@ using Native  = sinew::dist::MpiAllReduce<Mpi>;                      // MPI_Iall
 using Server  = sinew::dist::ParameterServer<Mpi, 1>;                // the last rank serves
 
 const std::vector<std::string> kConfigs = {"ring", "mpi", "ps-sync", "ps-async", "ps-stale2"};
+const std::vector<std::string> kCompressors = {"none", "fp16", "bf16", "onebit", "powersgd4"};
 
 struct Settings {
   int batch = 42, threads = 1, warmup = 10, steps = 30;
@@ -68,7 +74,10 @@ int run(const Settings& s, const std::string& name) {
   }
   sinew::data::CachedLoader timed(synthetic(std::size_t(s.steps * s.batch * workers)), lo);
   MPI_Barrier(world.native());
+  double bytes = 0;  // gradient bytes this rank sent in the timed epoch (strategies that count them)
+  if constexpr (requires { trainer.dist().bytes_sent(); }) bytes = -double(trainer.dist().bytes_sent());
   const sinew::EpochStats e = trainer.train_epoch(timed);
+  if constexpr (requires { trainer.dist().bytes_sent(); }) bytes += double(trainer.dist().bytes_sent());
 
   // Per worker: images, seconds, and the phases per step; servers contribute nothing.
   const bool worker = trainer.dist().is_worker();
@@ -84,19 +93,34 @@ int run(const Settings& s, const std::string& name) {
   double sum[8], slowest = 0;
   MPI_Reduce(mine, sum, 8, MPI_DOUBLE, MPI_SUM, 0, world.native());
   MPI_Reduce(&mine[1], &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, world.native());
+  double all_bytes = 0;
+  MPI_Reduce(&bytes, &all_bytes, 1, MPI_DOUBLE, MPI_SUM, 0, world.native());
   if (world.rank() == 0) {
     const auto print = [](const char* key, double v) { std::printf("result %s %.9g\n", key, v); };
     print("images_per_second", sum[0] / slowest);
     print("workers", workers);
     const char* keys[] = {"load", "forward", "backward", "comm_exposed", "comm_hidden", "update"};
     for (int i = 0; i < 6; ++i) print(keys[i], sum[2 + i] / workers);
+    if (all_bytes > 0) print("bytes_per_step", all_bytes / workers / (e.steps ? double(e.steps) : 1.0));
     std::printf("info %s, %d ranks (%d workers) x %d threads; %s\n", name.c_str(), world.size(), workers,
                 trainer.context().threads(), trainer.cores().describe().c_str());
   }
   return 0;
 }
 
-int run_one(const std::string& config, const Settings& s) {
+int run_compressed(const std::string& compressor, const Settings& s) {
+  namespace compress = sinew::compress;
+  using sinew::dist::Compressed;
+  if (compressor == "fp16") return run<Compressed<Ring, compress::Fp16>, sinew::Sync>(s, "ring all-reduce, fp16");
+  if (compressor == "bf16") return run<Compressed<Ring, compress::Bf16>, sinew::Sync>(s, "ring all-reduce, bf16");
+  if (compressor == "onebit") return run<Compressed<Ring, compress::OneBit>, sinew::Sync>(s, "ring all-reduce, 1-bit");
+  if (compressor == "powersgd4")
+    return run<Compressed<Ring, compress::PowerSgd<4>>, sinew::Sync>(s, "ring all-reduce, PowerSGD rank 4");
+  return 2;  // not reached: the command line checked --compress against kCompressors
+}
+
+int run_one(const std::string& config, const Settings& s, const std::string& compressor) {
+  if (compressor != "none") return config == "ring" ? run_compressed(compressor, s) : 2;
   if (config == "ring") return run<Ring, sinew::Sync>(s, "ring all-reduce");
   if (config == "mpi") return run<Native, sinew::Sync>(s, "MPI all-reduce");
   if (config == "ps-sync") return run<Server, sinew::Sync>(s, "parameter server, sync");
@@ -119,7 +143,7 @@ std::map<std::string, double> run_child(const std::string& command) {
 int main(int argc, char** argv) try {
   Settings s;
   std::string one, bind = "core", json;
-  std::vector<std::string> only = kConfigs;
+  std::vector<std::string> only = kConfigs, compressors = {"none"};
   int ranks = 2;
   bool no_pytorch = false;
   CLI::App app{"ResNet-18 data-parallel under every strategy and mode, next to PyTorch DDP over Gloo.\n"
@@ -138,12 +162,16 @@ int main(int argc, char** argv) try {
       ->delimiter(',')
       ->capture_default_str()
       ->check(CLI::IsMember(kConfigs));
+  app.add_option("--compress", compressors, "gradient compressors to run the ring with, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::IsMember(kCompressors));
   app.add_flag("--no-pytorch", no_pytorch, "skip PyTorch DDP");
   sinew::cli::add_json(app, json);
   app.add_option("--run", one, "run this one configuration in this process (under mpirun)")
       ->check(CLI::IsMember(kConfigs));
   sinew::cli::parse(app, argc, argv);
-  if (!one.empty()) return run_one(one, s);
+  if (!one.empty()) return run_one(one, s, compressors.front());
   const bool pytorch = !no_pytorch;
 
   const std::string self = "/proc/" + std::to_string(getpid()) + "/exe";
@@ -154,7 +182,7 @@ int main(int argc, char** argv) try {
               ranks, s.threads,
               bind == "core" ? "one core each by mpirun" : bind == "sinew" ? "its share of the cores by sinew" : "nothing",
               s.batch, s.warmup, s.steps);
-  std::printf("%-12s %8s %7s | ms per step: %6s %7s %8s %8s %7s %7s | %s\n", "strategy", "img/s", "vs DDP",
+  std::printf("%-15s %8s %7s | ms per step: %6s %7s %8s %8s %7s %7s | %s\n", "strategy", "img/s", "vs DDP",
               "load", "forward", "backward", "exposed", "hidden", "update", "exposed comm");
   std::map<std::string, double> ddp;
   if (pytorch) {
@@ -163,27 +191,37 @@ int main(int argc, char** argv) try {
                         " --bind " + (bind == "none" ? "none" : "core") + " --warmup " + std::to_string(s.warmup) + " --steps " +
                         std::to_string(s.steps));
     if (!ddp.empty())
-      std::printf("%-12s %8.1f %7s | step %.1f ms, of which %.1f%% waiting for the all-reduce (no_sync difference)\n",
+      std::printf("%-15s %8.1f %7s | step %.1f ms, of which %.1f%% waiting for the all-reduce (no_sync difference)\n",
                   "pytorch-ddp", ddp["images_per_second"], "1.00", 1e3 * ddp["step_seconds"],
                   100 * ddp["exposed_comm_fraction"]);
   }
   auto out = sinew::metrics::Json::array();
+  std::vector<std::pair<std::string, std::string>> runs;  // (configuration, compressor)
   for (const std::string& config : kConfigs) {
     if (std::find(only.begin(), only.end(), config) == only.end()) continue;
+    for (const std::string& c : compressors)
+      if (c == "none" || config == "ring") runs.emplace_back(config, c);
+  }
+  for (const auto& [config, compressor] : runs) {
+    const std::string label = compressor == "none" ? config : config + "+" + compressor;
     const std::string mpirun = "mpirun -np " + std::to_string(ranks) +
-                               " --allow-run-as-root --oversubscribe --bind-to " + (bind == "core" ? "core" : "none") + " " + self + " --run " +
-                               config + common;
+                               " --allow-run-as-root --oversubscribe --bind-to " + (bind == "core" ? "core" : "none") + " " +
+                               self + " --run " + config + " --compress " + compressor + common;
     auto r = run_child(mpirun);
     if (r.empty()) continue;
     const double step = r["load"] + r["forward"] + r["backward"] + r["comm_exposed"] + r["update"];
     const double vs = ddp.count("images_per_second") ? r["images_per_second"] / ddp["images_per_second"] : 0;
-    std::printf("%-12s %8.1f %7.2f | %19.1f %7.1f %8.1f %8.1f %7.1f %7.1f | %.1f%% of the step\n", config.c_str(),
+    std::printf("%-15s %8.1f %7.2f | %19.1f %7.1f %8.1f %8.1f %7.1f %7.1f | %.1f%% of the step", label.c_str(),
                 r["images_per_second"], vs, 1e3 * r["load"], 1e3 * r["forward"], 1e3 * r["backward"],
                 1e3 * r["comm_exposed"], 1e3 * r["comm_hidden"], 1e3 * r["update"],
                 step > 0 ? 100 * r["comm_exposed"] / step : 0.0);
+    if (r.count("bytes_per_step")) std::printf(", %.3f MB sent per step", r["bytes_per_step"] / 1e6);
+    std::printf("\n");
     std::fflush(stdout);
     auto j = sinew::metrics::Json::object();
     j["strategy"] = config;
+    j["compressor"] = compressor;
+    j["bytes_per_step"] = r.count("bytes_per_step") ? sinew::metrics::Json(r["bytes_per_step"]) : sinew::metrics::Json();
     j["net"] = "resnet18";
     j["ranks"] = ranks;
     j["workers"] = r["workers"];

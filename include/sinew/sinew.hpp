@@ -2,6 +2,7 @@
 #pragma once
 #include "sinew/backend.hpp"
 #include "sinew/comm.hpp"
+#include "sinew/compress.hpp"
 #include "sinew/core.hpp"
 #include "sinew/data.hpp"
 #include "sinew/dist.hpp"

@@ -74,6 +74,7 @@
 #include "sinew/dist/local.hpp"
 #include "sinew/dist/strategy_spec.hpp"
 #include "sinew/dist/sync_mode.hpp"
+#include "sinew/dist/tensor_layout.hpp"
 #include "sinew/io/checkpoint.hpp"
 #include "sinew/io/safetensors.hpp"
 #include "sinew/metrics/profile.hpp"
@@ -175,6 +176,7 @@ class Trainer {
         strategy_(std::move(strategy)),
         base_lr_(optimizer_.learning_rate()) {
     if constexpr (req::has_overlap_hooks<S>) strategy_.set_layer_starts(model_type::layer_starts());
+    if constexpr (req::has_tensor_layout_hook<S>) strategy_.set_tensor_layout(dist::tensor_layout<Net>());
     strategy_.template start<M>(model_.parameters(), optimizer_);
     if constexpr (has_agreement) {
       // Ranks that built other trainers would exchange spans of other sizes in other orders, or wait forever.

@@ -41,6 +41,12 @@ static_assert(std::is_same_v<presets::MXNet<Net, Async, 2>::trainer_type,
 static_assert(
     std::is_same_v<presets::ChainerMN<Net>::trainer_type,
                    Trainer<Net, backend::OneDnn, dist::MpiAllReduce<Mpi>, Sync, optim::Sgd, data::CachedLoader>>);
+using OneBitMpi = dist::Compressed<dist::MpiAllReduce<Mpi>, sinew::compress::OneBit>;
+static_assert(std::is_same_v<presets::CNTK<Net>::trainer_type,
+                             Trainer<Net, backend::OneDnn, OneBitMpi, Sync, optim::Sgd, data::CachedLoader>>);
+static_assert(std::is_same_v<presets::CNTK<Net>::without_one_bit,
+                             presets::CNTK<Net>::with_strategy<dist::MpiAllReduce<Mpi>>>);
+static_assert(std::is_same_v<presets::CNTK<Net>::without_one_bit::strategy, presets::ChainerMN<Net>::strategy_type>);
 
 // Each is a Trainer that can be built: its class instantiates (the strategy accepts the mode, the loader is one).
 static_assert(sizeof(presets::TensorFlow<Net, Sync>::trainer_type) > 0);
@@ -49,6 +55,7 @@ static_assert(sizeof(presets::PyTorch<Net>::trainer_type) > 0);
 static_assert(sizeof(presets::MXNet<Net, Sync>::trainer_type) > 0);
 static_assert(sizeof(presets::MXNet<Net, Async>::trainer_type) > 0);
 static_assert(sizeof(presets::ChainerMN<Net>::trainer_type) > 0);
+static_assert(sizeof(presets::CNTK<Net>::trainer_type) > 0);
 
 // Swapping one policy gives the hand-written Trainer with that policy, and swapping it back the preset.
 using TF = presets::TensorFlow<Net, Sync>;
@@ -132,6 +139,10 @@ TEST(Presets, strategy_options_are_each_systems) {
   const auto chainer = presets::ChainerMN<Net>::options();
   EXPECT_EQ(chainer.bucket_bytes, 0u);
   EXPECT_FALSE(chainer.overlap);
+  const auto cntk = presets::CNTK<Net>::options();
+  EXPECT_EQ(cntk.bucket_bytes, 0u);
+  EXPECT_FALSE(cntk.overlap);
+  static_assert(presets::CNTK<Net>::strategy_type::kName == "mpi_allreduce+onebit");
   using MX = presets::MXNet<Net, Sync>;
   EXPECT_EQ(MX::loader_options({}, 2, 3).rank, 2);
 }

@@ -72,6 +72,12 @@
 // forward and backward; neither rewrites the other's numbers.
 // dist::example::counting_hooks below is the smallest strategy with hooks.
 //
+// Optional, for strategies that treat parameter tensors one by one (dist::Compressed): s.set_tensor_layout(t),
+// which the trainer calls once, before start(), with each tensor's offset and shape (dist/tensor_layout.hpp).
+//
+// Optional, for reports: s.bytes_sent() -> std::uint64_t, the bytes of gradients this rank has sent since it
+// was built (the all-reduce strategies: what the ring sends; dist::Compressed: its payloads).
+//
 // Optional, for every strategy: a nested `options` type (S(S::options{...}, comm) builds it; dist::Local's is
 // empty); s.require_agreement(facts, who, counted) for the trainer's agreement (see trainer.hpp); and
 // S::mode<M>::kUnevenEpochs, true when workers may take uneven numbers of steps in an epoch.

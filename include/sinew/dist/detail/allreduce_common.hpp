@@ -46,6 +46,15 @@ inline void scale(std::span<float> x, float factor) {
 
 inline constexpr int kRollCallTag = 7417;
 
+/// The floats one rank sends in a ring all-reduce of n floats over p ranks (ring_allreduce.hpp): every segment
+/// but one in the reduce-scatter and every segment but another in the all-gather, 2 (p - 1) n / p in all, the
+/// least any all-reduce sends.
+constexpr std::size_t ring_wire_floats(std::size_t n, std::size_t p, std::size_t rank) noexcept {
+  if (p <= 1) return 0;
+  const auto segment = [&](std::size_t s) { s %= p; return (s + 1) * n / p - s * n / p; };
+  return 2 * n - segment(rank + 1) - segment(rank + 2);
+}
+
 /// The options every all-reduce strategy has besides its own.
 struct bucket_options {
   std::size_t bucket_bytes = kDefaultBucketBytes;  ///< gradient bytes per all-reduce; 0: one for all
@@ -66,6 +75,11 @@ class allreduce_base {
   int workers() const { return comm_.size(); }
   int worker_index() const { return comm_.rank(); }
   Comm& communicator() noexcept { return comm_; }
+
+  /// Bytes of gradients this rank has sent since it was built, for reports (bench/dist divides by the steps):
+  /// what the ring sends (ring_wire_floats) for each bucket, with either strategy; MPI_Allreduce's own
+  /// algorithm may send more (the MPI library picks it). dist::Compressed counts its payloads instead.
+  std::uint64_t bytes_sent() const noexcept { return wire_bytes_; }
 
   /// The buckets start() planned, in the order they are all-reduced (reverse layer order).
   std::span<const Bucket> buckets() const noexcept { return buckets_; }
@@ -189,6 +203,7 @@ class allreduce_base {
 
   Comm comm_;
   bucket_options options_;
+  std::uint64_t wire_bytes_ = 0;  ///< see bytes_sent()
 
  private:
   Derived& derived() { return static_cast<Derived&>(*this); }
@@ -206,6 +221,7 @@ class allreduce_base {
     while (next_bucket_ < buckets_.size() && buckets_[next_bucket_].begin >= ready_from_) {
       const Bucket b = buckets_[next_bucket_++];
       if (!busy_) busy_ = true, busy_since_ = metrics::clock::now();
+      wire_bytes_ += sizeof(float) * ring_wire_floats(b.size(), std::size_t(comm_.size()), std::size_t(comm_.rank()));
       derived().submit(grads_.subspan(b.begin, b.size()));
     }
   }
