@@ -3,7 +3,7 @@
 // PyTorch DistributedDataParallel over Gloo on the same net, local batch, ranks, threads and binding.
 //
 //   build/bench/dist [--ranks 2] [--threads 1] [--batch 42] [--warmup 10] [--steps 30] [--bind core|none]
-//                    [--only ring,mpi,ps-sync,ps-async,ps-stale2] [--no-pytorch] [--json FILE]
+//                    [--only ring,mpi,ps-sync,ps-async,ps-stale2] [--no-pytorch] [--json FILE] [--trace FILE]
 //       runs each configuration under mpirun (one after another) and then bench/pytorch/ddp.py, and prints
 //       the table; or, under mpirun, one configuration:
 //   mpirun -np 2 --bind-to core build/bench/dist --run ring|mpi|ps-sync|ps-async|ps-stale2 [--batch 42] ...
@@ -11,10 +11,13 @@
 // A worker trains --warmup steps, then --steps timed steps, on synthetic images (a CachedLoader over random
 // bytes, so loading is a copy). With the parameter server the last rank serves and the others work (2 ranks =
 // 1 worker + 1 server). images/s counts every worker's timed images over the slowest worker's timed time.
+// --trace FILE writes the timed steps of every rank as a Chrome trace (metrics/timeline.hpp), one file per
+// configuration: FILE with the configuration's name before its extension (trace.json -> trace-ring.json).
 #include <mpi.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <sstream>
 #include <string>
@@ -38,6 +41,7 @@ const std::vector<std::string> kConfigs = {"ring", "mpi", "ps-sync", "ps-async",
 
 struct Settings {
   int batch = 42, threads = 1, warmup = 10, steps = 30;
+  std::string trace;  // a Chrome trace of the timed steps, or none
 };
 
 sinew::data::Dataset synthetic(std::size_t n) {
@@ -65,8 +69,10 @@ int run(const Settings& s, const std::string& name) {
   sinew::data::CachedLoader warm(synthetic(std::size_t(s.warmup * s.batch * workers)), lo);
   sinew::data::CachedLoader timed(synthetic(std::size_t(s.steps * s.batch * workers)), lo);
   trainer.train_epoch(warm);
+  if (!s.trace.empty()) trainer.start_trace();
   MPI_Barrier(world.native());
   const sinew::EpochStats e = trainer.train_epoch(timed);
+  if (!s.trace.empty()) trainer.write_trace(s.trace);
 
   // Per worker: images, seconds, and the phases per step; servers contribute nothing.
   const bool worker = trainer.dist().is_worker();
@@ -134,6 +140,8 @@ int main(int argc, char** argv) try {
       ->check(CLI::IsMember(kConfigs));
   app.add_flag("--no-pytorch", no_pytorch, "skip PyTorch DDP");
   sinew::cli::add_json(app, json);
+  app.add_option("--trace", s.trace, "write each configuration's timed steps as a Chrome trace (Perfetto opens "
+                 "it): FILE, with the configuration's name before the extension")->option_text("FILE");
   app.add_option("--run", one, "run this one configuration in this process (under mpirun)")
       ->check(CLI::IsMember(kConfigs));
   sinew::cli::parse(app, argc, argv);
@@ -162,9 +170,14 @@ int main(int argc, char** argv) try {
   auto out = sinew::metrics::Json::array();
   for (const std::string& config : kConfigs) {
     if (std::find(only.begin(), only.end(), config) == only.end()) continue;
+    std::string trace;
+    if (!s.trace.empty()) {
+      const std::filesystem::path p(s.trace);
+      trace = " --trace " + (p.parent_path() / (p.stem().string() + "-" + config + p.extension().string())).string();
+    }
     const std::string mpirun = "mpirun -np " + std::to_string(ranks) +
                                " --allow-run-as-root --oversubscribe --bind-to " + bind + " " + self + " --run " +
-                               config + common;
+                               config + common + trace;
     auto r = run_child(mpirun);
     if (r.empty()) continue;
     const double step = r["load"] + r["forward"] + r["backward"] + r["comm_exposed"] + r["update"];

@@ -156,6 +156,9 @@ class Trainer {
   using schedule_fn = std::function<float(float base_lr, std::int64_t step)>;
   /// Called after every training step (see set_step_callback).
   using step_callback = std::function<void(const StepInfo&)>;
+  /// The most events a training step records in a timeline (start_trace): each node's forward and backward, an
+  /// overlap hook and a bucket per node with parameters at most, and the step's phases.
+  static constexpr std::size_t kTraceEventsPerStep = 2 * model_type::kOps + 2 * model_type::kLayerStarts.size() + 10;
   /// train_epoch's default: the loader's whole epoch.
   static constexpr std::size_t kWholeEpoch = std::numeric_limits<std::size_t>::max();
 
