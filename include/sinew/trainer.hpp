@@ -29,6 +29,7 @@
 // Steps, not only epochs: train_epoch(loader, max_steps) ends the epoch after max_steps steps (every rank must
 // pass the same), and train_steps(loader, n) trains n steps over as many epochs as that takes. A per-step
 // callback (set_step_callback) sees each step's loss and phases as it ends; it may throw to stop training.
+// start_trace() and write_trace(path) record every rank's steps as a Chrome trace (metrics/timeline.hpp).
 //
 // Checkpoints (io/checkpoint.hpp): save_checkpoint(dir) on every rank, between epochs or (all-reduce and
 // Local) from the step callback in the middle of one, writes the run
