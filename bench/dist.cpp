@@ -3,7 +3,7 @@
 // PyTorch DistributedDataParallel over Gloo on the same net, local batch, ranks, threads and binding.
 //
 //   build/bench/dist [--ranks 2] [--threads 1] [--batch 42] [--warmup 10] [--steps 30] [--bind core|none|sinew]
-//                    [--only ring,mpi,ps-sync,ps-async,ps-stale2] [--no-pytorch] [--json FILE]
+//                    [--only ring,mpi,ps-sync,ps-async,ps-stale2] [--no-pytorch] [--json FILE] [--trace FILE]
 //                    [--compress none,fp16,bf16,onebit,powersgd4]
 //       runs each configuration under mpirun (one after another) and then bench/pytorch/ddp.py, and prints
 //       the table; or, under mpirun, one configuration:
@@ -15,10 +15,13 @@
 // --compress runs the ring once per compressor listed (dist::Compressed<RingAllReduce, C>: "ring+onebit" ...;
 // under MPI all-reduce the compressed exchange would be the same all-gather); every all-reduce row reports the
 // gradient bytes each rank sent per step (the strategy's bytes_sent()).
+// --trace FILE writes the timed steps of every rank as a Chrome trace (metrics/timeline.hpp), one file per
+// configuration: FILE with the configuration's name before its extension (trace.json -> trace-ring.json).
 #include <mpi.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <sstream>
 #include <string>
@@ -44,6 +47,7 @@ const std::vector<std::string> kCompressors = {"none", "fp16", "bf16", "onebit",
 
 struct Settings {
   int batch = 42, threads = 1, warmup = 10, steps = 30;
+  std::string trace;  // a Chrome trace of the timed steps, or none
 };
 
 sinew::data::Dataset synthetic(std::size_t n) {
@@ -73,11 +77,13 @@ int run(const Settings& s, const std::string& name) {
     trainer.train_epoch(warm);
   }
   sinew::data::CachedLoader timed(synthetic(std::size_t(s.steps * s.batch * workers)), lo);
+  if (!s.trace.empty()) trainer.start_trace();
   MPI_Barrier(world.native());
   double bytes = 0;  // gradient bytes this rank sent in the timed epoch (strategies that count them)
   if constexpr (requires { trainer.dist().bytes_sent(); }) bytes = -double(trainer.dist().bytes_sent());
   const sinew::EpochStats e = trainer.train_epoch(timed);
   if constexpr (requires { trainer.dist().bytes_sent(); }) bytes += double(trainer.dist().bytes_sent());
+  if (!s.trace.empty()) trainer.write_trace(s.trace);
 
   // Per worker: images, seconds, and the phases per step; servers contribute nothing.
   const bool worker = trainer.dist().is_worker();
@@ -168,6 +174,8 @@ int main(int argc, char** argv) try {
       ->check(CLI::IsMember(kCompressors));
   app.add_flag("--no-pytorch", no_pytorch, "skip PyTorch DDP");
   sinew::cli::add_json(app, json);
+  app.add_option("--trace", s.trace, "write each configuration's timed steps as a Chrome trace (Perfetto opens "
+                 "it): FILE, with the configuration's name before the extension")->option_text("FILE");
   app.add_option("--run", one, "run this one configuration in this process (under mpirun)")
       ->check(CLI::IsMember(kConfigs));
   sinew::cli::parse(app, argc, argv);
@@ -204,9 +212,14 @@ int main(int argc, char** argv) try {
   }
   for (const auto& [config, compressor] : runs) {
     const std::string label = compressor == "none" ? config : config + "+" + compressor;
+    std::string trace;
+    if (!s.trace.empty()) {
+      const std::filesystem::path p(s.trace);
+      trace = " --trace " + (p.parent_path() / (p.stem().string() + "-" + label + p.extension().string())).string();
+    }
     const std::string mpirun = "mpirun -np " + std::to_string(ranks) +
                                " --allow-run-as-root --oversubscribe --bind-to " + (bind == "core" ? "core" : "none") + " " +
-                               self + " --run " + config + " --compress " + compressor + common;
+                               self + " --run " + config + " --compress " + compressor + common + trace;
     auto r = run_child(mpirun);
     if (r.empty()) continue;
     const double step = r["load"] + r["forward"] + r["backward"] + r["comm_exposed"] + r["update"];

@@ -5,6 +5,7 @@
 //                     [--epochs 10] [--batch 64] [--lr 0.02] [--momentum 0.9]
 //                     [--weight-decay 0] [--cosine] [--augment] [--threads N] [--seed 0] [--json FILE]
 //                     [--checkpoint-dir D] [--checkpoint-every 1] [--resume] [--quiet] [--progress-every 10]
+//                     [--trace FILE]
 //
 // CIFAR-10 (cifar-10-batches-bin): data_batch_1..4.bin train, data_batch_5.bin is held out for validation.
 // CIFAR-100 (cifar-100-binary): train.bin trains, test.bin is held out; --labels picks the 100 fine classes or
@@ -17,6 +18,7 @@
 // files every epoch by --workers threads, --prefetch batches ahead). --checkpoint-dir D saves the run into D
 // every --checkpoint-every epochs and after the last; --resume continues the run saved there, up to --epochs
 // epochs in all (sinew/io/checkpoint.hpp); with --cosine, resume with the same --epochs, which sets the schedule.
+// --trace FILE writes every training step as a Chrome trace (sinew/metrics/timeline.hpp; Perfetto opens it).
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -27,6 +29,7 @@
 #include "sinew/sinew.hpp"
 #include "support/checkpoints.hpp"
 #include "support/report.hpp"
+#include "support/trace.hpp"
 
 namespace nets = sinew::nets;
 using Cifar   = sinew::Input<3, 32, 32>;
@@ -55,6 +58,7 @@ struct Settings {
   std::string json;
   sinew::examples::Checkpoints checkpoints;
   sinew::examples::ProgressSettings progress;
+  sinew::examples::Trace trace;
 
   bool cifar100() const { return dataset == "cifar100"; }
   std::vector<std::filesystem::path> files(bool train) const {
@@ -116,6 +120,7 @@ int train(const Settings& s) {
   const auto progress = s.progress.attach(trainer, true, s.epochs);
   std::vector<sinew::examples::EpochRecord> records;
   auto loader_epochs = sinew::metrics::Json::array();
+  s.trace.start(trainer, std::size_t(s.epochs) * train.batches_per_epoch());
   for (int e = s.checkpoints.start(trainer, true); e < s.epochs; ++e) {
     sinew::examples::EpochRecord r;
     r.train = trainer.train_epoch(train);
@@ -129,6 +134,7 @@ int train(const Settings& s) {
     t["hidden"] = times.hidden();
     loader_epochs.push_back(std::move(t));
   }
+  s.trace.write(trainer, true);
   if (!s.json.empty()) {
     auto config = sinew::metrics::Json::object();
     config["net"] = s.net;
@@ -205,6 +211,7 @@ int main(int argc, char** argv) try {
   sinew::cli::add_json(app, s.json);
   s.checkpoints.add_options(app);
   s.progress.add_options(app);
+  s.trace.add_options(app);
   sinew::cli::parse(app, argc, argv);
   if (s.cifar100()) {
     s.loader.mean = {0.5071f, 0.4865f, 0.4409f};  // CIFAR-100 training-set statistics

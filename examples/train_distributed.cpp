@@ -7,7 +7,7 @@
 //   mpirun -np 2 --bind-to core build/examples/train_distributed [--strategy ring|mpi|ps] [--mode sync|async|stale2]
 //          [--every-worker-reads-all] [--epochs 5] [--batch 32] [--lr 0.05] [--threads 1] [--bucket-kb 1024]
 //          [--overlap on|off] [--data DIR] [--json FILE] [--checkpoint-dir D] [--checkpoint-every 1] [--resume]
-//          [--quiet] [--progress-every 10] [--plain-progress]
+//          [--quiet] [--progress-every 10] [--plain-progress] [--trace FILE]
 //
 // Rank 0 shows the progress within each epoch, redrawn in place: Open MPI gives its ranks a terminal even when
 // mpirun's own output goes to a file, so for a log add --plain-progress (a line every --progress-every seconds).
@@ -18,6 +18,8 @@
 // the number of cores. --checkpoint-dir D (seen by every rank) saves the run every --checkpoint-every epochs
 // and after the last, the parameter server's shard included; --resume continues it, up to --epochs epochs in
 // all, on as many ranks or on another number (after a machine died: see the README's "Checkpoints and resume").
+// --trace FILE writes every rank's training steps as one Chrome trace, clocks aligned to rank 0's
+// (sinew/metrics/timeline.hpp; Perfetto opens it, tools/trace_to_svg.py draws a step).
 #include <cstdio>
 #include <exception>
 #include <vector>
@@ -26,6 +28,7 @@
 #include "sinew/sinew.hpp"
 #include "support/checkpoints.hpp"
 #include "support/report.hpp"
+#include "support/trace.hpp"
 
 using Net     = sinew::nets::LeNet5<sinew::Input<1, 32, 32>>;  // 61,706 parameters
 using Backend = sinew::backend::OneDnn;                        // oneDNN primitives
@@ -46,6 +49,7 @@ struct Settings {
   std::string json;
   sinew::examples::Checkpoints checkpoints;
   sinew::examples::ProgressSettings progress;
+  sinew::examples::Trace trace;
 };
 
 template <class Strategy, class Mode = sinew::Sync>
@@ -91,6 +95,7 @@ int run(const Settings& s, const std::string& strategy_name) {
 
   const auto progress = s.progress.attach(trainer, root, epochs, workers);  // rank 0 speaks for every worker
   std::vector<sinew::examples::EpochRecord> records;
+  s.trace.start(trainer, std::size_t(epochs) * train.batches_per_epoch());
   for (int e = checkpoints.start(trainer, root); e < epochs; ++e) {
     sinew::examples::EpochRecord r;
     r.train = trainer.train_epoch(train);
@@ -106,6 +111,7 @@ int run(const Settings& s, const std::string& strategy_name) {
     records.push_back(r);
     checkpoints.after_epoch(trainer, e, epochs);  // every rank
   }
+  s.trace.write(trainer, root);
   if constexpr (requires { trainer.dist().gather_counters(); }) {
     // Collective: every rank takes part; rank 0 prints what each worker and server did.
     const sinew::dist::JobCounters c = trainer.dist().gather_counters();
@@ -166,6 +172,7 @@ int main(int argc, char** argv) try {
   sinew::cli::add_json(app, s.json);
   s.checkpoints.add_options(app);
   s.progress.add_options(app);
+  s.trace.add_options(app);
   sinew::cli::parse(app, argc, argv);
   if (s.strategy != "ps" && s.mode != "sync")
     sinew::cli::fail(app, "--mode " + s.mode + " needs --strategy ps: all-reduce is synchronous");

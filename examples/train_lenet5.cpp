@@ -3,12 +3,15 @@
 //   train_lenet5 [--data DIR] [--epochs 5] [--batch 64] [--lr 0.05] [--momentum 0.9] [--threads N]
 //                [--seed 0] [--loader cached|bytes|streaming] [--workers 2] [--json FILE]
 //                [--checkpoint-dir D] [--checkpoint-every 1] [--resume] [--quiet] [--progress-every 10]
+//                [--trace FILE]
 //
 // (train_lenet5 --help lists them.) Within an epoch a progress line shows steps, images/s, loss and ETA: live
 // on a terminal, every --progress-every seconds elsewhere, none with --quiet.
 //
 // --checkpoint-dir D saves the run into D every --checkpoint-every epochs and after the last; --resume continues
 // the run saved there, up to --epochs epochs in all (sinew/io/checkpoint.hpp).
+//
+// --trace FILE writes every training step as a Chrome trace (sinew/metrics/timeline.hpp; Perfetto opens it).
 //
 // --loader picks how the data is held (sinew/data/loader_spec.hpp): decoded floats, uint8 bytes in memory, or
 // read from the IDX files every epoch by --workers threads.
@@ -20,6 +23,7 @@
 #include "sinew/sinew.hpp"
 #include "support/checkpoints.hpp"
 #include "support/report.hpp"
+#include "support/trace.hpp"
 
 using Net      = sinew::nets::LeNet5<sinew::Input<1, 32, 32>>;  // 61,706 parameters
 using Backend  = sinew::backend::OneDnn;                        // oneDNN primitives, PyTorch style
@@ -48,6 +52,7 @@ struct Settings {
   std::string json;
   sinew::examples::Checkpoints checkpoints;
   sinew::examples::ProgressSettings progress;
+  sinew::examples::Trace trace;
 };
 
 int run(const Settings& s) {
@@ -71,6 +76,7 @@ int run(const Settings& s) {
 
   const auto progress = s.progress.attach(trainer, true, s.epochs);
   std::vector<sinew::examples::EpochRecord> records;
+  s.trace.start(trainer, std::size_t(s.epochs) * train.batches_per_epoch());
   for (int e = s.checkpoints.start(trainer, true); e < s.epochs; ++e) {
     sinew::examples::EpochRecord r;
     r.train = trainer.train_epoch(train);
@@ -79,6 +85,7 @@ int run(const Settings& s) {
     records.push_back(r);
     s.checkpoints.after_epoch(trainer, e, s.epochs);
   }
+  s.trace.write(trainer, true);
   if (!s.json.empty()) {
     auto config = sinew::metrics::Json::object();
     config["net"] = "lenet5";
@@ -116,6 +123,7 @@ int main(int argc, char** argv) try {
   sinew::cli::add_json(app, s.json);
   s.checkpoints.add_options(app);
   s.progress.add_options(app);
+  s.trace.add_options(app);
   sinew::cli::parse(app, argc, argv);
   return run(s);
 } catch (const std::exception& e) {

@@ -3,4 +3,5 @@
 #include "sinew/metrics/json.hpp"
 #include "sinew/metrics/memory.hpp"
 #include "sinew/metrics/profile.hpp"
+#include "sinew/metrics/timeline.hpp"
 #include "sinew/metrics/timer.hpp"

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <concepts>
 #include <cstdint>
 #include <memory>
@@ -29,6 +30,7 @@
 #include "sinew/core/type_list.hpp"
 #include "sinew/layers/loss.hpp"
 #include "sinew/metrics/profile.hpp"
+#include "sinew/metrics/timeline.hpp"
 #include "sinew/metrics/timer.hpp"
 #include "sinew/nets/network_spec.hpp"
 #include "sinew/tensor/buffer.hpp"
@@ -109,6 +111,9 @@ class Model {
 
   /// Per-operator times (with Profile = metrics::OperatorProfile): training-mode passes and losses only.
   Profile& profile() noexcept { return profile_; }
+  /// Records each node's training-mode forward and backward into `timeline` from now on (null: stops); the
+  /// Trainer's start_trace() sets it (metrics/timeline.hpp). `timeline` must outlive its use.
+  void set_timeline(metrics::Timeline* timeline) noexcept { timeline_ = timeline; }
 
   /// "conv2d+tanh", "avg_pool", ...: one name per lowered node, in execution order.
   static std::vector<std::string> node_names() {
@@ -277,18 +282,22 @@ class Model {
     auto& op = std::get<I>(p.ops);
     if constexpr (req::has_mode<std::remove_cvref_t<decltype(op)>>)
       op.set_mode(ForwardMode{training_, mix64(options_.seed ^ mix64(step_ * kOps + I))});
-    if constexpr (Profile::kEnabled) {
-      if (training_) {
+    if (timed()) {
+      // The profile's per-node time and the timeline's event come from the same two clock reads.
+      metrics::Stopwatch watch;
+      if constexpr (Profile::kEnabled) {
         using N = std::tuple_element_t<I, as_tuple_t<nodes>>;
-        metrics::Stopwatch watch;
         auto probe = profile_.start(I);
         constexpr auto kind = sinew::backend::node_kind<N>(metrics::Direction::forward);
         sinew::backend::forward_probed(op, *ctx_, src, probe, kind);
         probe.end(kind);
-        profile_.add(I, metrics::Direction::forward, watch.elapsed());
       } else {
         op.forward(*ctx_, src);
       }
+      const metrics::clock::time_point end = metrics::clock::now();
+      if constexpr (Profile::kEnabled)
+        profile_.add(I, metrics::Direction::forward, std::chrono::duration<double>(end - watch.since()).count());
+      if (timeline_) timeline_->record(metrics::TraceKind::layer_forward, watch.since(), end, std::int32_t(I));
     } else {
       op.forward(*ctx_, src);
     }
@@ -303,18 +312,21 @@ class Model {
       src = p.input_tensor;
     else
       src = &std::get<I - 1>(p.ops).dst();
-    if constexpr (Profile::kEnabled) {
-      if (training_) {
+    if (timed()) {
+      metrics::Stopwatch watch;
+      if constexpr (Profile::kEnabled) {
         using N = std::tuple_element_t<I, as_tuple_t<nodes>>;
-        metrics::Stopwatch watch;
         auto probe = profile_.start(I);
         constexpr auto kind = sinew::backend::node_kind<N>(metrics::Direction::backward);
         sinew::backend::backward_probed(op, *ctx_, *src, diff_dst, probe, kind);
         probe.end(kind);
-        profile_.add(I, metrics::Direction::backward, watch.elapsed());
       } else {
         op.backward(*ctx_, *src, diff_dst);
       }
+      const metrics::clock::time_point end = metrics::clock::now();
+      if constexpr (Profile::kEnabled)
+        profile_.add(I, metrics::Direction::backward, std::chrono::duration<double>(end - watch.since()).count());
+      if (timeline_) timeline_->record(metrics::TraceKind::layer_backward, watch.since(), end, std::int32_t(I));
     } else {
       op.backward(*ctx_, *src, diff_dst);
     }
@@ -325,6 +337,9 @@ class Model {
       if (options_.input_gradient || params_before<I>()) backward_at<I - 1>(p, op.diff_src(), ready);
     }
   }
+
+  // Whether a training-mode pass times its nodes: for the profile, or for a timeline (one pointer test).
+  bool timed() const noexcept { return training_ && (Profile::kEnabled || timeline_ != nullptr); }
 
   template <class N>
   static std::string node_name() {
@@ -351,6 +366,7 @@ class Model {
   AlignedBuffer<float> params_, grads_, buffers_;
   std::vector<std::unique_ptr<plan>> plans_;
   [[no_unique_address]] Profile profile_;  // NoProfile takes no storage
+  metrics::Timeline* timeline_ = nullptr;  // null: no trace (metrics/timeline.hpp)
   plan* plan_ = nullptr;
   bool training_ = true;
   std::uint64_t step_ = 0;

@@ -29,6 +29,7 @@
 // Steps, not only epochs: train_epoch(loader, max_steps) ends the epoch after max_steps steps (every rank must
 // pass the same), and train_steps(loader, n) trains n steps over as many epochs as that takes. A per-step
 // callback (set_step_callback) sees each step's loss and phases as it ends; it may throw to stop training.
+// start_trace() and write_trace(path) record every rank's steps as a Chrome trace (metrics/timeline.hpp).
 //
 // Checkpoints (io/checkpoint.hpp): save_checkpoint(dir) on every rank, between epochs or (all-reduce and
 // Local) from the step callback in the middle of one, writes the run
@@ -78,6 +79,7 @@
 #include "sinew/io/checkpoint.hpp"
 #include "sinew/io/safetensors.hpp"
 #include "sinew/metrics/profile.hpp"
+#include "sinew/metrics/timeline.hpp"
 #include "sinew/metrics/timer.hpp"
 #include "sinew/model.hpp"
 #include "sinew/nets/network_spec.hpp"
@@ -161,6 +163,9 @@ class Trainer {
   using schedule_fn = std::function<float(float base_lr, std::int64_t step)>;
   /// Called after every training step (see set_step_callback).
   using step_callback = std::function<void(const StepInfo&)>;
+  /// The most events a training step records in a timeline (start_trace): each node's forward and backward, an
+  /// overlap hook and a bucket per node with parameters at most, and the step's phases.
+  static constexpr std::size_t kTraceEventsPerStep = 2 * model_type::kOps + 2 * model_type::kLayerStarts.size() + 10;
   /// train_epoch's default: the loader's whole epoch.
   static constexpr std::size_t kWholeEpoch = std::numeric_limits<std::size_t>::max();
 
@@ -212,6 +217,34 @@ class Trainer {
   /// Calls `callback` after every training step with what the step did (an empty function: none). An exception
   /// it throws leaves train_epoch as one from the loader would (with several ranks, ending the job).
   void set_step_callback(step_callback callback) { step_callback_ = std::move(callback); }
+
+  /// Collective (with several ranks, servers included): starts recording a timeline of the training steps,
+  /// room for `capacity` events reserved now (metrics/timeline.hpp: what is recorded, the clock alignment this
+  /// call does, the cost). Tracing is off until it is called; calling it again starts a new timeline.
+  void start_trace(std::size_t capacity = metrics::Timeline::kDefaultCapacity) {
+    timeline_ = std::make_unique<metrics::Timeline>(capacity);
+    if constexpr (requires { strategy_.communicator(); }) {
+      if (strategy_.world_size() > 1) {
+        const auto [offset, uncertainty] = metrics::estimate_clock_offset(strategy_.communicator());
+        timeline_->set_clock_offset(offset, uncertainty);
+      }
+    }
+    model_.set_timeline(timeline_.get());
+    if constexpr (requires { strategy_.set_timeline(timeline_.get()); }) strategy_.set_timeline(timeline_.get());
+  }
+  /// The timeline start_trace() records into (null before).
+  const metrics::Timeline* timeline() const noexcept { return timeline_.get(); }
+  /// Collective like start_trace(): writes every rank's events since start_trace() to `path` as a Chrome trace
+  /// (rank 0 gathers and writes; Perfetto or chrome://tracing open it). Recording goes on.
+  void write_trace(const std::string& path) {
+    if (!timeline_)
+      throw error("trainer: write_trace(" + path + ") before start_trace(): nothing was recorded (call "
+                  "start_trace() before training)");
+    const metrics::TraceNames names{model_type::node_names(), std::string(S::kName)};
+    if constexpr (requires { strategy_.communicator(); })
+      if (strategy_.world_size() > 1) return metrics::write_trace(strategy_.communicator(), *timeline_, names, path);
+    metrics::write_trace(*timeline_, names, path);
+  }
 
   /// Images per second of this process over every step after the warm-up so far.
   double images_per_second() const { return timed_seconds_ > 0 ? double(timed_images_) / timed_seconds_ : 0; }
@@ -406,31 +439,43 @@ class Trainer {
     while (epoch_batch_ < max_steps) {
       metrics::PhaseSeconds phases;
       metrics::Stopwatch watch;
+      // A timeline (start_trace) records the phases from the laps that time them; null: nothing is recorded.
+      metrics::Timeline* const trace = timeline_.get();
+      if (trace) trace->set_step(step_);
+      const metrics::clock::time_point step_began = watch.since();
       const std::size_t n = loader.next(images_.span(), labels_);
       phases.load = watch.lap();
       if (n == 0) break;
+      if (trace) trace->record(metrics::TraceKind::load, step_began, watch.since());
       const int batch = int(n);
       model_.forward({images_.data(), n * input_shape::kSize}, batch);
       const LossValue value = model_.loss({labels_.data(), n});
-      phases.forward = watch.lap();
-      if (options_.check_finite) check_finite(value.loss, epoch_batch_);
+      phases.forward = metrics::lap(watch, trace, metrics::TraceKind::forward);
+      if (options_.check_finite) {
+        const metrics::clock::time_point checking = metrics::mark(trace);
+        check_finite(value.loss, epoch_batch_);
+        metrics::record(trace, metrics::TraceKind::loss_check, checking);
+      }
       if constexpr (req::has_overlap_hooks<S>) {
         // The strategy sends each layer's gradients while backward computes the earlier layers'. The time in
         // its hooks is communication, which the strategy reports (phases.comm): backward leaves it out.
         strategy_.backward_begins(model_.gradients());
         double hooks = 0;
-        model_.backward([this, &hooks](std::size_t first) {
+        model_.backward([this, &hooks, trace](std::size_t first) {
           metrics::Stopwatch hook;
           strategy_.gradients_ready(first);
-          hooks += hook.elapsed();
+          hooks += metrics::lap(hook, trace, metrics::TraceKind::overlap_hook);
         });
-        phases.backward = std::max(0.0, watch.lap() - hooks);
+        phases.backward = std::max(0.0, metrics::lap(watch, trace, metrics::TraceKind::backward) - hooks);
       } else {
         model_.backward();
-        phases.backward = watch.lap();
+        phases.backward = metrics::lap(watch, trace, metrics::TraceKind::backward);
       }
       optimizer_.set_learning_rate(schedule_ ? schedule_(base_lr_, step_) : base_lr_);
+      const metrics::clock::time_point updating = metrics::mark(trace);
       strategy_.template update<M>(model_.parameters(), model_.gradients(), optimizer_, phases);
+      metrics::record(trace, metrics::TraceKind::strategy_update, updating);
+      metrics::record(trace, metrics::TraceKind::step, step_began);
       if constexpr (Profile::kEnabled) model_.profile().add(metrics::OpKind::weights_update, phases.update);
 
       const double step_s = phases.total();
@@ -783,6 +828,7 @@ class Trainer {
   schedule_fn schedule_;
   step_callback step_callback_;
   std::unique_ptr<comm::unwinding_guard> guard_;  // with more than one rank (see the file comment)
+  std::unique_ptr<metrics::Timeline> timeline_;   // start_trace()'s; null: no trace
   AlignedBuffer<float> images_;
   std::vector<std::int32_t> labels_;
   int epoch_ = 0;

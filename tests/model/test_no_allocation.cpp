@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sinew/backend/onednn.hpp"
+#include "sinew/metrics/timeline.hpp"
 #include "sinew/model.hpp"
 #include "sinew/nets/lenet5.hpp"
 #include "sinew/optim.hpp"
@@ -78,6 +79,37 @@ TEST(model, lenet5_sgd_step_allocates_nothing_after_setup) {
 
 TEST(model, lenet5_adam_step_allocates_nothing_after_setup) {
   EXPECT_EQ(allocations_in_steady_state_steps<optim::Adam>({}), 0);
+}
+
+TEST(model, lenet5_traced_steps_allocate_nothing_and_record_every_node_each_way) {
+  backend::OneDnn::context ctx({.threads = 1});
+  using Lenet = Model<nets::LeNet5<Input<3, 32, 32>>, backend::OneDnn>;
+  Lenet model(ctx);
+  std::vector<float> x(8 * 3 * 32 * 32, 0.25f);
+  std::vector<std::int32_t> y{0, 1, 2, 3, 4, 5, 6, 7};
+  auto step = [&] {
+    model.forward(x, 8);
+    model.loss(y);
+    model.backward();
+  };
+  step();  // builds the plan
+  metrics::Timeline timeline(1000);  // reserved here: recording appends within it
+  model.set_timeline(&timeline);
+  const long before = allocations.load();
+  for (int i = 0; i < 5; ++i) step();
+  EXPECT_EQ(allocations.load() - before, 0);
+  ASSERT_EQ(timeline.events().size(), 5 * 2 * Lenet::kOps);
+  for (const metrics::TraceEvent& e : timeline.events()) EXPECT_LE(e.begin_ns, e.end_ns);
+  // Off again: nothing more is recorded.
+  model.set_timeline(nullptr);
+  step();
+  EXPECT_EQ(timeline.events().size(), 5 * 2 * Lenet::kOps);
+  // Full: further events are counted, not stored.
+  metrics::Timeline small(3);
+  model.set_timeline(&small);
+  step();
+  EXPECT_EQ(small.events().size(), 3u);
+  EXPECT_EQ(small.dropped(), 2 * Lenet::kOps - 3);
 }
 
 TEST(model, a_new_batch_size_builds_a_plan_and_so_allocates) {

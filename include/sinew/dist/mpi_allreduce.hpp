@@ -96,7 +96,10 @@ class MpiAllReduce : public detail::allreduce_base<Comm, MpiAllReduce<Comm>> {
  private:
   using request = decltype(std::declval<Comm&>().iallreduce_sum(std::span<float>()));
 
-  void submit(std::span<float> bucket) { in_flight_.push_back(this->comm_.iallreduce_sum(bucket)); }
+  void submit(std::span<float> bucket) {
+    this->bucket_begins();
+    in_flight_.push_back(this->comm_.iallreduce_sum(bucket));
+  }
 
   // MPI does not promise that every rank's sum is the same to the bit (each rank may add in another order), so
   // rank 0's goes to all: a few floats per BatchNorm channel, once an epoch.
@@ -106,8 +109,10 @@ class MpiAllReduce : public detail::allreduce_base<Comm, MpiAllReduce<Comm>> {
   }
 
   bool poll() {
-    for (; done_ < in_flight_.size(); ++done_)
+    for (; done_ < in_flight_.size(); ++done_) {
       if (!in_flight_[done_].test()) return false;
+      this->bucket_ends();
+    }
     in_flight_.clear();
     done_ = 0;
     return true;

@@ -339,9 +339,15 @@ class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
 
   bool poll() {
     for (;;) {
-      if (!ring_.done() && !ring_.advance()) return false;
+      if (running_) {
+        if (!ring_.advance()) return false;
+        running_ = false;
+        this->bucket_ends();
+      }
       if (queued_.empty()) return true;
+      this->bucket_begins();
       ring_.start(this->comm_, queued_.front(), work_, options_.chunk_floats);
+      running_ = true;
       queued_.pop_front();
     }
   }
@@ -350,6 +356,7 @@ class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
   RingWorkspace<Comm> work_;
   RingOperation<Comm> ring_;
   std::deque<std::span<float>> queued_;
+  bool running_ = false;  // a bucket's ring started and not yet seen to end
 };
 
 static_assert(Strategy<RingAllReduce<comm::example::single_process>>);

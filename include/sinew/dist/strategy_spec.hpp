@@ -53,6 +53,10 @@
 // an epoch equals averaging every step up to rounding, so the statistics need not cross the wire each step.
 // Between two synchronisations (inside an epoch, from the step callback) each rank holds its own statistics.
 //
+// Optional, for a timeline (metrics/timeline.hpp): s.set_timeline(metrics::Timeline*) hands the strategy the
+// trainer's timeline (null: none); it records its communication there (the all-reduce strategies: each bucket's
+// all-reduce, the wait and the update). Without it the timeline holds the trainer's events only.
+//
 // Optional overlap hooks (req::has_overlap_hooks: all three or none). The trainer uses them when present, so
 // that communication runs while backward still computes:
 //   s.set_layer_starts(starts)      once, before start(): ascending offsets in the flat gradient buffer where

@@ -20,6 +20,8 @@ class Stopwatch {
     start_ = now;
     return s;
   }
+  /// When the current lap began (construction or the last lap()).
+  clock::time_point since() const noexcept { return start_; }
 
  private:
   clock::time_point start_;

@@ -16,6 +16,7 @@
 #include "sinew/comm/agreement.hpp"
 #include "sinew/comm/communicator_spec.hpp"
 #include "sinew/dist/buckets.hpp"
+#include "sinew/metrics/timeline.hpp"
 #include "sinew/metrics/timer.hpp"
 #include "sinew/optim/optimizer_spec.hpp"
 
@@ -108,6 +109,10 @@ class allreduce_base {
     scale(buffers, 1.0f / float(comm_.size()));
   }
 
+  /// Records each bucket's all-reduce, the wait and the update into `timeline` (null: nothing); the trainer's
+  /// start_trace() sets it (metrics/timeline.hpp).
+  void set_timeline(metrics::Timeline* timeline) noexcept { timeline_ = timeline; }
+
   // The overlap hooks (see strategy_spec.hpp).
 
   /// Before start(): where the layers begin in the flat gradient buffer, for cutting buckets on them.
@@ -122,6 +127,7 @@ class allreduce_base {
     in_step_ = true;
     busy_ = false;
     hook_seconds_ = busy_hook_seconds_ = hidden_seconds_ = 0;
+    began_ = finished_ = 0;
   }
 
   /// During backward: grads[first, end) are final. Starts every bucket that is now complete, and moves the
@@ -163,14 +169,29 @@ class allreduce_base {
     ready_from_ = 0;
     submit_ready();
     wait_watched([&] { return bool(derived().poll()); }, "the gradient all-reduce");
-    phases.comm += watch.lap() + hook_seconds_;
+    phases.comm += metrics::lap(watch, timeline_, metrics::TraceKind::wait) + hook_seconds_;
     phases.comm_hidden += std::max(0.0, hidden_seconds_ - busy_hook_seconds_);
     in_step_ = false;
     ++steps_;
     if (comm_.size() > 1) scale(grads, 1.0f / float(comm_.size()));
     optimizer.step(params, grads);
-    phases.update += watch.lap();
+    phases.update += metrics::lap(watch, timeline_, metrics::TraceKind::update);
   }
+
+  /// Derived calls these as a bucket's all-reduce starts and as its end is seen (buckets start and end in
+  /// submission order): with a timeline, the bucket's event is recorded from one to the other.
+  /// @{
+  void bucket_begins() noexcept {
+    if (timeline_ && began_ < bucket_began_.size()) bucket_began_[began_] = metrics::clock::now();
+    ++began_;
+  }
+  void bucket_ends() noexcept {
+    if (timeline_ && finished_ < began_ && finished_ < buckets_.size())
+      timeline_->record(metrics::TraceKind::allreduce, bucket_began_[finished_], metrics::clock::now(),
+                        std::int32_t(finished_), buckets_[finished_].size());
+    ++finished_;
+  }
+  /// @}
 
   /// Calls done() until it returns true. If it is not done within options.timeout_seconds, aborts the job
   /// naming the ranks that did not answer a roll call: a rank that died or hangs would otherwise leave the
@@ -215,6 +236,7 @@ class allreduce_base {
     buckets_ = plan_buckets(fits ? std::span<const std::size_t>(layer_starts_) : std::span<const std::size_t>(),
                             total, options_.bucket_bytes / sizeof(float));
     buckets_total_ = total;
+    bucket_began_.assign(buckets_.size(), {});
   }
 
   void submit_ready() {
@@ -281,6 +303,9 @@ class allreduce_base {
   metrics::clock::time_point busy_since_{};
   double hook_seconds_ = 0, busy_hook_seconds_ = 0, hidden_seconds_ = 0;
   std::int64_t steps_ = 0;
+  metrics::Timeline* timeline_ = nullptr;               // null: no trace
+  std::vector<metrics::clock::time_point> bucket_began_;  // per bucket, with a timeline
+  std::size_t began_ = 0, finished_ = 0;                // buckets started and seen ended in this step
 };
 
 }  // namespace sinew::dist::detail
