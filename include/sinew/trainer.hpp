@@ -451,10 +451,12 @@ class Trainer {
       model_.forward({images_.data(), n * input_shape::kSize}, batch);
       const LossValue value = model_.loss({labels_.data(), n});
       phases.forward = metrics::lap(watch, trace, metrics::TraceKind::forward);
+      // The NaN check agrees across ranks (an all-reduce of one flag): its wait for slower ranks is exposed
+      // communication, not backward.
+      double checked = 0;
       if (options_.check_finite) {
-        const metrics::clock::time_point checking = metrics::mark(trace);
         check_finite(value.loss, epoch_batch_);
-        metrics::record(trace, metrics::TraceKind::loss_check, checking);
+        checked = metrics::lap(watch, trace, metrics::TraceKind::loss_check);
       }
       if constexpr (req::has_overlap_hooks<S>) {
         // The strategy sends each layer's gradients while backward computes the earlier layers'. The time in
@@ -474,6 +476,7 @@ class Trainer {
       optimizer_.set_learning_rate(schedule_ ? schedule_(base_lr_, step_) : base_lr_);
       const metrics::clock::time_point updating = metrics::mark(trace);
       strategy_.template update<M>(model_.parameters(), model_.gradients(), optimizer_, phases);
+      phases.comm += checked;
       metrics::record(trace, metrics::TraceKind::strategy_update, updating);
       metrics::record(trace, metrics::TraceKind::step, step_began);
       if constexpr (Profile::kEnabled) model_.profile().add(metrics::OpKind::weights_update, phases.update);

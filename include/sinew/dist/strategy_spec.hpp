@@ -73,7 +73,8 @@
 // update() adds the time spent in them to phases.comm, and the trainer, which times its calls to them, leaves
 // it out of phases.backward. phases.comm_hidden is the time communication was in flight while backward computed.
 // Each side writes only its own phases: a strategy adds to comm, comm_hidden and update, the trainer sets load,
-// forward and backward; neither rewrites the other's numbers.
+// forward and backward, and adds to comm the time of its NaN check (with several ranks an agreement, whose wait
+// for a slower rank is communication); neither rewrites the other's numbers.
 // dist::example::counting_hooks below is the smallest strategy with hooks.
 //
 // Optional, for strategies that treat parameter tensors one by one (dist::Compressed): s.set_tensor_layout(t),
