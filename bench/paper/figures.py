@@ -19,6 +19,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 SYSTEM_MODES = [("tensorflow", "sync"), ("tensorflow", "async"), ("pytorch", "sync"), ("mxnet", "sync"),
                 ("mxnet", "async"), ("chainermn", "sync")]
@@ -104,6 +106,10 @@ def draw_all(records, out):
         ax.bar(xs, ys, width, label=f"{s} {md}", color=COLOURS[s], hatch="//" if md == "async" else None,
                edgecolor="black", linewidth=0.5)
     ax.set_yscale("log")
+    plain = FuncFormatter(lambda y, _: f"{y:g}")
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(plain)
+    ax.tick_params(axis="y", which="minor", labelsize=7)
     ax.set_xticks(range(len(nets)), [n.replace("_", "\n") for n in nets])
     ax.set_ylabel("total training time (s, log)")
     ax.set_title("Fig. 3: execution time per system and mode\n" + subtitle(records), fontsize=10)
@@ -180,13 +186,14 @@ def draw_all(records, out):
         mib = max(r["peak_rss_bytes_per_rank"][:r["workers"]]) / 2**20
         ax.bar(i, mib, color="tab:orange" if r["loader"] == "cached" else "tab:blue", edgecolor="black",
                linewidth=0.4, label=None)
-    ax.bar([], [], color="tab:orange", label="cached (TensorFlow, ChainerMN; swaps)")
-    ax.bar([], [], color="tab:blue", label="streaming (PyTorch, MXNet)")
+    handles = [Patch(color="tab:orange", label="cached (TensorFlow, ChainerMN, the loader=cached swap)"),
+               Patch(color="tab:blue", label="streaming (PyTorch, MXNet)")]
     ax.set_xticks(range(len(runs)), [f"{r['system']} {r['mode']}\n{r['variant']}\n{r['net']}" for r in runs],
                   fontsize=6, rotation=90)
     ax.set_ylabel("peak RSS of the largest worker (MiB)")
     ax.set_title("Memory per loader\n" + subtitle(records), fontsize=10)
-    ax.legend(fontsize=8)
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.25)
+    ax.legend(handles=handles, fontsize=8, loc="upper left")
     save(fig, out, "memory_per_loader", written)
 
     # Each swap against its preset: epoch time, preset = 1.

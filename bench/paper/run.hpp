@@ -2,7 +2,7 @@
 // bench/paper/CMakeLists.txt): one run of the paper's experiment, Krisilias et al. 2021 Table III x Table IV,
 // under mpirun, written as ONE JSON record.
 //
-//   mpirun -np 3 build/bench/paper/paper_pytorch_lenet5_cifar10 --data DIR --epochs 10 --batch 42 --json out/pytorch-lenet5.json
+//   mpirun -np 3 build/bench/paper/paper_pytorch_lenet5_cifar10 --data DIR --epochs 10 --json pt.json
 //   mpirun -np 6 build/bench/paper/paper_tensorflow_lenet5_cifar10 --mode async ...   # 3 workers + 3 servers
 //
 // Without --data the run trains on generated data of the dataset's shape (CIFAR-10: data_batch_1.bin and
@@ -121,8 +121,14 @@ inline DataFiles data_files(const Settings& s, int classes, int rank, MPI_Comm c
         if (fs::exists(fs::path(s.data) / ("data_batch_" + std::to_string(i) + ".bin")))
           f.train.push_back(fs::path(s.data) / ("data_batch_" + std::to_string(i) + ".bin"));
     }
+    // The held-out file: CIFAR's, or the first 1000 of its records (a development copy may hold only those).
     f.test = {fs::path(s.data) / (c100 ? "test.bin" : "test_batch.bin")};
-    for (const auto& p : f.train.empty() ? std::vector<fs::path>{fs::path(s.data) / "data_batch_1.bin"} : f.train)
+    if (!c100 && !fs::exists(f.test[0]) && fs::exists(fs::path(s.data) / "test_batch_first1000.bin"))
+      f.test = {fs::path(s.data) / "test_batch_first1000.bin"};
+    std::vector<fs::path> needed = f.train.empty() ? std::vector<fs::path>{fs::path(s.data) / "data_batch_1.bin"}
+                                                   : f.train;
+    needed.push_back(f.test[0]);
+    for (const auto& p : needed)
       if (!fs::exists(p))
         throw std::runtime_error("paper: --data " + s.data + " has no " + p.filename().string() + " (give " +
                                  (c100 ? "a cifar-100-binary" : "a cifar-10-batches-bin") +
@@ -309,7 +315,8 @@ int run(const Settings& s, const Variant& v, const std::string& system, const st
   record["accuracy"] = acc;
   if (!s.json.empty()) metrics::save_json(record, s.json);
   std::printf("paper: %s %s %s %s: %.3f s per epoch (%d ranks, %d workers), test accuracy %s\n", system.c_str(),
-              v.name.c_str(), net.c_str(), s.mode.c_str(), record["time_per_epoch_seconds"].get<double>(), ranks, workers, test.dump().c_str());
+              v.name.c_str(), net.c_str(), s.mode.c_str(), record["time_per_epoch_seconds"].get<double>(), ranks,
+              workers, test.dump().c_str());
   return 0;
 }
 

@@ -47,7 +47,8 @@ PHASES = ["load", "forward", "backward", "comm_exposed", "comm_hidden", "update"
 RECORD_FIELDS = ["schema", "system", "variant", "swap", "net", "dataset", "input", "data_generated", "data_path",
                  "mode", "backend", "strategy", "loader", "sharding", "ranks", "workers", "servers", "local_batch",
                  "global_batch", "threads_per_rank", "binding", "cpu_model", "epochs", "steps_per_epoch",
-                 "epoch_seconds", "total_seconds", "averaged_epochs", "time_per_epoch_seconds", "phases_seconds_per_epoch",
+                 "epoch_seconds", "total_seconds", "averaged_epochs", "time_per_epoch_seconds",
+                 "phases_seconds_per_epoch",
                  "operators_seconds_per_epoch", "peak_rss_bytes_per_rank", "accuracy"]
 
 
@@ -448,7 +449,8 @@ def write_report(out, records, failures, figures, args):
               "**backend::Mix** swaps (Eigen with oneDNN's convolutions only; PyTorch with a non-oneDNN batch_norm) "
               "arrive with backend::Mix (one row in `SWAPS` and one in `bench/paper/systems.hpp`).", ""]
     lines += ["## Findings", "",
-              "| # | where | finding | paper | sinew | reproduced | swap that isolates the cause | its measured effect |",
+              "| # | where | finding | paper | sinew | reproduced | swap that isolates the cause | "
+              "its measured effect |",
               "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         cells = [r["id"], r["where"], r["claim"], r["paper"], r["sinew"], r["reproduced"], r["swap"],
@@ -534,7 +536,7 @@ def check(out, expected_runs):
         problems.append("REPRODUCTION.md missing")
     else:
         text = open(report).read()
-        rows = findings(Matrix(records))
+        rows = findings(Matrix([r for r in records if all(k in r for k in RECORD_FIELDS)]))
         for row in rows:
             line = [ln for ln in text.splitlines() if ln.startswith(f"| {row['id']} |")]
             if not line:
@@ -548,7 +550,7 @@ def check(out, expected_runs):
         measured = [r for r in rows if r["reproduced"].startswith(("yes", "no"))]
         if len(measured) < 8:
             problems.append(f"only {len(measured)} findings were measured (yes/no), expected at least 8")
-    for fig in figs.expected(Matrix(records).nets):
+    for fig in figs.expected(Matrix([r for r in records if "net" in r and "dataset" in r]).nets):
         for ext, magic in (("png", b"\x89PNG"), ("svg", b"<svg")):
             path = os.path.join(out, "figures", f"{fig}.{ext}")
             if not os.path.exists(path) or os.path.getsize(path) < 2000:
