@@ -605,6 +605,10 @@ def main():
             if not os.path.exists(os.path.join(args.build_dir, "bench", "paper", t)):
                 sys.exit(f"run_matrix: {t} is not built in {args.build_dir} (leave out --no-build, or "
                          f"cmake --build {args.build_dir} --target {t})")
+        generated = sorted({n for n in nets if not (args.data100 if n.endswith("cifar100") else args.data)})
+        if generated:
+            print(f"run_matrix: NO DATA GIVEN for {', '.join(generated)}: they train on GENERATED images of the "
+                  "dataset's shape (--data / --data100 for CIFAR); REPRODUCTION.md says so at the top", flush=True)
         failures = run_all(args, runs, args.build_dir, out)
         records = load_records(out)
         import figures as figs
