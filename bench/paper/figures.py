@@ -106,9 +106,9 @@ def draw_all(records, out):
         ax.bar(xs, ys, width, label=f"{s} {md}", color=COLOURS[s], hatch="//" if md == "async" else None,
                edgecolor="black", linewidth=0.5)
     ax.set_yscale("log")
-    plain = FuncFormatter(lambda y, _: f"{y:g}")
-    ax.yaxis.set_major_formatter(plain)
-    ax.yaxis.set_minor_formatter(plain)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
+    # Minor ticks: only 2x and 5x a power of ten are labelled (every one crowds a decade).
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda y, _: f"{y:g}" if f"{y:.0e}"[0] in "25" else ""))
     ax.tick_params(axis="y", which="minor", labelsize=7)
     ax.set_xticks(range(len(nets)), [n.replace("_", "\n") for n in nets])
     ax.set_ylabel("total training time (s, log)")

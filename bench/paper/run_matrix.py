@@ -179,7 +179,7 @@ def mean(xs):
 def fmt(x, unit="x"):
     if x is None:
         return "n/a"
-    return f"{x:.2f}{unit}"
+    return f"{x:.3g}{unit}"
 
 
 CONV_BACKWARD = ["convolution_backward_data", "convolution_backward_weights"]
@@ -197,8 +197,8 @@ def describe(vals, how="mean"):
         return None, "n/a (not measured in this run)"
     xs = [v for _, v in vals]
     x = max(xs) if how == "max" else sum(xs) / len(xs)
-    per = ", ".join(f"{n} {v:.2f}x" for n, v in vals)
-    return x, f"{x:.2f}x ({how} of {per})"
+    per = ", ".join(f"{n} {v:.3g}x" for n, v in vals)
+    return x, f"{x:.3g}x ({how} of {per})"
 
 
 TOLERANCE = 1.1  # a ratio within 10% of 1 is no difference
