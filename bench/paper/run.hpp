@@ -51,7 +51,9 @@ struct Settings {
   int steps = 0;                             ///< at most this many steps per epoch; 0: the whole epoch
   int batch = 42;                            ///< local batch, Table IV
   int threads = 1;                           ///< compute threads of each rank
-  int eval_samples = 10000;                  ///< held-out images evaluated after the last epoch (at most)
+  /// Held-out images evaluated after the last epoch: at most this many with a caching loader; a streaming
+  /// loader reads its whole held-out file (CIFAR's 10000 images)
+  int eval_samples = 10000;
   std::string mode = "sync";                 ///< sync | async
   std::string variant = "preset";            ///< which swap (see the system's header)
   std::string binding = "unknown";           ///< what mpirun bound each rank to (the driver says)
@@ -339,7 +341,9 @@ inline Settings parse(int argc, char** argv, const std::string& target, const st
       ->check(CLI::NonNegativeNumber);
   app.add_option("--batch", s.batch, "local batch (per worker)")->capture_default_str()->check(CLI::PositiveNumber);
   sinew::cli::add_threads(app, s.threads, "compute threads of each rank");
-  app.add_option("--eval-samples", s.eval_samples, "held-out images evaluated after the last epoch (0: none)")
+  app.add_option("--eval-samples", s.eval_samples,
+                 "held-out images evaluated after the last epoch, at most (0: none; a streaming loader reads the "
+                 "whole held-out file)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option("--mode", s.mode, "sync or async")->capture_default_str()->check(CLI::IsMember(modes));
