@@ -1,0 +1,75 @@
+// bench/paper/systems.hpp: each system's variants, the preset and the one-policy swaps REPRODUCTION.md uses to
+// isolate a finding's cause. A target (bench/paper/target.cpp.in) instantiates one system for one net.
+//
+// Adding a swap (for example backend::Mix, once it exists: TensorFlow with oneDNN's convolutions and nothing
+// else) is one row here and one row in run_matrix.py's SWAPS:
+//   if (s.variant == "backend=mix-conv-onednn")
+//     return run<TF, typename TF::template with_backend<backend::Mix<backend::Eigen,
+//                                                       backend::Use<layers::Conv2d, backend::OneDnn>>>>(...);
+#pragma once
+
+#include "paper/run.hpp"
+#include "sinew/presets.hpp"
+
+namespace sinew::bench::paper {
+
+/// TensorFlow (Eigen, ring all-reduce or parameter server, caching loader): the preset, the preset with
+/// oneDNN's operators (the cause of its slow backward?), and asynchronous with each worker reading only its
+/// share (the cause of its slow asynchronous LeNet-5?).
+template <Network Net>
+int tensorflow_main(int argc, char** argv, const std::string& target, const std::string& net) {
+  return main_of(argc, argv, target, {"preset", "backend=onednn", "sharding=disjoint"}, {"sync", "async"},
+                 [&](const Settings& s) {
+                   const auto go = [&]<class Mode>(Mode, const char* mode) {
+                     using TF = presets::TensorFlow<Net, Mode>;
+                     const std::string name = std::string("presets::TensorFlow<Net, ") + mode + ">";
+                     if (s.variant == "backend=onednn")
+                       return run<TF, typename TF::template with_backend<backend::OneDnn>>(
+                           s, {s.variant, name + "::with_backend<backend::OneDnn>", ""}, "tensorflow", net);
+                     if (s.variant == "sharding=disjoint")
+                       return run<TF, typename TF::trainer_type>(
+                           s, {s.variant, name + " with LoaderOptions::sharding = Sharding::disjoint", "disjoint"},
+                           "tensorflow", net);
+                     return run<TF, typename TF::trainer_type>(s, {"preset", "", ""}, "tensorflow", net);
+                   };
+                   return s.mode == "async" ? go(Async{}, "Async") : go(Sync{}, "Sync");
+                 });
+}
+
+/// PyTorch (oneDNN, bucketed ring overlapping backward, streaming loader): the preset, and the preset with
+/// TensorFlow's caching loader (the cause of TensorFlow's faster loading?).
+template <Network Net>
+int pytorch_main(int argc, char** argv, const std::string& target, const std::string& net) {
+  return main_of(argc, argv, target, {"preset", "loader=cached"}, {"sync"}, [&](const Settings& s) {
+    using PT = presets::PyTorch<Net>;
+    if (s.variant == "loader=cached")
+      return run<PT, typename PT::template with_loader<data::CachedLoader>>(
+          s, {s.variant, "presets::PyTorch<Net>::with_loader<data::CachedLoader>", ""}, "pytorch", net);
+    return run<PT, typename PT::trainer_type>(s, {"preset", "", ""}, "pytorch", net);
+  });
+}
+
+/// MXNet (oneDNN, parameter server with a server beside each worker, streaming loader): PyTorch with one policy
+/// swapped, the strategy, so MXNet against PyTorch is itself the swap that isolates the parameter server.
+template <Network Net>
+int mxnet_main(int argc, char** argv, const std::string& target, const std::string& net) {
+  return main_of(argc, argv, target, {"preset"}, {"sync", "async"}, [&](const Settings& s) {
+    if (s.mode == "async") {
+      using MX = presets::MXNet<Net, Async>;
+      return run<MX, typename MX::trainer_type>(s, {"preset", "", ""}, "mxnet", net);
+    }
+    using MX = presets::MXNet<Net, Sync>;
+    return run<MX, typename MX::trainer_type>(s, {"preset", "", ""}, "mxnet", net);
+  });
+}
+
+/// ChainerMN (oneDNN, one MPI all-reduce after backward, caching loader): the usability paper's fourth system.
+template <Network Net>
+int chainermn_main(int argc, char** argv, const std::string& target, const std::string& net) {
+  return main_of(argc, argv, target, {"preset"}, {"sync"}, [&](const Settings& s) {
+    using CM = presets::ChainerMN<Net>;
+    return run<CM, typename CM::trainer_type>(s, {"preset", "", ""}, "chainermn", net);
+  });
+}
+
+}  // namespace sinew::bench::paper
