@@ -23,8 +23,9 @@ from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 SYSTEM_MODES = [("tensorflow", "sync"), ("tensorflow", "async"), ("pytorch", "sync"), ("mxnet", "sync"),
-                ("mxnet", "async"), ("chainermn", "sync")]
-COLOURS = {"tensorflow": "tab:orange", "pytorch": "tab:red", "mxnet": "tab:blue", "chainermn": "tab:green"}
+                ("mxnet", "async"), ("chainermn", "sync"), ("cntk", "sync")]
+COLOURS = {"tensorflow": "tab:orange", "pytorch": "tab:red", "mxnet": "tab:blue", "chainermn": "tab:green",
+           "cntk": "tab:purple"}
 BREAKDOWN = {"lenet5_cifar10": "fig4", "alexnet_cifar10": "fig6", "resnet18_cifar10": "fig8a",
              "resnet18_cifar100": "fig8b", "resnet50_cifar10": "fig9a", "resnet50_cifar100": "fig9b"}
 PROFILE = {"lenet5_cifar10": "fig5", "alexnet_cifar10": "fig7", "resnet18_cifar10": "fig10a",
@@ -141,7 +142,7 @@ def draw_all(records, out):
         if n not in PROFILE:
             continue
         ops = OPERATORS[PROFILE[n]]
-        systems = [s for s in ("tensorflow", "pytorch", "mxnet", "chainermn") if (s, "sync", "preset", n) in by]
+        systems = [s for s in ("tensorflow", "pytorch", "mxnet", "chainermn", "cntk") if (s, "sync", "preset", n) in by]
         fig, ax = plt.subplots(figsize=(max(7, 1.0 * len(ops) + 2), 4.2))
         width = 0.8 / max(len(systems), 1)
         for j, s in enumerate(systems):

@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <concepts>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -212,10 +213,15 @@ int run(const Settings& s, const Variant& v, const std::string& system, const st
   auto record = metrics::Json::object();
   std::vector<double> epoch_seconds;
   double phase_sum[6] = {};
+  std::uint64_t bytes_before = 0, bytes_after = 0;  // gradient bytes this rank sent (strategies that count them)
+  std::size_t counted_steps = 0;
   double train_accuracy = 0, train_loss = 0;
   for (int e = 0; e < s.epochs; ++e) {
     MPI_Barrier(world);
+    if constexpr (requires { trainer.dist().bytes_sent(); }) bytes_before = trainer.dist().bytes_sent();
     const EpochStats st = trainer.train_epoch(loader, per_epoch);
+    if constexpr (requires { trainer.dist().bytes_sent(); }) bytes_after = trainer.dist().bytes_sent();
+    counted_steps = st.steps;
     double mine[8] = {worker ? st.seconds : 0.0, worker ? st.phases.load : 0.0, worker ? st.phases.forward : 0.0,
                       worker ? st.phases.backward : 0.0, worker ? st.phases.comm : 0.0,
                       worker ? st.phases.comm_hidden : 0.0, worker ? st.phases.update : 0.0,
@@ -315,6 +321,11 @@ int run(const Settings& s, const Variant& v, const std::string& system, const st
   acc["test"] = test;
   acc["test_samples"] = test_samples;
   record["accuracy"] = acc;
+  // rank 0's gradient bytes sent per step in the last epoch (null where the strategy does not count them)
+  record["gradient_bytes_per_step"] =
+      bytes_after > bytes_before && counted_steps > 0
+          ? metrics::Json(double(bytes_after - bytes_before) / double(counted_steps))
+          : metrics::Json();
   if (!s.json.empty()) metrics::save_json(record, s.json);
   std::printf("paper: %s %s %s %s: %.3f s per epoch (%d ranks, %d workers), test accuracy %s\n", system.c_str(),
               v.name.c_str(), net.c_str(), s.mode.c_str(), record["time_per_epoch_seconds"].get<double>(), ranks,

@@ -72,4 +72,17 @@ int chainermn_main(int argc, char** argv, const std::string& target, const std::
   });
 }
 
+/// CNTK (oneDNN, MPI all-reduce with 1-bit SGD, caching loader): the preset, and the usability paper's CNTK
+/// without 1-bit SGD (the swap that isolates the compression; it is ChainerMN's configuration).
+template <Network Net>
+int cntk_main(int argc, char** argv, const std::string& target, const std::string& net) {
+  return main_of(argc, argv, target, {"preset", "one_bit=off"}, {"sync"}, [&](const Settings& s) {
+    using CN = presets::CNTK<Net>;
+    if (s.variant == "one_bit=off")
+      return run<CN, typename CN::without_one_bit>(s, {s.variant, "presets::CNTK<Net>::without_one_bit", ""},
+                                                   "cntk", net);
+    return run<CN, typename CN::trainer_type>(s, {"preset", "", ""}, "cntk", net);
+  });
+}
+
 }  // namespace sinew::bench::paper
