@@ -60,7 +60,7 @@
 
 namespace sinew::backend {
 
-namespace mix_detail {
+namespace detail::mix {
 template <class What>
 struct kind_of {
   using type = What;
@@ -70,14 +70,14 @@ template <class What>
 struct kind_of<What> {
   using type = typename What::kind;
 };
-}  // namespace mix_detail
+}  // namespace detail::mix
 
 /// One override of a backend::Mix: layers of What's kind run on backend B. What is a layer spec (its kind is
 /// taken) or a layer_kind tag.
 template <class What, class B>
 struct Use {
   /// the layer kind overridden
-  using kind = typename mix_detail::kind_of<What>::type;
+  using kind = typename detail::mix::kind_of<What>::type;
   /// the backend that computes it
   using backend = B;
 };
@@ -85,7 +85,7 @@ struct Use {
 template <class Base, class... Uses>
 struct Mix;
 
-namespace mix_detail {
+namespace detail::mix {
 
 template <class T>
 inline constexpr bool is_use_v = false;
@@ -240,7 +240,7 @@ class boundary_op {
   using Base = typename M::base;
   using in = typename N::input;
   using out = typename N::output;
-  using inner = op_of<Other, N>;
+  using inner = backend::op_of<Other, N>;
   using tensor = typename Base::tensor;
   using tensor_desc = typename Base::tensor_desc;
 
@@ -340,32 +340,32 @@ struct op_in {
 };
 template <class M, NodeType N>
 struct op_in<M, void, N> {
-  using type = op_of<typename M::base, N>;
+  using type = backend::op_of<typename M::base, N>;
 };
 template <class M, NodeType N>
 struct op_in<M, typename M::base, N> {
-  using type = op_of<typename M::base, N>;
+  using type = backend::op_of<typename M::base, N>;
 };
 
-}  // namespace mix_detail
+}  // namespace detail::mix
 
 /// A backend that computes the layer kinds its Uses name with their backends and every other kind with Base,
 /// converting layouts at the boundaries (see the header comment). Base is OneDnn or Eigen; Uses are
 /// Use<Layer or layer_kind, Backend>.
 template <class Base, class... Uses>
 struct Mix {
-  static_assert(mix_detail::check_mix<Base, Uses...>(), "backend::Mix: see the sentence above");
+  static_assert(detail::mix::check_mix<Base, Uses...>(), "backend::Mix: see the sentence above");
   /// the backend of every kind that no Use names
   using base = Base;
   /// the distinct backends the Uses name, other than Base
-  using others = typename mix_detail::others<Base, type_list<>, Uses...>::type;
+  using others = typename detail::mix::others<Base, type_list<>, Uses...>::type;
 
   /// The Backend contract: backend/backend_spec.hpp says what each member does. Tensors are the base's.
   /// @{
-  static constexpr std::string_view kName = mix_detail::name<Base, others>::value;
+  static constexpr std::string_view kName = detail::mix::name<Base, others>::value;
   static constexpr bool kFuseActivations = Base::kFuseActivations;
 
-  using context = mix_detail::context<Base, others>;
+  using context = detail::mix::context<Base, others>;
   using tensor = typename Base::tensor;
   using tensor_desc = typename Base::tensor_desc;
   using external = typename Base::external;
@@ -386,10 +386,10 @@ struct Mix {
 /// Every kind of a Mix: the op of the backend a Use names for it, else the base's.
 template <class Kind, class Base, class... Uses>
 struct op_for<Kind, Mix<Base, Uses...>> {
-  /// see mix_detail::op_in
+  /// see detail::mix::op_in
   template <NodeType N>
   using type_for =
-      typename mix_detail::op_in<Mix<Base, Uses...>, typename mix_detail::override_of<Kind, Uses...>::type, N>::type;
+      typename detail::mix::op_in<Mix<Base, Uses...>, typename detail::mix::override_of<Kind, Uses...>::type, N>::type;
 };
 
 /// Residual blocks of a Mix run their branches on the Mix (each layer follows the Uses), unless a Use names
@@ -399,10 +399,10 @@ struct op_for<layer_kind::residual, Mix<Base, Uses...>> {
   /// see above
   template <NodeType N>
   using type_for = std::conditional_t<
-      std::is_void_v<typename mix_detail::override_of<layer_kind::residual, Uses...>::type>,
+      std::is_void_v<typename detail::mix::override_of<layer_kind::residual, Uses...>::type>,
       generic::residual_op<Mix<Base, Uses...>, N>,
-      typename mix_detail::op_in<Mix<Base, Uses...>,
-                                 typename mix_detail::override_of<layer_kind::residual, Uses...>::type, N>::type>;
+      typename detail::mix::op_in<Mix<Base, Uses...>,
+                                 typename detail::mix::override_of<layer_kind::residual, Uses...>::type, N>::type>;
 };
 
 }  // namespace sinew::backend
