@@ -40,6 +40,10 @@ using ConvNode = Node<Conv2d<4, 3>, Shape<2, 8, 8>, NoActivation, 0, 0>;
 static_assert(std::is_same_v<EigenNormAndDense::op<ConvNode>, OneDnn::op<ConvNode>>);
 static_assert(!std::is_same_v<OneDnnConvolutions::op<ConvNode>, Eigen::op<ConvNode>>);
 static_assert(std::is_same_v<Mix<OneDnn, Use<BatchNorm2d, OneDnn>>::op<ConvNode>, OneDnn::op<ConvNode>>);
+// A Use of a kind that a network lacks changes nothing for it (a Mix is a backend, independent of the network).
+static_assert(std::is_same_v<Mix<OneDnn, Use<Dropout<>, Eigen>>::op<ConvNode>, OneDnn::op<ConvNode>>);
+/// Whole residual blocks on Eigen (the block's branches and its adder), everything else on oneDNN.
+using EigenResidualBlocks = Mix<OneDnn, Use<layer_kind::residual, Eigen>>;
 
 constexpr test::EquivalenceOptions kOptions{.batch = 4, .seed = 7, .batch_norm_bias_shift = 3};
 
@@ -54,6 +58,10 @@ TEST(mix, eigen_with_onednn_convolutions_equals_onednn) {
 }
 TEST(mix, eigen_with_onednn_convolutions_equals_eigen) {
   EXPECT_LE((test::expect_equivalent<MixedNet, Eigen, OneDnnConvolutions>(kOptions)), 1e-4);
+}
+
+TEST(mix, onednn_with_eigen_residual_blocks_equals_onednn) {
+  EXPECT_LE((test::expect_equivalent<MixedNet, OneDnn, EigenResidualBlocks>(kOptions)), 1e-4);
 }
 
 /// One training step (forward, loss, backward, SGD with momentum) on backend B from seed 7; returns the
