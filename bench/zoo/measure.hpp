@@ -119,7 +119,8 @@ int measure(const Config& c) {
   else
     known = with_net(c.net, run);
   if (!known) {
-    std::fprintf(stderr, "zoo: %s network %s\n", kResNet18Only ? "the mixed backends run resnet18 and resnet18_cifar, not" : "unknown", c.net.c_str());
+    std::fprintf(stderr, "zoo: %s network %s\n",
+                 kResNet18Only ? "the mixed backends run resnet18 and resnet18_cifar, not" : "unknown", c.net.c_str());
     return 2;
   }
   return 0;

@@ -6,7 +6,8 @@
 //                      convolution, convolution_backward_data, convolution_backward_weights, batch_norm(_backward),
 //                      pooling(_backward), fully_connected, fully_connected_backward_data/_weights, each
 //                      activation and its backward (relu, tanh_backward, ...), dropout, flatten, add (residual
-//                      sums), reorder (between the backends of a backend::Mix), loss and weights_update; per node and per kind, per training step, as JSON or CSV.
+//                      sums), reorder (between the backends of a backend::Mix), loss and weights_update; per
+//                      node and per kind, per training step, as JSON or CSV.
 //
 // How an op's time is split (the probe). The Model times every op as a whole (a node's forward/backward
 // seconds) and, separately, hands it a probe. An op that does several things calls probe.begin(kind) where
