@@ -1,8 +1,10 @@
 // bench/zoo: training images/s of the zoo's networks next to PyTorch (torchvision's same networks, same batch and
 // thread count, best of NCHW and channels_last) in the same run, the peak resident memory of each side, and
-// single-thread inference at batch 1 and 42.
+// single-thread inference at batch 1 and 42. The two mixed backends (bench/zoo/mix.cpp, ResNet-18 only) show
+// what the layout conversions between two backends cost: with --profile their "reorder" lines.
 //
-//   zoo [--net alexnet,resnet18,resnet18_cifar,resnet50,vgg16_bn] [--batch 42,128] [--backend onednn,eigen]
+//   zoo [--net alexnet,resnet18,resnet18_cifar,resnet50,vgg16_bn] [--batch 42,128]
+//       [--backend onednn,eigen,onednn+eigen_bn,eigen+onednn_conv]
 //       [--threads 2] [--warmup 10] [--steps 10] [--no-inference] [--no-pytorch] [--profile] [--json FILE]
 //
 // Every configuration runs in a process of its own (this program started again with --child, and one
@@ -25,6 +27,7 @@
 namespace sinew::bench::zoo {
 int measure_onednn(const Config& c);
 int measure_eigen(const Config& c);
+int measure_mix(const Config& c, const std::string& backend);
 }
 
 namespace {
@@ -51,7 +54,8 @@ std::string child_command(const zoo::Config& c, const std::string& backend) {
 
 int child(const zoo::Config& c, const std::string& backend) {
   if (backend == "onednn") return zoo::measure_onednn(c);
-  return zoo::measure_eigen(c);
+  if (backend == "eigen") return zoo::measure_eigen(c);
+  return zoo::measure_mix(c, backend);
 }
 
 }  // namespace
@@ -76,7 +80,7 @@ int main(int argc, char** argv) try {
   app.add_option("--backend", backends, "backends, comma-separated")
       ->delimiter(',')
       ->capture_default_str()
-      ->check(CLI::IsMember({"onednn", "eigen"}));
+      ->check(CLI::IsMember({"onednn", "eigen", "onednn+eigen_bn", "eigen+onednn_conv"}));
   sinew::cli::add_threads(app, base.threads);
   app.add_option("--warmup", base.warmup, "untimed steps first")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--steps", base.steps, "timed steps")->capture_default_str()->check(CLI::PositiveNumber);

@@ -41,6 +41,15 @@ bool with_net(const std::string& name, F&& f) {
   return false;
 }
 
+/// The same for ResNet-18 only (both stems): what the mixed backends of bench/zoo/mix.cpp run, so that their
+/// translation unit instantiates two networks, not five.
+template <class F>
+bool with_resnet18(const std::string& name, F&& f) {
+  if (name == "resnet18") return f.template operator()<ResNet18>(), true;
+  if (name == "resnet18_cifar") return f.template operator()<ResNet18Cifar>(), true;
+  return false;
+}
+
 struct Config {
   std::string net;
   int batch = 42, threads = 2, warmup = 10, steps = 10;
@@ -77,10 +86,11 @@ double time_steps(typename B::context& ctx, const Config& c, Model<Net, B, Profi
   return watch.elapsed();
 }
 
-template <class B>
+/// kResNet18Only: only the networks of with_resnet18 (the mixed backends).
+template <class B, bool kResNet18Only = false>
 int measure(const Config& c) {
   typename B::context ctx({.threads = c.threads});
-  const bool known = with_net(c.net, [&]<class Net>() {
+  const auto run = [&]<class Net>() {
     double seconds = 0;
     {
       Model<Net, B> model(ctx, {.seed = 1});
@@ -98,11 +108,19 @@ int measure(const Config& c) {
     std::vector<std::pair<double, std::string>> top;
     for (const auto& [kind, seconds] : model.profile().by_kind()) top.push_back({seconds / short_run.steps, kind});
     std::sort(top.rbegin(), top.rend());
-    for (std::size_t i = 0; i < top.size() && i < 6; ++i)
-      std::printf("operator %s %.2f ms\n", top[i].second.c_str(), 1e3 * top[i].first);
-  });
+    // The six largest, and the layout conversions between the backends of a backend::Mix wherever they rank.
+    for (std::size_t i = 0; i < top.size(); ++i)
+      if (i < 6 || top[i].second.starts_with("reorder"))
+        std::printf("operator %s %.2f ms\n", top[i].second.c_str(), 1e3 * top[i].first);
+  };
+  bool known = false;
+  if constexpr (kResNet18Only)
+    known = with_resnet18(c.net, run);
+  else
+    known = with_net(c.net, run);
   if (!known) {
-    std::fprintf(stderr, "zoo: unknown network %s\n", c.net.c_str());
+    std::fprintf(stderr, "zoo: %s network %s\n",
+                 kResNet18Only ? "the mixed backends run resnet18 and resnet18_cifar, not" : "unknown", c.net.c_str());
     return 2;
   }
   return 0;

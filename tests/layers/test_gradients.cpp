@@ -3,15 +3,17 @@
 // (equivalence.<case>: outputs, parameter and input gradients, running statistics; checks the NHWC layout, the
 // PyTorch weight layout, padding and the flatten order against an independent implementation), and checked at
 // compile time to profile every node in a declared operator kind. A new layer adds its cases here; a new
-// backend (a backend::Mix) adds one type to Backends.
+// backend adds one type to Backends (a backend::Mix is one).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <type_traits>
 
 #include "sinew/backend/eigen.hpp"  // first: EIGEN_USE_THREADS before any Tensor include
 #include "../support/equivalence.hpp"
 #include "../support/gradient_check.hpp"
+#include "sinew/backend/mix.hpp"
 #include "sinew/backend/onednn.hpp"
 #include "sinew/metrics/profile.hpp"
 #include "sinew/nets/lenet5.hpp"
@@ -23,11 +25,17 @@ using sinew::test::check_gradients;
 using metrics::Direction;
 using metrics::OpKind;
 
-using Backends = ::testing::Types<backend::OneDnn, backend::Eigen>;
+// The mixed backend (backend/mix.hpp) crosses a boundary in every case with a convolution or a dense layer:
+// oneDNN's blocked or plain outputs into Eigen's NHWC ops and back, in both passes.
+using EigenWithOneDnnConvAndDense =
+    backend::Mix<backend::Eigen, backend::Use<layer_kind::conv2d, backend::OneDnn>, backend::Use<Dense<1>, backend::OneDnn>>;
+using Backends = ::testing::Types<backend::OneDnn, backend::Eigen, EigenWithOneDnnConvAndDense>;
 struct BackendName {
   template <class B>
   static std::string GetName(int) {
-    return std::string(B::kName);
+    std::string name(B::kName);  // "eigen+onednn" for the Mix: "eigen_onednn" in test names
+    std::replace(name.begin(), name.end(), '+', '_');
+    return name;
   }
 };
 template <class B>

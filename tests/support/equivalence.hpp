@@ -82,12 +82,12 @@ struct EquivalenceOptions {
 /// same batch and backward with the same output gradient must agree, step after step. Returns the largest
 /// scaled difference seen over all compared tensors (also recorded as the test's "max_scaled_error" and
 /// printed, so CI logs show how close the backends came).
-template <class N>
+/// A and B default to OneDnn and Eigen (the reports say "onednn" and "eigen"); tests/backend/test_mix.cpp
+/// compares a backend::Mix with each of them. A runs on the default threads, B on o.eigen_threads.
+template <class N, class OneDnn = backend::OneDnn, class EigenB = backend::Eigen>
 double expect_equivalent(EquivalenceOptions o = {}) {
-  using OneDnn = backend::OneDnn;
-  using EigenB = backend::Eigen;
-  OneDnn::context octx{BackendOptions{}};
-  EigenB::context ectx{BackendOptions{.threads = o.eigen_threads}};
+  typename OneDnn::context octx{BackendOptions{}};
+  typename EigenB::context ectx{BackendOptions{.threads = o.eigen_threads}};
   Model<N, OneDnn> a(octx, ModelOptions{.seed = o.seed, .input_gradient = true});
   Model<N, EigenB> b(ectx, ModelOptions{.seed = o.seed, .input_gradient = true});
   EXPECT_TRUE(std::ranges::equal(a.parameters(), b.parameters())) << "the same seed drew different parameters";

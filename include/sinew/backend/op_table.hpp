@@ -17,14 +17,30 @@
 
 namespace sinew::backend {
 
-/// op_for<Kind, B>: the op of backend B for layers of kind Kind. The primary template is the trap.
+/// op_for<Kind, B>: the op of backend B for layers of kind Kind. The primary template is the trap: naming
+/// it is allowed (has_op_for below asks whether a backend fills a kind), asking it for an op stops the build.
 template <class Kind, class B>
 struct op_for {
-  static_assert(dependent_false<Kind, B>,
-                "the backend named in op_for<Kind, Backend> above has no implementation of this layer kind; add "
-                "an op under backend/<backend>/ and map the kind with an op_for<Kind, Backend> specialisation beside "
-                "it (the contract is in backend/backend_spec.hpp), or use another backend for this network");
+  /// Marks the unfilled entry (has_op_for reads it; a specialisation does not declare it).
+  using unmapped = void;
+  /// The trap, reached when a node of this kind asks backend B for its op.
+  template <class N>
+  struct trap {
+    static_assert(dependent_false<Kind, B, N>,
+                  "the backend named in op_for<Kind, Backend> above has no implementation of this layer kind; add "
+                  "an op under backend/<backend>/ and map the kind with an op_for<Kind, Backend> specialisation "
+                  "beside it (the contract is in backend/backend_spec.hpp), or use another backend for this network");
+    /// (no op)
+    using type = void;
+  };
+  /// What a node of this kind gets: the trap.
+  template <NodeType N>
+  using type_for = typename trap<N>::type;
 };
+
+/// Whether backend B fills the table's entry for layer kind Kind (a generic entry, as Residual's, counts).
+template <class Kind, class B>
+concept has_op_for = !requires { typename op_for<Kind, B>::unmapped; };
 
 namespace detail {
 template <class B, class N>

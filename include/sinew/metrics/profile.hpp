@@ -6,7 +6,8 @@
 //                      convolution, convolution_backward_data, convolution_backward_weights, batch_norm(_backward),
 //                      pooling(_backward), fully_connected, fully_connected_backward_data/_weights, each
 //                      activation and its backward (relu, tanh_backward, ...), dropout, flatten, add (residual
-//                      sums), loss and weights_update; per node and per kind, per training step, as JSON or CSV.
+//                      sums), reorder (between the backends of a backend::Mix), loss and weights_update; per
+//                      node and per kind, per training step, as JSON or CSV.
 //
 // How an op's time is split (the probe). The Model times every op as a whole (a node's forward/backward
 // seconds) and, separately, hands it a probe. An op that does several things calls probe.begin(kind) where
@@ -26,6 +27,9 @@
 //                     then backward data (absent where the Model needs no input gradient).
 //   BatchNorm2d       (OneDnn) a Tanh/Sigmoid after it; a ReLU is fused into the primitive (fuse_norm_relu).
 //   Residual          each op of both branches in its own kind, then "add" / "add_backward" for the sums.
+//   backend::Mix      a node computed by another backend than the base's adds "reorder" (its input into that
+//                     backend's plain layout, its output back into the base's) and "reorder_backward" (the same
+//                     for the gradients) around the op's own kinds; see backend/mix.hpp.
 // Only training-mode passes are recorded (evaluation passes are not part of a training step's profile).
 #pragma once
 
@@ -70,6 +74,8 @@ enum class OpKind : std::uint8_t {
   flatten_backward,
   add,
   add_backward,
+  reorder,           ///< layout conversions at the boundary between two backends of a backend::Mix
+  reorder_backward,  ///< the same for the gradients flowing back across the boundary
   loss,
   weights_update,
   other,
@@ -83,7 +89,7 @@ constexpr std::string_view op_kind_name(OpKind k) {
       "fully_connected_backward_data", "fully_connected_backward_weights", "batch_norm", "batch_norm_backward",
       "pooling", "pooling_backward", "relu", "relu_backward", "tanh", "tanh_backward", "sigmoid",
       "sigmoid_backward", "dropout", "dropout_backward", "flatten", "flatten_backward", "add", "add_backward",
-      "loss", "weights_update", "other", "other_backward"};
+      "reorder", "reorder_backward", "loss", "weights_update", "other", "other_backward"};
   return names[std::size_t(k)];
 }
 
