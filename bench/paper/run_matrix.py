@@ -38,11 +38,13 @@ NETS = ["lenet5_cifar10", "alexnet_cifar10", "resnet18_cifar10", "resnet18_cifar
 # paper, and CNTK with 1-bit SGD, which the usability paper left out).
 SYSTEMS = [("tensorflow", "sync"), ("tensorflow", "async"), ("pytorch", "sync"), ("mxnet", "sync"),
            ("mxnet", "async"), ("chainermn", "sync"), ("cntk", "sync")]
-# The swaps: (system, mode, variant) as the targets name them (bench/paper/systems.hpp). A new swap (a
-# backend::Mix row) is one row here and one in systems.hpp.
+# The swaps: (system, mode, variant) as the targets name them (bench/paper/systems.hpp). A new swap is one row
+# here and one in systems.hpp. SWAP_NETS limits a swap to the nets it means something for.
 SWAPS = [("tensorflow", "sync", "backend=onednn"), ("tensorflow", "async", "backend=onednn"),
+         ("tensorflow", "sync", "backend=mix-conv-onednn"), ("pytorch", "sync", "backend=mix-bn-eigen"),
          ("tensorflow", "async", "sharding=disjoint"), ("pytorch", "sync", "loader=cached"),
          ("cntk", "sync", "one_bit=off")]
+SWAP_NETS = {"backend=mix-bn-eigen": lambda net: net.startswith("resnet")}  # LeNet-5 and AlexNet have no batch norm
 PARAMETER_SERVER = {("tensorflow", "async"), ("mxnet", "sync"), ("mxnet", "async")}
 PHASES = ["load", "forward", "backward", "comm_exposed", "comm_hidden", "update"]
 RECORD_FIELDS = ["schema", "system", "variant", "swap", "net", "dataset", "input", "data_generated", "data_path",
@@ -64,7 +66,8 @@ def plan(nets):
         for system, mode in SYSTEMS:
             runs.append((system, mode, "preset", net))
         for system, mode, variant in SWAPS:
-            runs.append((system, mode, variant, net))
+            if SWAP_NETS.get(variant, lambda n: True)(net):
+                runs.append((system, mode, variant, net))
     return runs
 
 
@@ -359,8 +362,11 @@ def findings(m):
         ("" if nets != ["lenet5_cifar10"] else " (LeNet-5 only: the paper excepts it)"),
         verdict(x, why_not="oneDNN's convolution on this AVX-512 CPU is faster than Eigen's "
                            "im2col + contraction"),
-        tf_backend_swap + " (with backend::Mix: Eigen with oneDNN's convolutions only)",
-        f"Eigen's convolution / oneDNN's: {eff}")
+        tf_backend_swap + "; `with_backend<Mix<Eigen, Use<layer_kind::conv2d, OneDnn>>>` (oneDNN's "
+        "convolutions only)", f"Eigen's convolution / oneDNN's: {eff}; TensorFlow's forward / with oneDNN's "
+        "convolutions only: " + describe(over_nets(m, lambda k: ratio(
+            m.phase("tensorflow", "sync", k, "forward"),
+            m.phase("tensorflow", "sync", k, "forward", "backend=mix-conv-onednn")), nets))[1])
     # F15 (V summary, V-E): TensorFlow's convolution_backward up to 7.67x slower than MXNet's.
     v = over_nets(m, lambda k: ratio(m.op("tensorflow", "sync", k, CONV_BACKWARD),
                                      m.op("mxnet", "sync", k, CONV_BACKWARD)))
@@ -369,7 +375,11 @@ def findings(m):
                                                 m.op("tensorflow", "sync", k, CONV_BACKWARD, "backend=onednn"))),
                    "max")[1]
     add("F15", "V summary, V-E", "TensorFlow's convolution_backward is slower than MXNet's", "up to 7.67x (ResNet)",
-        text, verdict(x), tf_backend_swap, f"Eigen's convolution_backward / oneDNN's: {eff}")
+        text, verdict(x), tf_backend_swap + "; `with_backend<Mix<Eigen, Use<layer_kind::conv2d, OneDnn>>>`",
+        f"Eigen's convolution_backward / oneDNN's: {eff}; TensorFlow's backward / with oneDNN's convolutions "
+        "only (their reorders included): " + describe(over_nets(m, lambda k: ratio(
+            m.phase("tensorflow", "sync", k, "backward"),
+            m.phase("tensorflow", "sync", k, "backward", "backend=mix-conv-onednn"))))[1])
     # F16 (V-C): AlexNet, TensorFlow's backward 3.32x slower than PyTorch's; fully_connected_backward 3.03x.
     k = "alexnet_cifar10"
     b = ratio(m.phase("tensorflow", "sync", k, "backward"), m.phase("pytorch", "sync", k, "backward"))
@@ -400,8 +410,10 @@ def findings(m):
         "n/a (no ResNet in this run)" if v1[0] is None else
         verdict(v1[0], why_not="PyTorch 1.7's CPU batch_norm was its own kernel, not oneDNN's; both presets "
                                "run oneDNN's here"),
-        "`PyTorch<Net>::with_backend<backend::Mix<OneDnn, Use<BatchNorm2d, Eigen>>>` (waits for backend::Mix)",
-        "n/a (backend::Mix has not landed)")
+        "`PyTorch<Net>::with_backend<backend::Mix<OneDnn, Use<BatchNorm2d, Eigen>>>`",
+        "PyTorch's batch_norm with Eigen's / with oneDNN's: " + describe(over_nets(m, lambda k: ratio(
+            m.op("pytorch", "sync", k, ["batch_norm"], "backend=mix-bn-eigen"),
+            m.op("pytorch", "sync", k, ["batch_norm"])), res))[1])
     # F20 (V-D): ResNet, PyTorch's forward 1.34x slower than MXNet's, comm 1.36x more.
     f = describe(over_nets(m, lambda k: ratio(m.phase("pytorch", "sync", k, "forward"),
                                               m.phase("mxnet", "sync", k, "forward")), res))
@@ -454,8 +466,6 @@ def write_report(out, records, failures, figures, args):
                      "measured on a machine that may have been loaded: compare ratios within one run, not with "
                      "another machine.")
         lines.append("")
-    lines += ["Rows that wait: the **backend::Mix** swaps (Eigen with oneDNN's convolutions only; PyTorch with a non-oneDNN batch_norm) "
-              "arrive with backend::Mix (one row in `SWAPS` and one in `bench/paper/systems.hpp`).", ""]
     lines += ["## Findings", "",
               "| # | where | finding | paper | sinew | reproduced | swap that isolates the cause | "
               "its measured effect |",

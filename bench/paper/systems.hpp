@@ -1,24 +1,23 @@
 // bench/paper/systems.hpp: each system's variants, the preset and the one-policy swaps REPRODUCTION.md uses to
 // isolate a finding's cause. A target (bench/paper/target.cpp.in) instantiates one system for one net.
 //
-// Adding a swap (for example backend::Mix, once it exists: TensorFlow with oneDNN's convolutions and nothing
-// else) is one row here and one row in run_matrix.py's SWAPS:
-//   if (s.variant == "backend=mix-conv-onednn")
-//     return run<TF, typename TF::template with_backend<backend::Mix<backend::Eigen,
-//                                                       backend::Use<layers::Conv2d, backend::OneDnn>>>>(...);
+// Adding a swap is one branch here and one row in run_matrix.py's SWAPS (the backend::Mix swaps below are two).
 #pragma once
 
 #include "paper/run.hpp"
+#include "sinew/backend/mix.hpp"
 #include "sinew/presets.hpp"
 
 namespace sinew::bench::paper {
 
 /// TensorFlow (Eigen, ring all-reduce or parameter server, caching loader): the preset, the preset with
-/// oneDNN's operators (the cause of its slow backward?), and asynchronous with each worker reading only its
-/// share (the cause of its slow asynchronous LeNet-5?).
+/// oneDNN's operators (the cause of its slow backward?), with oneDNN's convolutions and nothing else
+/// (backend::Mix: is it the convolution_backward?), and asynchronous with each worker reading only its share
+/// (the cause of its slow asynchronous LeNet-5?).
 template <Network Net>
 int tensorflow_main(int argc, char** argv, const std::string& target, const std::string& net) {
-  return main_of(argc, argv, target, {"preset", "backend=onednn", "sharding=disjoint"}, {"sync", "async"},
+  return main_of(argc, argv, target, {"preset", "backend=onednn", "backend=mix-conv-onednn", "sharding=disjoint"},
+                 {"sync", "async"},
                  [&](const Settings& s) {
                    const auto go = [&]<class Mode>(Mode, const char* mode) {
                      using TF = presets::TensorFlow<Net, Mode>;
@@ -26,6 +25,15 @@ int tensorflow_main(int argc, char** argv, const std::string& target, const std:
                      if (s.variant == "backend=onednn")
                        return run<TF, typename TF::template with_backend<backend::OneDnn>>(
                            s, {s.variant, name + "::with_backend<backend::OneDnn>", ""}, "tensorflow", net);
+                     if (s.variant == "backend=mix-conv-onednn")
+                       return run<TF, typename TF::template with_backend<backend::Mix<
+                                          backend::Eigen, backend::Use<layer_kind::conv2d, backend::OneDnn>>>>(
+                           s,
+                           {s.variant,
+                            name + "::with_backend<backend::Mix<backend::Eigen, backend::Use<layer_kind::conv2d, "
+                                   "backend::OneDnn>>>",
+                            ""},
+                           "tensorflow", net);
                      if (s.variant == "sharding=disjoint")
                        return run<TF, typename TF::trainer_type>(
                            s, {s.variant, name + " with LoaderOptions::sharding = Sharding::disjoint", "disjoint"},
@@ -36,12 +44,19 @@ int tensorflow_main(int argc, char** argv, const std::string& target, const std:
                  });
 }
 
-/// PyTorch (oneDNN, bucketed ring overlapping backward, streaming loader): the preset, and the preset with
-/// TensorFlow's caching loader (the cause of TensorFlow's faster loading?).
+/// PyTorch (oneDNN, bucketed ring overlapping backward, streaming loader): the preset, the preset with
+/// TensorFlow's caching loader (the cause of TensorFlow's faster loading?), and with a batch norm that is not
+/// oneDNN's (backend::Mix: PyTorch 1.7's CPU batch_norm was its own kernel).
 template <Network Net>
 int pytorch_main(int argc, char** argv, const std::string& target, const std::string& net) {
-  return main_of(argc, argv, target, {"preset", "loader=cached"}, {"sync"}, [&](const Settings& s) {
+  return main_of(argc, argv, target, {"preset", "loader=cached", "backend=mix-bn-eigen"}, {"sync"}, [&](const Settings& s) {
     using PT = presets::PyTorch<Net>;
+    if (s.variant == "backend=mix-bn-eigen")
+      return run<PT, typename PT::template with_backend<
+                         backend::Mix<backend::OneDnn, backend::Use<BatchNorm2d, backend::Eigen>>>>(
+          s, {s.variant, "presets::PyTorch<Net>::with_backend<backend::Mix<backend::OneDnn, "
+                         "backend::Use<BatchNorm2d, backend::Eigen>>>", ""},
+          "pytorch", net);
     if (s.variant == "loader=cached")
       return run<PT, typename PT::template with_loader<data::CachedLoader>>(
           s, {s.variant, "presets::PyTorch<Net>::with_loader<data::CachedLoader>", ""}, "pytorch", net);
