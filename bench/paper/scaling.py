@@ -43,10 +43,15 @@ import sys
 import time
 
 CONFIGS = ["allreduce-sync", "ps-sync", "ps-async", "ps-stale2"]
+# The ring with compressed gradients: time_to_accuracy.py --nets lenet5 --configs ... only (not in the defaults).
+COMPRESSED = ["allreduce-fp16", "allreduce-bf16", "allreduce-onebit", "allreduce-powersgd4"]
 LABELS = {"allreduce-sync": "all-reduce, sync", "ps-sync": "parameter server, sync",
-          "ps-async": "parameter server, async", "ps-stale2": "parameter server, staleness 2"}
+          "ps-async": "parameter server, async", "ps-stale2": "parameter server, staleness 2",
+          "allreduce-fp16": "all-reduce, fp16", "allreduce-bf16": "all-reduce, bf16",
+          "allreduce-onebit": "all-reduce, 1-bit SGD", "allreduce-powersgd4": "all-reduce, PowerSGD 4"}
 STYLE = {"allreduce-sync": ("tab:blue", "o"), "ps-sync": ("tab:orange", "s"), "ps-async": ("tab:green", "^"),
-         "ps-stale2": ("tab:purple", "D")}
+         "ps-stale2": ("tab:purple", "D"), "allreduce-fp16": ("tab:cyan", "v"), "allreduce-bf16": ("tab:olive", "<"),
+         "allreduce-onebit": ("tab:red", ">"), "allreduce-powersgd4": ("tab:brown", "P")}
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -62,9 +67,9 @@ def int_list(text):
 
 def config_list(text):
     values = [v for v in text.split(",") if v]
-    unknown = [v for v in values if v not in CONFIGS]
+    unknown = [v for v in values if v not in CONFIGS + COMPRESSED]
     if unknown or not values:
-        raise argparse.ArgumentTypeError(f"{','.join(unknown) or text!r} not among {','.join(CONFIGS)}")
+        raise argparse.ArgumentTypeError(f"{','.join(unknown) or text!r} not among {','.join(CONFIGS + COMPRESSED)}")
     return values
 
 

@@ -14,6 +14,9 @@ one run of build/bench/scaling/scaling_time_to_accuracy under mpirun (bench/scal
         [--threads-per-rank T] [--bind auto|core|none] [--cores C] [--mpirun mpirun] [--mpirun-args "..."]
     /usr/bin/python3 bench/paper/time_to_accuracy.py --quick [--out DIR]      (generated data, seconds: CI)
 
+--configs also takes the ring with compressed gradients, for LeNet-5 (issue 14's accuracy comparison: the same
+epochs with and without compression): allreduce-fp16, allreduce-bf16, allreduce-onebit, allreduce-powersgd4.
+
 DIR is cifar-10-batches-bin: data_batch_1..5.bin train (each worker a disjoint shard), test_batch.bin is held
 out; where DIR has no test_batch.bin (../shared/data's copy lacks it), --held-out auto holds out
 data_batch_5.bin and trains on batches 1-4, as examples/train_cifar10 does, and the JSON says so.

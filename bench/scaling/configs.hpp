@@ -25,8 +25,26 @@ int with_config(const std::string& config, F&& f) {
   return f.template operator()<Server, BoundedStaleness<2>>();  // "ps-stale2": the command line checked the name
 }
 
+/// The ring with compressed gradients (dist::Compressed), for comparing accuracy after the same epochs
+/// (time_to_accuracy, LeNet-5 only: each is one more trainer to compile).
+inline const std::vector<std::string> kCompressedConfigs = {"allreduce-fp16", "allreduce-bf16", "allreduce-onebit",
+                                                            "allreduce-powersgd4"};
+
+/// Calls f.template operator()<Strategy, Sync>() for the compressed configuration named `config`.
+template <class F>
+int with_compressed_config(const std::string& config, F&& f) {
+  if (config == "allreduce-fp16") return f.template operator()<dist::Compressed<Ring, compress::Fp16>, Sync>();
+  if (config == "allreduce-bf16") return f.template operator()<dist::Compressed<Ring, compress::Bf16>, Sync>();
+  if (config == "allreduce-onebit") return f.template operator()<dist::Compressed<Ring, compress::OneBit>, Sync>();
+  return f.template operator()<dist::Compressed<Ring, compress::PowerSgd<4>>, Sync>();  // allreduce-powersgd4
+}
+
 /// The configuration's description, for printed lines and JSON.
 inline std::string describe(const std::string& config) {
+  if (config == "allreduce-fp16") return "ring all-reduce, sync, fp16 gradients";
+  if (config == "allreduce-bf16") return "ring all-reduce, sync, bf16 gradients";
+  if (config == "allreduce-onebit") return "ring all-reduce, sync, 1-bit SGD";
+  if (config == "allreduce-powersgd4") return "ring all-reduce, sync, PowerSGD rank 4";
   if (config == "allreduce-sync") return "ring all-reduce, sync";
   if (config == "ps-sync") return "parameter server, sync";
   if (config == "ps-async") return "parameter server, async";

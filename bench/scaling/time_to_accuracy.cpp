@@ -16,6 +16,7 @@
 // which the training seconds pass --budget, or after --max-epochs.
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -129,7 +130,11 @@ int main(int argc, char** argv) try {
       ->check(CLI::IsMember({"test_batch.bin", "data_batch_5.bin"}));
   app.add_option("--config", s.config, "strategy and sync mode")
       ->capture_default_str()
-      ->check(CLI::IsMember(scaling::kConfigs));
+      ->check(CLI::IsMember([] {
+        std::vector<std::string> all = scaling::kConfigs;
+        all.insert(all.end(), scaling::kCompressedConfigs.begin(), scaling::kCompressedConfigs.end());
+        return all;
+      }()));
   app.add_option("--net", s.net, "LeNet-5 or ResNet-18 (CIFAR stem)")
       ->capture_default_str()
       ->check(CLI::IsMember({"lenet5", "resnet18"}));
@@ -146,6 +151,13 @@ int main(int argc, char** argv) try {
   sinew::cli::add_threads(app, s.threads, "compute threads of each rank");
   app.add_option("--seed", s.seed, "initialisation and shuffling")->capture_default_str();
   sinew::cli::parse(app, argc, argv);
+  if (std::find(scaling::kCompressedConfigs.begin(), scaling::kCompressedConfigs.end(), s.config) !=
+      scaling::kCompressedConfigs.end()) {
+    if (s.net != "lenet5") sinew::cli::fail(app, "--config " + s.config + " runs with --net lenet5 only");
+    return scaling::with_compressed_config(s.config, [&]<class Strategy, class Mode>() {
+      return run<LeNet5, Strategy, Mode>(s);
+    });
+  }
   return scaling::with_config(s.config, [&]<class Strategy, class Mode>() {
     return s.net == "resnet18" ? run<ResNet18, Strategy, Mode>(s) : run<LeNet5, Strategy, Mode>(s);
   });
