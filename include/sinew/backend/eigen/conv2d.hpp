@@ -106,6 +106,7 @@ class conv2d_op : public op_base<diff_dst_use::always> {
 
  private:
   const float* cweights() const noexcept { return weights_.data(); }
+  /// P, read-only.
   const float* cpatches() const noexcept { return patches_.data(); }
   const_matrix patches() const { return as_matrix(cpatches(), rows_, depth_); }
 
