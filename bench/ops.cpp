@@ -20,8 +20,8 @@
 //                  oneDNN layer_normalization; Eigen reductions and broadcasts
 //   conv_forward / conv_backward_data / conv_backward_weights, batch_norm_forward / _backward,
 //   pooling_forward / _backward, fc_forward / fc_backward_data / fc_backward_weights: the backends' Conv2d,
-//                  BatchNorm2d, MaxPool and Dense ops at ResNet-18's, VGG-16's and AlexNet's shapes on 3x32x32
-//                  input; inputs arrive in the layout the previous layer would leave them in; backward data
+//                  BatchNorm2d, MaxPool and Dense ops at ResNet-18's, VGG-16's, AlexNet's and LeNet-5's shapes
+//                  on 3x32x32 input; inputs arrive in the layout the previous layer would leave them in; backward data
 //                  and weights are split by the op's profile probe (metrics/profile.hpp)
 //   sgd_update     optim::Sgd (momentum 0.9) over ResNet-18's 11,689,512 parameters (backend-independent:
 //                  backend "sinew")
@@ -404,7 +404,8 @@ std::vector<Task> plan(bool quick, int batch, int min_exp, int max_exp) {
   for (int e = std::max(min_exp, 10); e <= max_exp; e += step)
     tasks.push_back({"normalize", dims({(1L << e) / 1024, 1024}), {{"rows", (1L << e) / 1024}, {"cols", 1024}}});
 
-  // Conv2d shapes of the zoo on 3x32x32 input (ResNet-18 with the CIFAR stem; torchvision's VGG-16 and AlexNet).
+  // Conv2d shapes of the zoo on 3x32x32 input (ResNet-18 with the CIFAR stem; torchvision's VGG-16 and AlexNet;
+  // LeNet-5's thin 3->6 and 6->16 channels).
   struct conv {
     const char* name;
     int c, h, o, k, s, p, bias;
@@ -420,7 +421,8 @@ std::vector<Task> plan(bool quick, int batch, int min_exp, int max_exp) {
       {"vgg16.conv3_2", 256, 8, 256, 3, 1, 1, 1},      {"vgg16.conv4_1", 256, 4, 512, 3, 1, 1, 1},
       {"vgg16.conv4_2", 512, 4, 512, 3, 1, 1, 1},      {"vgg16.conv5", 512, 2, 512, 3, 1, 1, 1},
       {"alexnet.conv1", 3, 32, 64, 11, 4, 2, 1},       {"alexnet.conv2", 64, 3, 192, 5, 1, 2, 1},
-      {"alexnet.conv3", 192, 1, 384, 3, 1, 1, 1}};
+      {"alexnet.conv3", 192, 1, 384, 3, 1, 1, 1},      {"lenet5.conv1", 3, 32, 6, 5, 1, 0, 1},
+      {"lenet5.conv2", 6, 14, 16, 5, 1, 0, 1}};
   const std::vector<conv> convs_quick{convs_all[0], convs_all[6]};
   for (const conv& c : quick ? convs_quick : convs_all) {
     const long oh = (c.h + 2 * c.p - c.k) / c.s + 1;
