@@ -48,6 +48,7 @@ const std::vector<std::string> kCompressors = {"none", "fp16", "bf16", "onebit",
 struct Settings {
   int batch = 42, threads = 1, warmup = 10, steps = 30;
   std::string trace;  // a Chrome trace of the timed steps, or none
+  bool sinew_binds = true;  // --bind none: nothing binds, sinew neither (Binding::never)
 };
 
 sinew::data::Dataset synthetic(std::size_t n) {
@@ -64,7 +65,10 @@ template <class Strategy, class Mode>
 int run(const Settings& s, const std::string& name) {
   using Train = sinew::Trainer<Net, Backend, Strategy, Mode, Optim>;
   Mpi world;
-  Train trainer({.threads = s.threads, .warmup_steps = 0}, {.lr = 0.01f, .momentum = 0.9f},
+  Train trainer({.threads = s.threads,
+                 .cores = {.binding = s.sinew_binds ? sinew::Binding::when_shared : sinew::Binding::never},
+                 .warmup_steps = 0},
+                {.lr = 0.01f, .momentum = 0.9f},
                 Strategy({.configuration = "bench/dist resnet18 batch " + std::to_string(s.batch)}, world));
   const int workers = trainer.dist().workers();
   sinew::data::LoaderOptions lo;
@@ -160,8 +164,9 @@ int main(int argc, char** argv) try {
   app.add_option("--batch", s.batch, "batch size of each worker")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--warmup", s.warmup, "untimed steps first")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--steps", s.steps, "timed steps")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--bind", bind, "core: mpirun binds each rank to a core; none: nothing binds; sinew: mpirun binds "
-                 "nothing and each rank takes and binds its share of the cores (TrainerOptions::cores)")
+  app.add_option("--bind", bind, "core: mpirun binds each rank to a core; none: nothing binds (mpirun --bind-to none, "
+                 "Binding::never); sinew: mpirun binds nothing and each rank takes and binds its share of the cores "
+                 "(TrainerOptions::cores' default)")
       ->capture_default_str()
       ->check(CLI::IsMember({"core", "none", "sinew"}));
   app.add_option("--only", only, "configurations to run, comma-separated")
@@ -179,11 +184,12 @@ int main(int argc, char** argv) try {
   app.add_option("--run", one, "run this one configuration in this process (under mpirun)")
       ->check(CLI::IsMember(kConfigs));
   sinew::cli::parse(app, argc, argv);
+  s.sinew_binds = bind != "none";
   if (!one.empty()) return run_one(one, s, compressors.front());
   const bool pytorch = !no_pytorch;
 
   const std::string self = "/proc/" + std::to_string(getpid()) + "/exe";
-  const std::string common = " --batch " + std::to_string(s.batch) + " --threads " + std::to_string(s.threads) +
+  const std::string common = " --bind " + bind + " --batch " + std::to_string(s.batch) + " --threads " + std::to_string(s.threads) +
                              " --warmup " + std::to_string(s.warmup) + " --steps " + std::to_string(s.steps);
   std::printf("ResNet-18 (ImageNet stem, 3x32x32), %d ranks x %d threads, bound to %s, local batch %d, %d warm-up + "
               "%d timed steps\n",
