@@ -44,6 +44,7 @@
 #include "sinew/dist/compressed.hpp"
 #include "sinew/dist/mpi_allreduce.hpp"
 #include "sinew/optim/sgd.hpp"
+#include "sinew/presets/chainermn.hpp"
 #include "sinew/presets/preset.hpp"
 
 namespace sinew::presets {
@@ -53,17 +54,12 @@ namespace sinew::presets {
 template <Network Net, Communicator Comm = comm::Mpi>
 struct CNTK : Preset<Net, backend::OneDnn, dist::Compressed<dist::MpiAllReduce<Comm>, compress::OneBit>, Sync,
                      optim::Sgd, data::CachedLoader> {
-  /// The usability paper's CNTK: the same Trainer with plain MPI all-reduce (no 1-bit SGD).
-  using without_one_bit =
-      Trainer<Net, backend::OneDnn, dist::MpiAllReduce<Comm>, Sync, optim::Sgd, data::CachedLoader>;
+  /// The usability paper's CNTK: the same Trainer with plain MPI all-reduce (no 1-bit SGD), which is
+  /// ChainerMN's configuration.
+  using without_one_bit = typename ChainerMN<Net, Comm>::trainer_type;
 
-  /// The wrapped MPI all-reduce's options: nothing is all-reduced during backward.
-  static typename dist::MpiAllReduce<Comm>::options options() {
-    typename dist::MpiAllReduce<Comm>::options o;
-    o.bucket_bytes = 0;
-    o.overlap = false;
-    return o;
-  }
+  /// The wrapped MPI all-reduce's options, ChainerMN's: nothing is all-reduced during backward.
+  static typename dist::MpiAllReduce<Comm>::options options() { return ChainerMN<Net, Comm>::options(); }
 };
 
 }  // namespace sinew::presets
