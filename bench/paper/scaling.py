@@ -89,6 +89,16 @@ def cpu_model():
     return platform.processor() or "unknown"
 
 
+def save_figure(fig, out_dir, stem):
+    """Writes fig as OUT_DIR/STEM.png and .svg, closes it, and returns the two paths."""
+    import matplotlib.pyplot as plt
+    paths = [os.path.join(out_dir, f"{stem}.{ext}") for ext in ("png", "svg")]
+    for path in paths:
+        fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return paths
+
+
 def physical_cores():
     """Cores this process may run on, each counted once however many hardware threads it has (mpirun's
     --map-by slot:PE=T counts cores): the distinct (package, core) pairs of the allowed processors."""
@@ -260,11 +270,7 @@ def figures(doc, out_dir):
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    for ext in ("png", "svg"):
-        path = os.path.join(out_dir, f"scaling.{ext}")
-        fig.savefig(path, dpi=120)
-        written.append(path)
-    plt.close(fig)
+    written += save_figure(fig, out_dir, "scaling")
 
     # Fig. 6: images/s against the batch size at the sweep's number of workers, bars per configuration.
     fig, ax = plt.subplots(figsize=(7.2, 4.8))
@@ -287,11 +293,7 @@ def figures(doc, out_dir):
     ax.set_ylim(0, ax.get_ylim()[1] * 1.25)  # room for the legend above the bars
     ax.legend(fontsize=8, ncol=2, loc="upper left")
     fig.tight_layout()
-    for ext in ("png", "svg"):
-        path = os.path.join(out_dir, f"scaling_batch.{ext}")
-        fig.savefig(path, dpi=120)
-        written.append(path)
-    plt.close(fig)
+    written += save_figure(fig, out_dir, "scaling_batch")
     return written
 
 

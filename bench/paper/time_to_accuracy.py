@@ -180,11 +180,7 @@ def figure(doc, out_dir):
     fig.suptitle(f"Time to accuracy, {data}, local batch {doc['settings']['batch']}\n{where}", fontsize=9)
     fig.tight_layout()
     written = []
-    for ext in ("png", "svg"):
-        path = os.path.join(out_dir, f"time_to_accuracy.{ext}")
-        fig.savefig(path, dpi=120)
-        written.append(path)
-    plt.close(fig)
+    written += scaling.save_figure(fig, out_dir, "time_to_accuracy")
     return written
 
 
