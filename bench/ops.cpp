@@ -181,6 +181,8 @@ template <class B>
 using flatten_op = typename B::template op<sinew::Node<sinew::Flatten, sinew::Shape<1, 1, 1>, sinew::NoActivation, 0, 0>>;
 template <class B>
 using conv_op = typename B::template op<sinew::Node<sinew::Conv2d<1, 1>, sinew::Shape<1, 1, 1>, sinew::NoActivation, 0, 0>>;
+template <class B>
+using batch_norm_op = typename B::template op<sinew::Node<sinew::BatchNorm2d, sinew::Shape<1, 1, 1>, sinew::NoActivation, 0, 0>>;
 
 double seconds_of(const std::map<OpKind, double>& parts, OpKind k) {
   const auto it = parts.find(k);
@@ -349,22 +351,19 @@ std::vector<Row> run_on(typename B::context& ctx, const Task& t, const Timing& t
     row("pooling_backward", median_seconds(timing, [&] { op.backward(ctx, *x.tensor, *dy.tensor); }),
         "sinew MaxPool op");
   } else if (g == "batch_norm") {
-    if constexpr (kOneDnn) {
-      const int n = int(get(t, "n")), c = int(get(t, "c")), h = int(get(t, "h")), w = int(get(t, "w"));
-      const auto d = natural_desc<B>(ctx, n, c, h, w);
-      held_tensor<B> x, dy;
-      x.make(ctx, d, std::size_t(n) * c * h * w);
-      held_params params(static_cast<std::size_t>(c), static_cast<std::size_t>(c), 2 * static_cast<std::size_t>(c));
-      onednn::batch_norm_op op;
-      op.setup(ctx, d, {n, c, h, w, 1e-5f, sinew::simd::activation::none}, params.slots(), true);
-      op.bind_diff_dst(ctx, op.dst_desc());
-      dy.make(ctx, op.dst_desc(), std::size_t(n) * c * h * w);
-      row("batch_norm_forward", median_seconds(timing, [&] { op.forward(ctx, *x.tensor); }),
-          "sinew BatchNorm2d op (training)");
-      row("batch_norm_backward", median_seconds(timing, [&] { op.backward(ctx, *x.tensor, *dy.tensor); }),
-          "sinew BatchNorm2d op");
-    }
-    // The Eigen backend has no BatchNorm2d op in this tree yet: no rows.
+    const int n = int(get(t, "n")), c = int(get(t, "c")), h = int(get(t, "h")), w = int(get(t, "w"));
+    const auto d = natural_desc<B>(ctx, n, c, h, w);
+    held_tensor<B> x, dy;
+    x.make(ctx, d, std::size_t(n) * c * h * w);
+    held_params params(static_cast<std::size_t>(c), static_cast<std::size_t>(c), 2 * static_cast<std::size_t>(c));
+    batch_norm_op<B> op;
+    op.setup(ctx, d, {n, c, h, w, 1e-5f, sinew::simd::activation::none}, params.slots(), true);
+    op.bind_diff_dst(ctx, op.dst_desc());
+    dy.make(ctx, op.dst_desc(), std::size_t(n) * c * h * w);
+    row("batch_norm_forward", median_seconds(timing, [&] { op.forward(ctx, *x.tensor); }),
+        "sinew BatchNorm2d op (training)");
+    row("batch_norm_backward", median_seconds(timing, [&] { op.backward(ctx, *x.tensor, *dy.tensor); }),
+        "sinew BatchNorm2d op");
   }
   return rows;
 }
