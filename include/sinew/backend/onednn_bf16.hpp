@@ -76,6 +76,7 @@ inline std::string no_bf16_message() {
 /// OneDnn's context, after checking that the CPU runs bf16 (no_bf16_message() otherwise, as a backend_error).
 class bf16_context : public context {
  public:
+  /// Checks the CPU first, then builds OneDnn's context from `options`.
   explicit bf16_context(BackendOptions options = {}) : context((check(), std::move(options))) {}
 
  private:
