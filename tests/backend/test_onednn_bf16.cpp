@@ -75,7 +75,7 @@ TEST(onednn_bf16, refuses_without_bf16_kernels) {
 // most 2^-8 times the sum of the magnitudes. The gradients pass through three such layers (two bf16 operands in
 // each of forward, backward data and backward weights) and batch norm's division by the batch's deviation, which
 // does not shrink relative errors. Measured against the largest entry of each tensor, the difference stays below
-// 4 x 2^-8 = 1.6% here (0.3-0.9% measured); an f32 result differs by 1e-6, so a layer left in f32 would not
+// 4 x 2^-8 = 1.6% here (0.4% measured, on AVX512_BF16); an f32 result differs by 1e-6, so a layer left in f32 would not
 // show, but a wrong primitive (a bf16 gradient written as f32, a transposed weight) is off by 100%.
 TEST(onednn_bf16, gradients_of_conv_norm_dense_equal_f32_within_bf16_rounding) {
   SKIP_WITHOUT_BF16();
@@ -84,7 +84,7 @@ TEST(onednn_bf16, gradients_of_conv_norm_dense_equal_f32_within_bf16_rounding) {
   EXPECT_GT(worst, 1e-5) << "no bf16 rounding visible: are the primitives still f32?";
 }
 
-// The optimizer updates the f32 master copy: an update 1/16 of bf16's half-resolution at the weights' scale
+// The optimizer updates the f32 master copy: an update 1/8 of bf16's half-resolution at the weights' scale
 // must change the parameters by exactly that in f32, and after enough such steps the weights the bf16 forward
 // reads must have moved. Stored only in bf16, each step would round back to the same value.
 TEST(onednn_bf16, sgd_keeps_f32_master_weights_that_accumulate_updates_below_bf16_resolution) {
@@ -111,8 +111,8 @@ TEST(onednn_bf16, sgd_keeps_f32_master_weights_that_accumulate_updates_below_bf1
   float largest_g = 0;
   for (float v : g) largest_g = std::max(largest_g, std::fabs(v));
   ASSERT_GT(largest_g, 0);
-  // bf16's half ulp at |w| >= 2^-6 is at least 2^-15; the largest update is a sixteenth of that.
-  const float lr = 0x1p-19f / largest_g;
+  // bf16's half ulp at |w| >= 2^-6 is at least 2^-15; the largest update is an eighth of that.
+  const float lr = 0x1p-18f / largest_g;
   optim::Sgd sgd({.lr = lr}, params.size());
   sgd.step(model.parameters(), model.gradients());
   int moved = 0;
@@ -122,17 +122,17 @@ TEST(onednn_bf16, sgd_keeps_f32_master_weights_that_accumulate_updates_below_bf1
     moved += params[i] != before[i];
   }
   EXPECT_GT(moved, int(before.size()) / 4) << "most parameters should have moved in f32";
-  // 64 more steps (4 times a half ulp at most, for the parameter with the largest gradient): the bf16 weights the
+  // 32 more steps (4 times a half ulp at most, for the parameter with the largest gradient): the bf16 weights the
   // forward reads now differ, and so does the output.
   const auto out = model.forward(x, kBatch);
   const std::vector<float> y0(out.begin(), out.end());
-  for (int s = 0; s < 64; ++s) {
+  for (int s = 0; s < 32; ++s) {
     step_gradients();
     sgd.step(model.parameters(), model.gradients());
   }
   int rounded_differently = 0;
   for (std::size_t i = 0; i < before.size(); ++i) rounded_differently += to_bf16(params[i]) != before[i];
-  EXPECT_GT(rounded_differently, 0) << "64 sub-resolution updates never reached a new bf16 value";
+  EXPECT_GT(rounded_differently, 0) << "32 sub-resolution updates never reached a new bf16 value";
   const auto y1 = model.forward(x, kBatch);
   EXPECT_FALSE(std::equal(y0.begin(), y0.end(), y1.begin())) << "the forward still reads the initial bf16 weights";
 }
@@ -183,8 +183,10 @@ EvalStats trained_for_two_epochs() {
   return trainer.evaluate(test);
 }
 
-// The same seed, data and steps in f32 and bf16: held-out accuracy within 3 points (15 of 512 images; the
-// f32 run's own accuracy moves by about that between seeds here, so a tighter margin would test the seed).
+// The same seed, data and steps in f32 and bf16: held-out accuracy within 3 points (15 of 512 images). Measured
+// here: f32 96.1%, bf16 94.9%. On 48 steps of 16 images, a few images' worth of difference is what any change of
+// rounding gives (two runs part ways after the first step that rounds differently); a bf16 path that did not
+// learn, or learnt from wrong gradients, ends tens of points lower.
 TEST(onednn_bf16, two_epochs_reach_the_f32_accuracy_within_3_points) {
   SKIP_WITHOUT_BF16();
   const EvalStats f32 = trained_for_two_epochs<OneDnn>();
