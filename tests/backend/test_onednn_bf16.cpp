@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "sinew/backend/mix.hpp"
 #include "sinew/backend/onednn_bf16.hpp"
 #include "sinew/data.hpp"
 #include "sinew/io/checkpoint.hpp"
@@ -42,6 +43,8 @@ using ConvNode = Node<Conv2d<4, 3>, Shape<2, 8, 8>, NoActivation, 0, 0>;
 using NormNode = Node<BatchNorm2d, Shape<2, 8, 8>, NoActivation, 0, 0>;
 static_assert(std::is_same_v<OneDnnBf16::op<ConvNode>, backend::onednn::conv2d_bf16_op>);
 static_assert(std::is_same_v<OneDnnBf16::op<NormNode>, OneDnn::op<NormNode>>);
+// A backend like any other: a Mix's base, with Eigen's batch norm.
+static_assert(Backend<backend::Mix<OneDnnBf16, backend::Use<BatchNorm2d, backend::Eigen>>>);
 
 #define SKIP_WITHOUT_BF16()                                                                                    \
   if (!backend::onednn::has_bf16_kernels())                                                                   \
