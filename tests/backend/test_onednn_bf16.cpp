@@ -92,7 +92,7 @@ TEST(onednn_bf16, gradients_of_conv_norm_dense_equal_f32_within_bf16_rounding) {
 // reads must have moved. Stored only in bf16, each step would round back to the same value.
 TEST(onednn_bf16, sgd_keeps_f32_master_weights_that_accumulate_updates_below_bf16_resolution) {
   SKIP_WITHOUT_BF16();
-  OneDnnBf16::context ctx({.threads = 2});
+  OneDnnBf16::context ctx({.threads = 1});
   Model<Net, OneDnnBf16> model(ctx, {.seed = 5});
   auto params = model.parameters();
   // Start exactly on bf16 values no smaller than 2^-6 (zero biases too), so that every update below is
@@ -173,7 +173,7 @@ data::CachedLoader loader_for(data::Dataset d, bool shuffle) {
   return data::CachedLoader(std::move(d), o);
 }
 
-constexpr TrainerOptions kOptions{.threads = 2, .seed = 3, .warmup_steps = 0};
+constexpr TrainerOptions kOptions{.threads = 1, .seed = 3, .warmup_steps = 0};  // one thread: no barriers to wait at under load
 constexpr optim::Sgd::options kSgd{.lr = 0.02f, .momentum = 0.9f};
 
 template <class B>
