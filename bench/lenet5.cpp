@@ -1,12 +1,16 @@
 // bench/lenet5: training images/s of LeNet-5 on 3x32x32 input (CIFAR-10 shaped, tanh, average pooling)
 // next to PyTorch on the same network, batch and thread count, in the same run.
 //
-//   lenet5 [--batch 42,128] [--threads 2] [--warmup 10] [--steps 200] [--repeats 3] [--no-pytorch] [--profile]
-//          [--json FILE]
+//   lenet5 [--batch 42,128] [--precision f32,bf16] [--threads 2] [--warmup 10] [--steps 200] [--repeats 3]
+//          [--no-pytorch] [--profile] [--json FILE]
 //
 // A timed step is what PyTorch's is: forward, softmax cross-entropy, backward, SGD-with-momentum update, on one
-// fixed synthetic batch. The best of --repeats runs is reported on both sides.
+// fixed synthetic batch. The best of --repeats runs is reported on both sides. --precision bf16 runs sinew on
+// backend::OneDnnBf16 and compares it with PyTorch in f32 and with PyTorch under
+// torch.autocast("cpu", dtype=torch.bfloat16), both in the same run.
 #include <cstdio>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "sinew/sinew.hpp"
@@ -14,7 +18,8 @@
 #include "cli/cli.hpp"
 
 using Net     = sinew::nets::LeNet5<sinew::Input<3, 32, 32>>;  // 62,006 parameters
-using Backend = sinew::backend::OneDnn;                        // oneDNN primitives
+using Backend = sinew::backend::OneDnn;                        // oneDNN primitives (--precision f32)
+using Bf16    = sinew::backend::OneDnnBf16;                    // bf16 convolutions and inner products (bf16)
 using Optim   = sinew::optim::Sgd;                             // lr 0.01, momentum 0.9 (as the PyTorch side)
 
 struct Result {
@@ -23,9 +28,9 @@ struct Result {
   sinew::metrics::Json operators;       // per-operator times of a separate profiled run (--profile)
 };
 
-template <class Profile = sinew::metrics::NoProfile>
-Result measure(Backend::context& ctx, int batch, int warmup, int steps, int repeats) {
-  sinew::Model<Net, Backend, Profile> model(ctx, {.seed = 1});
+template <class B, class Profile = sinew::metrics::NoProfile>
+Result measure(typename B::context& ctx, int batch, int warmup, int steps, int repeats) {
+  sinew::Model<Net, B, Profile> model(ctx, {.seed = 1});
   Optim sgd({.lr = 0.01f, .momentum = 0.9f}, model.parameters().size());
   sinew::Rng rng(2);
   std::vector<float> x(static_cast<std::size_t>(batch) * Net::input_shape::kSize);
@@ -74,6 +79,7 @@ Result measure(Backend::context& ctx, int batch, int warmup, int steps, int repe
 
 int main(int argc, char** argv) try {
   std::vector<int> batches{42, 128};
+  std::vector<std::string> precisions{"f32"};
   int threads = 2, warmup = 10, steps = 200, repeats = 3;
   bool no_pytorch = false, profile = false;
   std::string json;
@@ -82,6 +88,12 @@ int main(int argc, char** argv) try {
       ->delimiter(',')
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--precision", precisions,
+                 "f32 (backend::OneDnn), bf16 (backend::OneDnnBf16, against PyTorch f32 and PyTorch under bf16 "
+                 "autocast), comma-separated")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "bf16"}));
   sinew::cli::add_threads(app, threads);
   app.add_option("--warmup", warmup, "untimed steps first")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--steps", steps, "timed steps")->capture_default_str()->check(CLI::PositiveNumber);
@@ -92,52 +104,79 @@ int main(int argc, char** argv) try {
   sinew::cli::parse(app, argc, argv);
   const bool pytorch = !no_pytorch;
 
-  Backend::context ctx({.threads = threads});
-  std::vector<Result> results;
-  for (int b : batches) {
-    results.push_back(measure(ctx, b, warmup, steps, repeats));
-    if (profile) results.back().operators = measure<sinew::metrics::OperatorProfile>(ctx, b, warmup, steps, 1).operators;
-  }
+  // Each precision's results, batch by batch; OneDnnBf16's context refuses with a sentence on a CPU without bf16.
+  std::map<std::string, std::vector<Result>> results;
+  int context_threads = 0;
+  auto measure_all = [&]<class B>() {
+    typename B::context ctx({.threads = threads});
+    context_threads = ctx.threads();
+    std::vector<Result> rs;
+    for (int b : batches) {
+      rs.push_back(measure<B>(ctx, b, warmup, steps, repeats));
+      if (profile) rs.back().operators = measure<B, sinew::metrics::OperatorProfile>(ctx, b, warmup, steps, 1).operators;
+    }
+    return rs;
+  };
+  for (const auto& p : precisions)
+    results[p] = p == "bf16" ? measure_all.template operator()<Bf16>() : measure_all.template operator()<Backend>();
 
-  sinew::bench::Anchor anchor;
-  if (pytorch) {
-    std::string list;
-    for (int b : batches) list += (list.empty() ? "" : ",") + std::to_string(b);
-    anchor = sinew::bench::run_pytorch_anchor(SINEW_SOURCE_DIR "/bench/pytorch/lenet5.py",
-                                              "--batch " + list + " --threads " + std::to_string(threads) +
-                                                  " --warmup " + std::to_string(warmup) + " --steps " +
-                                                  std::to_string(steps) + " --repeats " + std::to_string(repeats));
-    if (!anchor.note.empty()) std::fprintf(stderr, "lenet5: %s\n", anchor.note.c_str());
-  }
+  // PyTorch in f32 always (the anchor of every ratio), and under bf16 autocast when bf16 is measured.
+  std::map<std::string, sinew::bench::Anchor> anchors;
+  const bool bf16 = results.count("bf16") > 0;
+  if (pytorch)
+    for (const std::string p : {"f32", "bf16"}) {
+      if (p == "bf16" && !bf16) continue;
+      std::string list;
+      for (int b : batches) list += (list.empty() ? "" : ",") + std::to_string(b);
+      anchors[p] = sinew::bench::run_pytorch_anchor(
+          SINEW_SOURCE_DIR "/bench/pytorch/lenet5.py",
+          "--batch " + list + " --threads " + std::to_string(threads) + " --warmup " + std::to_string(warmup) +
+              " --steps " + std::to_string(steps) + " --repeats " + std::to_string(repeats) + " --precision " + p);
+      if (!anchors[p].note.empty()) std::fprintf(stderr, "lenet5: PyTorch %s: %s\n", p.c_str(), anchors[p].note.c_str());
+    }
+  const auto torch_at = [&](const std::string& p, int b) {
+    auto it = anchors.find(p);
+    return it != anchors.end() && it->second.images_per_second.count(b) ? it->second.images_per_second[b] : 0.0;
+  };
 
-  std::printf("LeNet-5 3x32x32 training, %d threads, %d warm-up + %d timed steps, best of %d\n", ctx.threads(),
+  std::printf("LeNet-5 3x32x32 training, %d threads, %d warm-up + %d timed steps, best of %d\n", context_threads,
               warmup, steps, repeats);
-  std::printf("%6s %12s %12s %7s   %s\n", "batch", "sinew img/s", "torch img/s", "ratio", "sinew ms/step: fwd bwd upd");
+  std::printf("%6s %5s %12s %12s %7s %13s %9s   %s\n", "batch", "prec", "sinew img/s", "torch img/s", "ratio",
+              "torch bf16/s", "ratio", "sinew ms/step: fwd bwd upd");
   auto out = sinew::metrics::Json::array();
-  for (std::size_t i = 0; i < batches.size(); ++i) {
-    const int b = batches[i];
-    const Result& r = results[i];
-    const double torch = anchor.images_per_second.count(b) ? anchor.images_per_second[b] : 0;
-    const double ratio = torch > 0 ? r.images_per_second / torch : 0;
-    std::printf("%6d %12.0f %12.0f %7.2f   %.3f %.3f %.3f\n", b, r.images_per_second, torch, ratio,
-                1e3 * r.phases.forward, 1e3 * r.phases.backward, 1e3 * r.phases.update);
-    auto j = sinew::metrics::Json::object();
-    j["net"] = "lenet5";
-    j["input"] = "3x32x32";
-    j["batch"] = b;
-    j["threads"] = ctx.threads();
-    j["backend"] = Backend::kName;
-    j["images_per_second"] = r.images_per_second;
-    j["pytorch_images_per_second"] = torch > 0 ? sinew::metrics::Json(torch) : sinew::metrics::Json();
-    j["ratio"] = ratio > 0 ? sinew::metrics::Json(ratio) : sinew::metrics::Json();
-    auto ph = sinew::metrics::Json::object();
-    ph["forward"] = r.phases.forward;
-    ph["backward"] = r.phases.backward;
-    ph["update"] = r.phases.update;
-    j["phase_seconds_per_step"] = ph;
-    if (profile) j["operators"] = r.operators;
-    j["pytorch"] = anchor.torch_version.empty() ? sinew::metrics::Json() : sinew::metrics::Json(anchor.torch_version + ", BLAS " + anchor.blas);
-    out.push_back(std::move(j));
+  for (const auto& [precision, rs] : results) {
+    for (std::size_t i = 0; i < batches.size(); ++i) {
+      const int b = batches[i];
+      const Result& r = rs[i];
+      const double torch = torch_at("f32", b), torch_bf16 = precision == "bf16" ? torch_at("bf16", b) : 0;
+      const double ratio = torch > 0 ? r.images_per_second / torch : 0;
+      const double ratio_bf16 = torch_bf16 > 0 ? r.images_per_second / torch_bf16 : 0;
+      std::printf("%6d %5s %12.0f %12.0f %7.2f %13.0f %9.2f   %.3f %.3f %.3f\n", b, precision.c_str(),
+                  r.images_per_second, torch, ratio, torch_bf16, ratio_bf16, 1e3 * r.phases.forward,
+                  1e3 * r.phases.backward, 1e3 * r.phases.update);
+      auto j = sinew::metrics::Json::object();
+      j["net"] = "lenet5";
+      j["input"] = "3x32x32";
+      j["batch"] = b;
+      j["threads"] = context_threads;
+      j["precision"] = precision;
+      j["backend"] = precision == "bf16" ? Bf16::kName : Backend::kName;
+      j["images_per_second"] = r.images_per_second;
+      j["pytorch_images_per_second"] = torch > 0 ? sinew::metrics::Json(torch) : sinew::metrics::Json();
+      j["ratio"] = ratio > 0 ? sinew::metrics::Json(ratio) : sinew::metrics::Json();
+      j["pytorch_bf16_autocast_images_per_second"] =
+          torch_bf16 > 0 ? sinew::metrics::Json(torch_bf16) : sinew::metrics::Json();
+      j["ratio_to_pytorch_bf16_autocast"] = ratio_bf16 > 0 ? sinew::metrics::Json(ratio_bf16) : sinew::metrics::Json();
+      auto ph = sinew::metrics::Json::object();
+      ph["forward"] = r.phases.forward;
+      ph["backward"] = r.phases.backward;
+      ph["update"] = r.phases.update;
+      j["phase_seconds_per_step"] = ph;
+      if (profile) j["operators"] = r.operators;
+      const auto& anchor = anchors["f32"];
+      j["pytorch"] = anchor.torch_version.empty() ? sinew::metrics::Json() : sinew::metrics::Json(anchor.torch_version + ", BLAS " + anchor.blas);
+      out.push_back(std::move(j));
+    }
   }
   if (!json.empty()) sinew::metrics::save_json(out, json);
   return 0;

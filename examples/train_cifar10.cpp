@@ -2,7 +2,7 @@
 //
 //   train_cifar10 DIR [--net lenet5] [--dataset cifar10|cifar100] [--labels fine|coarse]
 //                     [--loader cached|bytes|streaming] [--workers 2] [--prefetch 2]
-//                     [--epochs 10] [--batch 64] [--lr 0.02] [--momentum 0.9]
+//                     [--precision f32|bf16] [--epochs 10] [--batch 64] [--lr 0.02] [--momentum 0.9]
 //                     [--weight-decay 0] [--cosine] [--augment] [--threads N] [--seed 0] [--json FILE]
 //                     [--checkpoint-dir D] [--checkpoint-every 1] [--resume] [--quiet] [--progress-every 10]
 //                     [--trace FILE]
@@ -19,6 +19,9 @@
 // every --checkpoint-every epochs and after the last; --resume continues the run saved there, up to --epochs
 // epochs in all (sinew/io/checkpoint.hpp); with --cosine, resume with the same --epochs, which sets the schedule.
 // --trace FILE writes every training step as a Chrome trace (sinew/metrics/timeline.hpp; Perfetto opens it).
+// --precision bf16 trains on backend::OneDnnBf16 (bf16 convolutions and inner products, f32 master weights;
+// a CPU without AVX512_BF16 or AMX refuses), for lenet5 and resnet18_cifar on CIFAR-10: the same seed and epochs
+// with f32 and bf16 compare their held-out accuracy (issue 18's parity check).
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -42,12 +45,13 @@ template <int Classes> using ResNet50      = nets::ResNet50<Cifar, Classes, nets
 template <int Classes> using VGG16BN       = nets::VGG16BN<Cifar, Classes>;             // 134.3M
 template <int Classes> using AlexNet       = nets::AlexNet<Cifar64, Classes>;           // 57.0M at 10 classes
 using Backend  = sinew::backend::OneDnn;                       // oneDNN primitives, PyTorch style
+using Bf16     = sinew::backend::OneDnnBf16;                   // --precision bf16
 using Strategy = sinew::dist::Local;                           // one process
 using Optim    = sinew::optim::Sgd;                            // momentum SGD with weight decay
 using Loader   = sinew::data::AnyLoader;                       // cached, bytes or streaming, chosen at run time
 
 struct Settings {
-  std::string net = "lenet5", dir, dataset = "cifar10", labels = "fine", loader_kind = "cached";
+  std::string net = "lenet5", precision = "f32", dir, dataset = "cifar10", labels = "fine", loader_kind = "cached";
   int epochs = 10;
   double lr = 0.02, momentum = 0.9, weight_decay = 0;  // as given: the optimizer holds them as floats
   bool cosine = false, augment = false;
@@ -92,9 +96,9 @@ sinew::data::AnyLoader make_loader(const Settings& s, bool train, const sinew::d
   return data::AnyLoader::make<data::CachedLoader>("cached", d, lo);
 }
 
-template <class Net>
+template <class Net, class B = Backend>
 int train(const Settings& s) {
-  using Train = sinew::Trainer<Net, Backend, Strategy, sinew::Sync, Optim, Loader>;
+  using Train = sinew::Trainer<Net, B, Strategy, sinew::Sync, Optim, Loader>;
   constexpr int kSide = Net::input_shape::kHeight;
   sinew::data::LoaderOptions lo = s.loader;
   if (kSide != 32) lo.resize_to_height = lo.resize_to_width = kSide;
@@ -114,7 +118,7 @@ int train(const Settings& s) {
   std::printf("%s (%zu parameters) on %s at %dx%d (%zu train, %zu held-out images%s), %s loader, %s backend, "
               "%d threads, batch %d\n",
               s.net.c_str(), Net::kParams, s.describe().c_str(), kSide, kSide, train.size(), held_out.size(),
-              s.augment ? ", augmented" : "", train.name().c_str(), std::string(Backend::kName).c_str(),
+              s.augment ? ", augmented" : "", train.name().c_str(), std::string(B::kName).c_str(),
               trainer.context().threads(), s.loader.batch_size);
 
   const auto progress = s.progress.attach(trainer, true, s.epochs);
@@ -144,7 +148,8 @@ int train(const Settings& s) {
     config["augmentation"] = s.augment ? "random crop (padding " + std::to_string(4 * kSide / 32) +
                                              ") + horizontal flip"
                                        : std::string("none");
-    config["backend"] = Backend::kName;
+    config["backend"] = B::kName;
+    config["precision"] = s.precision;
     config["threads"] = trainer.context().threads();
     config["batch"] = s.loader.batch_size;
     config["lr"] = s.lr;
@@ -162,6 +167,11 @@ int train(const Settings& s) {
 
 template <int Classes>
 int train_net(const std::string& net, const Settings& s) {
+  if constexpr (Classes == 10) {  // bf16: the two nets of the accuracy-parity check, each its own build
+    if (s.precision == "bf16" && net == "lenet5") return train<LeNet5<Classes>, Bf16>(s);
+    if (s.precision == "bf16" && net == "resnet18_cifar") return train<ResNet18Cifar<Classes>, Bf16>(s);
+  }
+  if (s.precision == "bf16") return -2;
   if (net == "lenet5") return train<LeNet5<Classes>>(s);
   if (net == "resnet18_cifar") return train<ResNet18Cifar<Classes>>(s);
   if (net == "alexnet") return train<AlexNet<Classes>>(s);
@@ -197,6 +207,11 @@ int main(int argc, char** argv) try {
   app.add_option("--prefetch", s.streaming.prefetch_batches, "batches the streaming loader reads ahead")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--precision", s.precision,
+                 "bf16: backend::OneDnnBf16 (bf16 convolutions and inner products, f32 master weights), for lenet5 "
+                 "and resnet18_cifar on CIFAR-10")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "bf16"}));
   app.add_option("--epochs", s.epochs, "epochs in all (with --resume, counting the saved ones)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
@@ -228,6 +243,9 @@ int main(int argc, char** argv) try {
                      : classes == 100 ? train_net<100>(s.net, s)
                                       : train_net<20>(s.net, s);
   if (status >= 0) return status;
+  if (status == -2)
+    sinew::cli::fail(app, "--precision bf16 runs --net lenet5 or resnet18_cifar on CIFAR-10 (not --net " + s.net +
+                              (s.cifar100() ? " on CIFAR-100" : "") + "); use --precision f32 for it");
   sinew::cli::fail(app, "--net " + s.net + " runs on CIFAR-10 only: on CIFAR-100, lenet5, resnet18_cifar or alexnet");
 } catch (const std::exception& e) {
   std::fprintf(stderr, "train_cifar10: %s\n", e.what());

@@ -55,7 +55,23 @@ def base_arg_parser(description, default_batches):
     p.add_argument("--steps", type=int, default=200, help="timed steps per repeat (default 200)")
     p.add_argument("--repeats", type=int, default=3, help="timed repeats; the best is reported (default 3)")
     p.add_argument("--json", metavar="FILE", default=None, help="also write all results to FILE as a JSON list")
+    add_precision(p)
     return p
+
+
+def add_precision(p):
+    """--precision f32|bf16: bf16 runs forward and loss under torch.autocast("cpu", dtype=torch.bfloat16),
+    PyTorch's CPU mixed precision (f32 parameters, gradients and optimizer; bf16 convolutions and matmuls)."""
+    p.add_argument("--precision", choices=("f32", "bf16"), default="f32",
+                   help="bf16: forward and loss under torch.autocast('cpu', dtype=torch.bfloat16) (default f32)")
+
+
+def autocast(torch, precision):
+    """The context a forward and loss run in for --precision: nothing for f32, CPU autocast to bf16."""
+    import contextlib
+    if precision == "bf16":
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
 
 
 def setup_threads(torch, threads):

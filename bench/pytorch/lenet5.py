@@ -5,7 +5,9 @@ Timed step = zero_grad + forward + CrossEntropyLoss + backward + SGD(lr=0.01, mo
 Synthetic data is generated once with a fixed seed. Both NCHW (contiguous) and channels_last
 memory formats are measured; the best is reported as images_per_second.
 
-Usage: /usr/bin/python3 bench/pytorch/lenet5.py [--batch 42,128] [--threads 2] [--json FILE]
+--precision bf16 runs forward and loss under torch.autocast("cpu", dtype=torch.bfloat16).
+
+Usage: /usr/bin/python3 bench/pytorch/lenet5.py [--batch 42,128] [--threads 2] [--precision f32|bf16] [--json FILE]
 Exit code 3 if torch cannot be imported.
 """
 
@@ -49,8 +51,9 @@ def measure(torch, batch, memory_format, args):
 
     def step():
         opt.zero_grad()
-        out = model(x)
-        loss = loss_fn(out, y)
+        with common.autocast(torch, args.precision):
+            out = model(x)
+            loss = loss_fn(out, y)
         loss.backward()
         opt.step()
 
@@ -76,6 +79,7 @@ def main():
         results.append({
             "net": "lenet5",
             "batch": batch,
+            "precision": args.precision,
             "threads": torch.get_num_threads(),
             "images_per_second": round(max(ips.values()), 1),
             "images_per_second_nchw": round(ips["nchw"], 1),

@@ -8,12 +8,13 @@ Networks (torchvision 0.14, num_classes=10):
   resnet50        on 3x32x32, ImageNet stem
   vgg16_bn        on 3x32x32
 Training step = zero_grad + forward + CrossEntropyLoss + backward + SGD(lr=0.01, momentum=0.9).step, in train()
-mode (dropout and batch statistics on). Inference = eval() forward under torch.no_grad(). Both NCHW and
+mode (dropout and batch statistics on); --precision bf16 runs forward and loss under
+torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's CPU mixed precision. Inference = eval() forward under torch.no_grad(). Both NCHW and
 channels_last are measured; images_per_second is the better of the two.
 
 Prints "result KEY VALUE" lines (read by bench/zoo); --json FILE also writes them as one JSON object.
 Usage: /usr/bin/python3 bench/pytorch/zoo.py --net resnet18 --batch 42 [--threads 2] [--warmup 10] [--steps 10]
-       [--inference]
+       [--inference] [--precision f32|bf16]
 Exit code 3 if torch cannot be imported.
 """
 
@@ -61,7 +62,7 @@ def measure(torch, args, memory_format):
         model.eval()
 
         def step():
-            with torch.no_grad():
+            with torch.no_grad(), common.autocast(torch, args.precision):
                 model(x)
     else:
         model.train()
@@ -70,7 +71,9 @@ def measure(torch, args, memory_format):
 
         def step():
             opt.zero_grad()
-            loss_fn(model(x), y).backward()
+            with common.autocast(torch, args.precision):
+                loss = loss_fn(model(x), y)
+            loss.backward()
             opt.step()
 
     times = common.time_steps(step, args.warmup, args.steps, 1)
@@ -86,6 +89,7 @@ def main():
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--inference", action="store_true")
     p.add_argument("--json", metavar="FILE")
+    common.add_precision(p)
     args = p.parse_args()
     if args.batch < 1 or args.threads < 1 or args.steps < 1 or args.warmup < 0:
         raise SystemExit("--batch/--threads/--steps must be >= 1 and --warmup >= 0")
@@ -107,7 +111,8 @@ def main():
     print("info torch %s, BLAS %s" % (torch.__version__, common.blas_info(torch)), flush=True)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(dict(result, net=args.net, batch=args.batch, inference=args.inference), f, indent=2)
+            json.dump(dict(result, net=args.net, batch=args.batch, inference=args.inference,
+                           precision=args.precision), f, indent=2)
     return 0
 
 

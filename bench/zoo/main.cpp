@@ -4,13 +4,15 @@
 // what the layout conversions between two backends cost: with --profile their "reorder" lines.
 //
 //   zoo [--net alexnet,resnet18,resnet18_cifar,resnet50,vgg16_bn] [--batch 42,128]
-//       [--backend onednn,eigen,onednn+eigen_bn,eigen+onednn_conv]
+//       [--backend onednn,eigen,onednn+eigen_bn,eigen+onednn_conv] [--precision f32,bf16]
 //       [--threads 2] [--warmup 10] [--steps 10] [--no-inference] [--no-pytorch] [--profile] [--json FILE]
 //
 // Every configuration runs in a process of its own (this program started again with --child, and one
 // /usr/bin/python3 bench/pytorch/zoo.py per configuration), so each peak RSS belongs to one network and batch.
 // A timed training step is forward, softmax cross-entropy, backward and an SGD-with-momentum update on one
 // fixed synthetic batch (see measure.hpp); dropout and batch norm are in training mode on both sides.
+// --precision bf16 runs the onednn backend as backend::OneDnnBf16 (the other backends have no bf16) and adds
+// PyTorch under torch.autocast("cpu", dtype=torch.bfloat16) as a second anchor; ratios are to PyTorch f32.
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,6 +28,7 @@
 
 namespace sinew::bench::zoo {
 int measure_onednn(const Config& c);
+int measure_onednn_bf16(const Config& c);
 int measure_eigen(const Config& c);
 int measure_mix(const Config& c, const std::string& backend);
 }
@@ -46,13 +49,20 @@ Measurement run_child(const std::string& command) {
   return {std::move(c.results), std::move(c.lines["operator"]), std::move(c.failure)};
 }
 
-std::string child_command(const zoo::Config& c, const std::string& backend) {
-  return fmt::format("/proc/{}/exe --child --net {} --backend {} --batch {} --threads {} --warmup {} --steps {}{}{}",
-                     getpid(), c.net, backend, c.batch, c.threads, c.warmup, c.steps,
-                     c.inference ? " --inference" : "", c.profile ? " --profile" : "");
+std::string child_command(const zoo::Config& c, const std::string& backend, const std::string& precision) {
+  return fmt::format(
+      "/proc/{}/exe --child --net {} --backend {} --precision {} --batch {} --threads {} --warmup {} --steps {}{}{}",
+      getpid(), c.net, backend, precision, c.batch, c.threads, c.warmup, c.steps, c.inference ? " --inference" : "",
+      c.profile ? " --profile" : "");
 }
 
-int child(const zoo::Config& c, const std::string& backend) {
+int child(const zoo::Config& c, const std::string& backend, const std::string& precision) {
+  if (precision == "bf16") {
+    if (backend == "onednn") return zoo::measure_onednn_bf16(c);
+    std::fprintf(stderr, "zoo: --precision bf16 is the onednn backend's (backend::OneDnnBf16); %s has no bf16\n",
+                 backend.c_str());
+    return 2;
+  }
   if (backend == "onednn") return zoo::measure_onednn(c);
   if (backend == "eigen") return zoo::measure_eigen(c);
   return zoo::measure_mix(c, backend);
@@ -61,7 +71,7 @@ int child(const zoo::Config& c, const std::string& backend) {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  std::vector<std::string> nets = zoo::net_names(), backends{"onednn"};
+  std::vector<std::string> nets = zoo::net_names(), backends{"onednn"}, precisions{"f32"};
   std::vector<int> batches{42, 128};
   zoo::Config base;
   bool child_mode = false, no_inference = false, no_pytorch = false;
@@ -81,6 +91,12 @@ int main(int argc, char** argv) try {
       ->delimiter(',')
       ->capture_default_str()
       ->check(CLI::IsMember({"onednn", "eigen", "onednn+eigen_bn", "eigen+onednn_conv"}));
+  app.add_option("--precision", precisions,
+                 "f32, bf16 (onednn as backend::OneDnnBf16, with PyTorch under bf16 autocast beside PyTorch f32), "
+                 "comma-separated")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "bf16"}));
   sinew::cli::add_threads(app, base.threads);
   app.add_option("--warmup", base.warmup, "untimed steps first")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--steps", base.steps, "timed steps")->capture_default_str()->check(CLI::PositiveNumber);
@@ -96,7 +112,7 @@ int main(int argc, char** argv) try {
     zoo::Config c = base;
     c.net = sinew::cli::single(app, nets, "--net");
     c.batch = sinew::cli::single(app, batches, "--batch");
-    return child(c, sinew::cli::single(app, backends, "--backend"));
+    return child(c, sinew::cli::single(app, backends, "--backend"), sinew::cli::single(app, precisions, "--precision"));
   }
   const bool inference = !no_inference, pytorch = !no_pytorch;
 
@@ -117,56 +133,72 @@ int main(int argc, char** argv) try {
       }
   }
 
-  fmt::print("{:<15} {:<9} {:>6} {:>3} {:<7} {:>10} {:>10} {:>6} {:>9} {:>9}\n", "net", "mode", "batch", "thr",
-             "backend", "sinew/s", "torch/s", "ratio", "RSS MiB", "torch MiB");
+  const bool bf16 = std::ranges::find(precisions, "bf16") != precisions.end();
+  fmt::print("{:<15} {:<9} {:>6} {:>3} {:<7} {:<4} {:>10} {:>10} {:>6} {:>9} {:>9} {:>9}{}\n", "net", "mode", "batch",
+             "thr", "backend", "prec", "sinew/s", "torch/s", "ratio", "RSS MiB", "torch MiB", bf16 ? "torch bf16/s" : "",
+             bf16 ? " ratio" : "");
   auto out = Json::array();
   for (const zoo::Config& c : configs) {
-    Measurement torch;
-    if (pytorch) {
-      torch = run_child(fmt::format("/usr/bin/python3 {}/bench/pytorch/zoo.py --net {} --batch {} --threads {} "
-                                    "--warmup {} --steps {}{}",
-                                    SINEW_SOURCE_DIR, c.net, c.batch, c.threads, c.warmup, c.steps,
-                                    c.inference ? " --inference" : ""));
-      if (!torch.failure.empty()) fmt::print(stderr, "zoo: PyTorch side of {}: {}\n", c.net, torch.failure);
-    }
+    // PyTorch in f32 (every ratio's anchor) and, when bf16 is measured, under bf16 autocast.
+    Measurement torch, torch_bf16;
+    auto run_torch = [&](const char* precision) {
+      Measurement t = run_child(fmt::format("/usr/bin/python3 {}/bench/pytorch/zoo.py --net {} --batch {} --threads {} "
+                                            "--warmup {} --steps {} --precision {}{}",
+                                            SINEW_SOURCE_DIR, c.net, c.batch, c.threads, c.warmup, c.steps, precision,
+                                            c.inference ? " --inference" : ""));
+      if (!t.failure.empty()) fmt::print(stderr, "zoo: PyTorch {} side of {}: {}\n", precision, c.net, t.failure);
+      return t;
+    };
+    if (pytorch) torch = run_torch("f32");
+    if (pytorch && bf16) torch_bf16 = run_torch("bf16");
     for (const auto& backend : backends) {
-      const Measurement m = run_child(child_command(c, backend));
-      if (!m.failure.empty()) {
-        fmt::print(stderr, "zoo: {} on {} failed: {}\n", c.net, backend, m.failure);
-        continue;
+      for (const auto& precision : precisions) {
+        if (precision == "bf16" && backend != "onednn") continue;  // only OneDnn has a bf16 policy
+        const Measurement m = run_child(child_command(c, backend, precision));
+        if (!m.failure.empty()) {
+          fmt::print(stderr, "zoo: {} on {} ({}) failed: {}\n", c.net, backend, precision, m.failure);
+          continue;
+        }
+        const auto get = [](const Measurement& x, const char* k) {
+          const auto it = x.values.find(k);
+          return it == x.values.end() ? 0.0 : it->second;
+        };
+        const double ips = get(m, "images_per_second"), tips = get(torch, "images_per_second");
+        const double ratio = tips > 0 ? ips / tips : 0;
+        const double tips_bf16 = precision == "bf16" ? get(torch_bf16, "images_per_second") : 0;
+        const double ratio_bf16 = tips_bf16 > 0 ? ips / tips_bf16 : 0;
+        fmt::print("{:<15} {:<9} {:>6} {:>3} {:<7} {:<4} {:>10.1f} {:>10.1f} {:>6.2f} {:>9.0f} {:>9.0f}", c.net,
+                   c.inference ? "inference" : "train", c.batch, c.threads, backend, precision, ips, tips, ratio,
+                   get(m, "peak_rss_bytes") / 1048576.0, get(torch, "peak_rss_bytes") / 1048576.0);
+        if (bf16) fmt::print(" {:>12.1f} {:>5.2f}", tips_bf16, ratio_bf16);
+        fmt::print("\n");
+        for (const auto& op : m.operators) fmt::print("    {}\n", op);
+        std::fflush(stdout);
+        auto j = Json::object();
+        j["net"] = c.net;
+        j["mode"] = c.inference ? "inference" : "train";
+        j["batch"] = c.batch;
+        j["threads"] = c.threads;
+        j["backend"] = backend;
+        j["precision"] = precision;
+        j["parameters"] = get(m, "parameters");
+        j["images_per_second"] = ips;
+        j["pytorch_images_per_second"] = tips > 0 ? Json(tips) : Json();
+        j["ratio"] = ratio > 0 ? Json(ratio) : Json();
+        j["peak_rss_bytes"] = get(m, "peak_rss_bytes");
+        j["pytorch_peak_rss_bytes"] = tips > 0 ? Json(get(torch, "peak_rss_bytes")) : Json();
+        j["pytorch_images_per_second_nchw"] = tips > 0 ? Json(get(torch, "images_per_second_nchw")) : Json();
+        j["pytorch_images_per_second_channels_last"] =
+            tips > 0 ? Json(get(torch, "images_per_second_channels_last")) : Json();
+        j["pytorch_bf16_autocast_images_per_second"] = tips_bf16 > 0 ? Json(tips_bf16) : Json();
+        j["ratio_to_pytorch_bf16_autocast"] = ratio_bf16 > 0 ? Json(ratio_bf16) : Json();
+        if (!m.operators.empty()) {
+          auto ops = Json::array();
+          for (const auto& op : m.operators) ops.push_back(op);
+          j["top_operators"] = ops;
+        }
+        out.push_back(std::move(j));
       }
-      const auto get = [](const Measurement& x, const char* k) {
-        const auto it = x.values.find(k);
-        return it == x.values.end() ? 0.0 : it->second;
-      };
-      const double ips = get(m, "images_per_second"), tips = get(torch, "images_per_second");
-      const double ratio = tips > 0 ? ips / tips : 0;
-      fmt::print("{:<15} {:<9} {:>6} {:>3} {:<7} {:>10.1f} {:>10.1f} {:>6.2f} {:>9.0f} {:>9.0f}\n", c.net,
-                 c.inference ? "inference" : "train", c.batch, c.threads, backend, ips, tips, ratio,
-                 get(m, "peak_rss_bytes") / 1048576.0, get(torch, "peak_rss_bytes") / 1048576.0);
-      for (const auto& op : m.operators) fmt::print("    {}\n", op);
-      std::fflush(stdout);
-      auto j = Json::object();
-      j["net"] = c.net;
-      j["mode"] = c.inference ? "inference" : "train";
-      j["batch"] = c.batch;
-      j["threads"] = c.threads;
-      j["backend"] = backend;
-      j["parameters"] = get(m, "parameters");
-      j["images_per_second"] = ips;
-      j["pytorch_images_per_second"] = tips > 0 ? Json(tips) : Json();
-      j["ratio"] = ratio > 0 ? Json(ratio) : Json();
-      j["peak_rss_bytes"] = get(m, "peak_rss_bytes");
-      j["pytorch_peak_rss_bytes"] = tips > 0 ? Json(get(torch, "peak_rss_bytes")) : Json();
-      j["pytorch_images_per_second_nchw"] = tips > 0 ? Json(get(torch, "images_per_second_nchw")) : Json();
-      j["pytorch_images_per_second_channels_last"] =
-          tips > 0 ? Json(get(torch, "images_per_second_channels_last")) : Json();
-      if (!m.operators.empty()) {
-        auto ops = Json::array();
-        for (const auto& op : m.operators) ops.push_back(op);
-        j["top_operators"] = ops;
-      }
-      out.push_back(std::move(j));
     }
   }
   if (!json.empty()) sinew::metrics::save_json(out, json);

@@ -45,7 +45,11 @@ class conv2d_op : public weighted_layer<dnnl::convolution_forward, dnnl::convolu
     setup(ctx, src_md, conv2d_config<N>(batch), p, need_diff_src);
   }
 
-  void setup(context& ctx, const desc& src_md, const config& c, ParamSlots p, bool need_diff_src) {
+  /// `compute` is the type the primitives read their input and weights in: f32, or bf16 for backend::OneDnnBf16
+  /// (onednn_bf16.hpp), whose output, input gradient and weight gradient stay f32 (the reorders from the f32
+  /// tensors and the f32 master weights into bf16 are the converters of weighted_layer.hpp, run every step).
+  void setup(context& ctx, const desc& src_md, const config& c, ParamSlots p, bool need_diff_src,
+             dt compute = dt::f32) {
     using namespace dnnl;
     const auto& eng = ctx.engine();
     const dims src_dims{c.batch, c.in_c, c.in_h, c.in_w}, dst_dims{c.batch, c.out_c, c.out_h, c.out_w};
@@ -56,8 +60,9 @@ class conv2d_op : public weighted_layer<dnnl::convolution_forward, dnnl::convolu
     const dims w_dims = trim ? dims{c.out_c, c.in_c, ty.count, tx.count} : full_w_dims;
     const dims pad = trim ? dims{ty.pad_l, tx.pad_l} : dims{c.padding, c.padding};
     const dims pad_r = trim ? dims{ty.pad_r, tx.pad_r} : pad;
-    const desc src_any(src_dims, dt::f32, tag::any), dst_any(dst_dims, dt::f32, tag::any);
-    const desc w_any(w_dims, dt::f32, tag::any);
+    const desc src_any(src_dims, compute, tag::any), dst_any(dst_dims, dt::f32, tag::any);
+    const desc w_any(w_dims, compute, tag::any), diff_w_any(w_dims, dt::f32, tag::any);
+    const desc diff_src_any(src_dims, dt::f32, tag::any), diff_dst_any(dst_dims, compute, tag::any);
     // The weights as they lie in the flat buffer: all of them, or the block of taps that are used. The unused
     // taps' gradients are zero; they are set once here and nothing else writes them.
     desc user_w(full_w_dims, dt::f32, tag::oihw);
@@ -73,12 +78,12 @@ class conv2d_op : public weighted_layer<dnnl::convolution_forward, dnnl::convolu
                         fused_activation::attr(c.act), eng);
     });
     const auto bww = checked("conv2d backward weights", [&] {
-      return backward_weights_pd({alg, src_any, w_any, bias, dst_any, strides, pad, pad_r}, eng, fwd);
+      return backward_weights_pd({alg, src_any, diff_w_any, bias, diff_dst_any, strides, pad, pad_r}, eng, fwd);
     });
     std::optional<backward_data_pd> bwd;
     if (need_diff_src)
       bwd = checked("conv2d backward data", [&] {
-        return backward_data_pd({alg, src_any, w_any, dst_any, strides, pad, pad_r}, eng, fwd);
+        return backward_data_pd({alg, diff_src_any, w_any, diff_dst_any, strides, pad, pad_r}, eng, fwd);
       });
     finish_setup(ctx, src_md, fwd, bww, bwd, user_w, bias, c.act, p);
   }

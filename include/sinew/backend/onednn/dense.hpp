@@ -17,8 +17,9 @@ class dense_op : public weighted_layer<dnnl::inner_product_forward, dnnl::inner_
     setup(ctx, src_md, batch, L::kOutputs, L::kHasBias, activation_of<typename N::activation>(), p, need_diff_src);
   }
 
+  /// `compute`: the type of the input and weights the primitives read (f32, or bf16 as conv2d_op says).
   void setup(context& ctx, const desc& src_md, int batch, int outputs, bool has_bias, simd::activation act,
-             ParamSlots p, bool need_diff_src) {
+             ParamSlots p, bool need_diff_src, dt compute = dt::f32) {
     using namespace dnnl;
     const auto& eng = ctx.engine();
     const dims in = src_md.dims();
@@ -28,8 +29,9 @@ class dense_op : public weighted_layer<dnnl::inner_product_forward, dnnl::inner_
     // left to choose, the forward took them transposed, and transposing AlexNet's 4096x9216 matrix there and its
     // gradient back cost a third of a training step.
     const tag user_w_tag = in.size() == 2 ? tag::oi : tag::oihw;
-    const desc src_any(in, dt::f32, tag::any), w_rows(w_dims, dt::f32, user_w_tag);
-    const desc dst_any({batch, outputs}, dt::f32, tag::any);
+    const desc src_any(in, compute, tag::any), w_rows(w_dims, compute, user_w_tag);
+    const desc dst_any({batch, outputs}, dt::f32, tag::any), diff_dst_any({batch, outputs}, compute, tag::any);
+    const desc user_w(w_dims, dt::f32, user_w_tag), diff_src_any(in, dt::f32, tag::any);
     const desc bias = has_bias ? desc({outputs}, dt::f32, tag::x) : desc();
 
     const auto fwd = checked("dense forward", [&] {
@@ -37,12 +39,12 @@ class dense_op : public weighted_layer<dnnl::inner_product_forward, dnnl::inner_
                         eng);
     });
     const auto bww = checked("dense backward weights", [&] {
-      return backward_weights_pd({src_any, w_rows, bias, dst_any}, eng, fwd);
+      return backward_weights_pd({src_any, user_w, bias, diff_dst_any}, eng, fwd);
     });
     std::optional<backward_data_pd> bwd;
     if (need_diff_src)
-      bwd = checked("dense backward data", [&] { return backward_data_pd({src_any, w_rows, dst_any}, eng, fwd); });
-    finish_setup(ctx, src_md, fwd, bww, bwd, w_rows, bias, act, p);
+      bwd = checked("dense backward data", [&] { return backward_data_pd({diff_src_any, w_rows, diff_dst_any}, eng, fwd); });
+    finish_setup(ctx, src_md, fwd, bww, bwd, user_w, bias, act, p);
   }
 };
 

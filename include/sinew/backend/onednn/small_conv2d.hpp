@@ -36,7 +36,9 @@ class small_conv2d_op : public weighted_layer<dnnl::inner_product_forward, dnnl:
     setup(ctx, src_md, conv2d_config<N>(batch), p, need_diff_src);
   }
 
-  void setup(context& ctx, const desc& src_md, const Conv2dConfig& c, ParamSlots p, bool need_diff_src) {
+  /// `compute`: the type of the input and of the matrix the primitives read (f32, or bf16 as conv2d_op says).
+  void setup(context& ctx, const desc& src_md, const Conv2dConfig& c, ParamSlots p, bool need_diff_src,
+             dt compute = dt::f32) {
     using namespace dnnl;
     c_ = c;
     user_ = p;
@@ -53,20 +55,22 @@ class small_conv2d_op : public weighted_layer<dnnl::inner_product_forward, dnnl:
     const dims src_dims{c.batch, c.in_c, c.in_h, c.in_w}, w_dims{rows, c.in_c, c.in_h, c.in_w};
     // The matrix row-major for all three primitives: left to choose, the forward one took it column-major and
     // the backward ones row-major, which cost two reorders of it per step.
-    const desc src_any(src_dims, dt::f32, tag::any), w_rows(w_dims, dt::f32, tag::oihw);
+    const desc src_any(src_dims, compute, tag::any), w_rows(w_dims, compute, tag::oihw);
+    const desc user_w(w_dims, dt::f32, tag::oihw), diff_src_any(src_dims, dt::f32, tag::any);
     const desc dst_nc({c.batch, rows}, dt::f32, tag::nc);  // the same bytes as NCHW output
+    const desc diff_dst_nc({c.batch, rows}, compute, tag::nc);
     const desc bias = c.bias ? desc({rows}, dt::f32, tag::x) : desc();
     const auto fwd = checked("conv2d (small image) forward", [&] {
       return forward_pd({prop_kind::forward_training, src_any, w_rows, bias, dst_nc}, fused_activation::attr(c.act),
                         eng);
     });
     const auto bww = checked("conv2d (small image) backward weights",
-                             [&] { return backward_weights_pd({src_any, w_rows, bias, dst_nc}, eng, fwd); });
+                             [&] { return backward_weights_pd({src_any, user_w, bias, diff_dst_nc}, eng, fwd); });
     std::optional<backward_data_pd> bwd;
     if (need_diff_src)
       bwd = checked("conv2d (small image) backward data",
-                    [&] { return backward_data_pd({src_any, w_rows, dst_nc}, eng, fwd); });
-    finish_setup(ctx, src_md, fwd, bww, bwd, w_rows, bias, c.act, expanded);
+                    [&] { return backward_data_pd({diff_src_any, w_rows, diff_dst_nc}, eng, fwd); });
+    finish_setup(ctx, src_md, fwd, bww, bwd, user_w, bias, c.act, expanded);
 
     image_desc_ = desc({c.batch, c.out_c, c.out_h, c.out_w}, dt::f32, tag::nchw);
     image_ = memory(image_desc_, eng, weighted_layer::dst().get_data_handle());
