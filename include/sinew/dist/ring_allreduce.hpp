@@ -18,6 +18,17 @@
 // 2 and 3 emulated hosts at 1 Gbit/s, 32 KiB chunks take a 4 MiB all-reduce from 84-90% of its alpha-beta
 // bound to 95% (docs/several-hosts.md).
 //
+// Within one host (RingTransport::automatic, when the communicator offers shared_window() and hosts() is 1) the
+// segments move through an MPI-3 shared window instead of messages: each rank copies into its part of the
+// window the segments its peers sum, raises a flag, sums its own segment (data + the peers' windows, in rank
+// order, with xsimd) into its data and its window, raises a second flag, and copies each peer's summed segment
+// out of that peer's window as soon as its flag is up; a third flag says it has read the peers' windows, which
+// they may then overwrite. No message, no system call and no rendezvous handshake: Open MPI's shared-memory
+// transport copies a large message with process_vm_readv after a round trip per message (CMA), and
+// MPI_Allreduce pays that too. Every float of the sum is still computed on one rank and copied to the others,
+// so ranks end bit-identical. A sum longer than the window (16 MiB a rank at most) goes through it in rounds.
+// A rank that dies or hangs leaves its flags down: the strategy's watchdog names it (allreduce_common.hpp).
+//
 // The strategy sums the gradient in buckets of options.bucket_bytes, cut on layer boundaries in reverse layer
 // order (dist/buckets.hpp), one ring after the other. With options.overlap, the trainer's hooks queue a bucket
 // as soon as backward has written its gradients, and after every later layer advance the ring as far as the
@@ -42,6 +53,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -192,6 +204,18 @@ class RingOperation {
     stage_ = stage::reduce_scatter;
     k_ = c_ = next_receive_ = drained_ = 0;
     step_begun_ = false;
+  }
+
+  /// Collective when the transport is the shared window (no-op otherwise): allocates `work`'s window for sums of
+  /// up to `floats` now, so that start() need not (it grows the window collectively on a longer sum, a wait for
+  /// every rank that the overlap hooks would rather not make).
+  static void reserve(C& comm, RingWorkspace<C>& work, std::size_t floats,
+                      RingTransport transport = RingTransport::automatic) {
+    if (comm.size() == 1 || floats == 0 || !shared_memory(comm, transport)) return;
+    RingOperation ring;
+    ring.comm_ = &comm, ring.work_ = &work, ring.ranks_ = std::size_t(comm.size()), ring.n_ = floats;
+    ring.rank_ = std::size_t(comm.rank());
+    ring.grow_window();
   }
 
   /// Whether the all-reduce has finished.
@@ -345,19 +369,21 @@ class RingOperation {
   // The data is summed in rounds of at most window_floats: in each, every rank copies in, sums its segment and
   // gathers the others' (see the stages in advance()). The window grows, collectively, to the longest sum.
   void start_shared() {
+    grow_window();
+    offset_ = 0;
+    round_ = work_->rounds_done;
+    begin_round();
+  }
+  void grow_window() {
     if constexpr (req::has_shared_window<C>) {
       auto& work = *work_;
       const std::size_t want = std::min(n_, std::max<std::size_t>(work.window_floats_max, ranks_));
-      if (work.window_floats < want) {
-        // Freed before the larger one is allocated, once no peer reads it any more.
-        if (work.window_floats > 0) peers_reached(detail::kDone, work.rounds_done, /*block=*/true);
-        work.window = {};
-        work.window = comm_->shared_window(detail::kWindowHeader + want * sizeof(float));
-        work.window_floats = want, work.rounds_done = 0;
-      }
-      offset_ = 0;
-      round_ = work.rounds_done;
-      begin_round();
+      if (work.window_floats >= want) return;
+      // Freed before the larger one is allocated, once no peer reads it any more.
+      if (work.window_floats > 0) peers_reached(detail::kDone, work.rounds_done, /*block=*/true);
+      work.window = {};
+      work.window = comm_->shared_window(detail::kWindowHeader + want * sizeof(float));
+      work.window_floats = want, work.rounds_done = 0;
     }
   }
   void begin_round() {
@@ -390,10 +416,13 @@ class RingOperation {
   void raise(detail::ring_flag which) const {
     std::atomic_ref<std::uint64_t>(flag(rank_, which)).store(round_, std::memory_order_release);
   }
+  // Whether rank q has finished `which` of `round`. Waiting, it yields the core: with more ranks than cores
+  // (mpirun --oversubscribe) the rank it waits for may need it, as Open MPI's own progress loop yields then.
   bool reached(std::size_t q, detail::ring_flag which, std::uint64_t round, bool block) const {
     std::atomic_ref<std::uint64_t> f(flag(q, which));
-    if (!block) return f.load(std::memory_order_acquire) >= round;
     while (f.load(std::memory_order_acquire) < round) {
+      std::this_thread::yield();
+      if (!block) return false;
     }
     return true;
   }
@@ -506,6 +535,10 @@ class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
     const std::vector<comm::Fact> buckets = this->bucket_facts(params.size());
     facts.insert(facts.end(), buckets.begin(), buckets.end());
     detail::agree_and_broadcast<Comm, O>(this->comm_, params, "dist::RingAllReduce", options_.configuration, facts);
+    // The shared window, if the ring uses one, sized for the largest bucket now, while every rank is here.
+    std::size_t largest = 0;
+    for (const Bucket& b : this->buckets()) largest = std::max(largest, b.size());
+    RingOperation<Comm>::reserve(this->comm_, work_, largest, options_.transport);
   }
 
   /// Collective: params -= optimizer(mean of every rank's grads). grads holds the mean afterwards.
