@@ -177,7 +177,9 @@ class Trainer {
         ctx_(BackendOptions{.threads = cores_.threads(),
                             .cpus = cores_.bind ? cores_.compute : std::vector<int>{}}),
         model_(ctx_, ModelOptions{.seed = options.seed}),
-        optimizer_(optimizer, model_.parameters().size()),
+        // Under a parameter server the servers build each shard's optimizer (its state lives there): this one
+        // only supplies the learning rate, so it holds no state, on workers and servers alike.
+        optimizer_(optimizer, kServerOptimizer ? 0 : model_.parameters().size()),
         strategy_(std::move(strategy)),
         base_lr_(optimizer_.learning_rate()) {
     if constexpr (req::has_overlap_hooks<S>) strategy_.set_layer_starts(model_type::layer_starts());
@@ -258,6 +260,31 @@ class Trainer {
     } catch (const std::exception& e) {
       epoch_batch_ = 0;  // a train_epoch after an exception starts the epoch anew
       // Kept for the message that ends the job, should this exception take the trainer down (comm/failure.hpp).
+      if (guard_) comm::note_exception(e.what());
+      throw;
+    }
+  }
+
+  /// On a parameter server's server (dist().is_worker() false): serves the workers' epoch, as train_epoch(loader)
+  /// does there, without a loader. A server reads no data, so a program need build no loader (nor data set) on
+  /// it: it calls serve_epoch() as often as the workers call train_epoch. Collective like train_epoch; throws
+  /// sinew::error on a rank that trains.
+  EpochStats serve_epoch() {
+    static_assert(kServes, "Trainer::serve_epoch() is for the servers of a parameter server (dist::ParameterServer); "
+                           "with this strategy every rank trains: call train_epoch(loader)");
+    if (strategy_.is_worker())
+      throw error("trainer: serve_epoch() on rank " + std::to_string(strategy_.rank()) +
+                  ", a worker of the parameter server: workers train with train_epoch(loader); only servers serve");
+    try {
+      if constexpr (has_agreement) {
+        // The workers' agreement on their batches, which a server joins without being compared.
+        const comm::Fact facts[] = {{"local batch size", 0}, {"number of batches in this epoch", 0}};
+        strategy_.require_agreement(std::span<const comm::Fact>(facts, kUnevenEpochs ? 1 : 2), "trainer", false);
+      }
+      EpochStats stats;
+      stats.epoch = epoch_;
+      return serve_epoch(stats);
+    } catch (const std::exception& e) {
       if (guard_) comm::note_exception(e.what());
       throw;
     }
