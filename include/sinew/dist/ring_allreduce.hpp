@@ -60,6 +60,7 @@
 #include "sinew/backend/simd/elementwise.hpp"
 #include "sinew/comm/agreement.hpp"
 #include "sinew/comm/communicator_spec.hpp"
+#include "sinew/core/affinity.hpp"
 #include "sinew/core/diagnostics.hpp"
 #include "sinew/core/error.hpp"
 #include "sinew/dist/detail/allreduce_common.hpp"
@@ -375,6 +376,7 @@ class RingOperation {
     begin_round();
   }
   void grow_window() {
+    yield_ = oversubscribed(*comm_);
     if constexpr (req::has_shared_window<C>) {
       auto& work = *work_;
       const std::size_t want = std::min(n_, std::max<std::size_t>(work.window_floats_max, ranks_));
@@ -416,12 +418,21 @@ class RingOperation {
   void raise(detail::ring_flag which) const {
     std::atomic_ref<std::uint64_t>(flag(rank_, which)).store(round_, std::memory_order_release);
   }
-  // Whether rank q has finished `which` of `round`. Waiting, it yields the core: with more ranks than cores
-  // (mpirun --oversubscribe) the rank it waits for may need it, as Open MPI's own progress loop yields then.
+  // Whether more ranks share this one's CPU set than it has cores (mpirun --oversubscribe): then a rank that
+  // waits yields the core, which the rank it waits for may need, as Open MPI's progress loop does then. Bound
+  // ranks (one core each) or ranks that split their set (core/affinity.hpp) spin without a system call.
+  static bool oversubscribed([[maybe_unused]] const C& comm) {
+    if constexpr (req::has_host_share<C>)
+      return std::size_t(comm.host_share().count) > launch_cpus().size();
+    else
+      return true;
+  }
+
+  // Whether rank q has finished `which` of `round`; with block, waits for it.
   bool reached(std::size_t q, detail::ring_flag which, std::uint64_t round, bool block) const {
     std::atomic_ref<std::uint64_t> f(flag(q, which));
     while (f.load(std::memory_order_acquire) < round) {
-      std::this_thread::yield();
+      if (yield_) std::this_thread::yield();
       if (!block) return false;
     }
     return true;
@@ -464,6 +475,7 @@ class RingOperation {
   bool step_begun_ = false;
   std::size_t offset_ = 0, length_ = 0, gathered_ = 0;  // the shared-memory round: its floats, peers gathered
   std::uint64_t round_ = 0;                            // its number since the window was allocated
+  bool yield_ = false;                                 // waiting yields the core (oversubscribed())
 };
 
 /// Collective: every rank's `data` becomes the element-wise sum over all ranks, by the pipelined ring.
