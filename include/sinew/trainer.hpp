@@ -176,7 +176,8 @@ class Trainer {
         cores_(plan_and_confine(options, strategy)),
         ctx_(BackendOptions{.threads = cores_.threads(),
                             .cpus = cores_.bind ? cores_.compute : std::vector<int>{}}),
-        model_(ctx_, ModelOptions{.seed = options.seed}),
+        // A parameter server's server never runs the network: parameters only, no gradient buffer.
+        model_(ctx_, ModelOptions{.seed = options.seed, .gradients = trains(strategy)}),
         // Under a parameter server the servers build each shard's optimizer (its state lives there): this one
         // only supplies the learning rate, so it holds no state, on workers and servers alike.
         optimizer_(optimizer, kServerOptimizer ? 0 : model_.parameters().size()),
@@ -832,6 +833,14 @@ class Trainer {
   // The ranks on this host that share this one's CPU set (through the strategy's communicator), split by
   // options.cores; a bound rank's calling thread is confined to its share, so that threads it starts later
   // (loader workers, communication) stay off the other ranks' cores.
+  // Whether this rank runs the network: every rank but a parameter server's servers (known from construction).
+  static bool trains(const S& strategy) {
+    if constexpr (kServes)
+      return strategy.is_worker();
+    else
+      return true;
+  }
+
   static CorePlan plan_and_confine(const TrainerOptions& options, S& strategy) {
     HostShare share;
     if constexpr (requires { { strategy.communicator().host_share() } -> std::convertible_to<HostShare>; })

@@ -265,6 +265,13 @@ void expect_sync_workers_equal_one_process_on_global_batches() {
   std::size_t trainer_state = 0, shard_state = 0;
   for (const auto& [name, buffer] : parallel.optimizer().state().buffers) trainer_state += buffer.size();
   EXPECT_EQ(trainer_state, 0u) << "rank " << r << " holds optimizer state the servers own";
+  const std::size_t gradients = parallel.dist().is_worker() ? parallel.model().parameters().size() : 0;
+  EXPECT_EQ(parallel.model().gradients().size(), gradients)
+      << "rank " << r << ": a server holds no gradient buffer, a worker the whole";
+  if (!parallel.dist().is_worker()) {
+    const std::vector<float> image(SmallNet::input_shape::kSize, 0.0f);
+    EXPECT_THROW(parallel.model().forward(image, 1), error) << "a server's model holds parameters only";
+  }
   if (const auto shard = parallel.dist().shard_state()) {
     for (const auto& [name, buffer] : shard->optimizer.buffers) shard_state += buffer.size();
     EXPECT_EQ(shard_state, shard->end - shard->begin) << "server rank " << r << "'s momentum covers its shard";
