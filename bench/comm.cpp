@@ -155,6 +155,7 @@ int main(int argc, char** argv) try {
   // what the ring picks for these ranks' hosts (dist::ring_chunk_floats).
   std::optional<std::size_t> asked_chunk;
   std::string transport_name = "auto";
+  std::size_t window_floats = sinew::dist::kRingSharedFloats;
   std::string json;
   CLI::App app{"All-reduce latency and bus bandwidth: sinew's ring, MPI_Allreduce and Gloo. mpirun -np N comm",
                "comm"};
@@ -172,6 +173,10 @@ int main(int argc, char** argv) try {
                  "(MPI point-to-point) or shared (MPI-3 shared window, one host only)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "messages", "shared"}));
+  app.add_option("--ring-window", window_floats,
+                 "floats each rank's shared window holds at most: a longer all-reduce takes rounds of this many")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   sinew::cli::add_json(app, json);
   sinew::cli::parse(app, argc, argv);
   const bool gloo = !no_gloo;
@@ -197,6 +202,7 @@ int main(int argc, char** argv) try {
                 "Gloo us", "ring GB/s", "MPI GB/s", "Gloo GB/s", "vs MPI", "vs Gloo", "PS us", "p2p us");
   auto out = sinew::metrics::Json::array();
   sinew::dist::RingWorkspace<sinew::comm::Mpi> work;
+  work.window_floats_max = window_floats;
   for (std::size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
     std::vector<float> data(bytes / sizeof(float), 1.0f);
     const double ring =
