@@ -30,6 +30,7 @@
 #include <climits>
 #include <cstddef>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -351,8 +352,10 @@ class Mpi {
     MPI_Info_set(info, "alloc_shared_noncontig", "true");
     void* mine = nullptr;
     MPI_Win window = MPI_WIN_NULL;
+    // Open MPI aligns the parts after the first to 8 bytes only: 64 bytes more, and each base rounded up (the
+    // same place in every process, whose mappings are page-aligned).
     const std::size_t rounded = std::max<std::size_t>(64, (bytes + 63) / 64 * 64);
-    const int allocated = MPI_Win_allocate_shared(MPI_Aint(rounded), 1, info, node, &mine, &window);
+    const int allocated = MPI_Win_allocate_shared(MPI_Aint(rounded + 64), 1, info, node, &mine, &window);
     MPI_Info_free(&info);
     if (allocated != MPI_SUCCESS) MPI_Comm_free(&node);
     detail::check_mpi(allocated, rank_, site);
@@ -362,9 +365,9 @@ class Mpi {
       int unit = 1;
       void* base = nullptr;
       MPI_Win_shared_query(window, r, &length, &unit, &base);
-      bases[std::size_t(r)] = static_cast<std::byte*>(base);
+      bases[std::size_t(r)] = aligned_64(base);
     }
-    std::memset(mine, 0, rounded);
+    std::memset(aligned_64(mine), 0, rounded);
     MPI_Win_lock_all(MPI_MODE_NOCHECK, window);
     const int met = MPI_Barrier(node);  // no rank reads another's flags before they are zeroed
     MPI_Comm_free(&node);
@@ -420,6 +423,11 @@ class Mpi {
     } catch (const boost::mpi::exception& e) {
       throw comm_error(std::string("comm::Mpi: duplicating the parent communicator failed: ") + e.what());
     }
+  }
+
+  static std::byte* aligned_64(void* p) noexcept {
+    const auto address = reinterpret_cast<std::uintptr_t>(p);
+    return static_cast<std::byte*>(p) + ((64 - address % 64) % 64);
   }
 
   struct topology {
