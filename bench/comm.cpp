@@ -198,7 +198,8 @@ int main(int argc, char** argv) try {
   if (root)
     std::printf("all-reduce of floats, %d ranks, bound to %s, 1 thread each, median of %d, ring messages of %zu "
                 "floats (used by messages only), ring through %s\n%10s %10s %10s %10s %9s %9s %9s %7s %7s %10s %10s\n",
-                p, bind == "core" ? "one core each" : "nothing", iterations, chunk, transport_said, "bytes", "ring us", "MPI us",
+                p, bind == "core" ? "one core each" : "nothing", iterations, chunk, transport_said,
+                "bytes", "ring us", "MPI us",
                 "Gloo us", "ring GB/s", "MPI GB/s", "Gloo GB/s", "vs MPI", "vs Gloo", "PS us", "p2p us");
   auto out = sinew::metrics::Json::array();
   sinew::dist::RingWorkspace<sinew::comm::Mpi> work;
@@ -206,7 +207,8 @@ int main(int argc, char** argv) try {
   for (std::size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
     std::vector<float> data(bytes / sizeof(float), 1.0f);
     const double ring =
-        median_seconds(world, iterations, [&] { sinew::dist::ring_allreduce_sum(world, data, work, chunk, transport); });
+        median_seconds(world, iterations,
+                       [&] { sinew::dist::ring_allreduce_sum(world, data, work, chunk, transport); });
     const double mpi = median_seconds(world, iterations, [&] {
       MPI_Allreduce(MPI_IN_PLACE, data.data(), int(data.size()), MPI_FLOAT, MPI_SUM, world.native());
     });
