@@ -2,7 +2,8 @@
 // all-reduce, in the same run, and the synchronous parameter server's push and pull of the same bytes.
 //
 //   mpirun -np 2 --bind-to core build/bench/comm [--min 4096] [--max 67108864] [--iterations 50] [--no-gloo]
-//                                                [--ring-chunk FLOATS] [--json FILE]
+//                                                [--ring-chunk FLOATS] [--ring-transport auto|messages|shared]
+//                                                [--json FILE]
 //
 // Gloo runs first: rank 0 starts bench/pytorch/gloo_allreduce.py with as many processes, bound as this rank is
 // (one CPU each when mpirun bound the ranks to cores), while the other ranks wait without spinning.
@@ -153,6 +154,8 @@ int main(int argc, char** argv) try {
   // Floats per ring message (RingAllReduce::options::chunk_floats); 0: one message per segment; by default
   // what the ring picks for these ranks' hosts (dist::ring_chunk_floats).
   std::optional<std::size_t> asked_chunk;
+  std::string transport_name = "auto";
+  std::size_t window_floats = sinew::dist::kRingSharedFloats;
   std::string json;
   CLI::App app{"All-reduce latency and bus bandwidth: sinew's ring, MPI_Allreduce and Gloo. mpirun -np N comm",
                "comm"};
@@ -165,9 +168,25 @@ int main(int argc, char** argv) try {
   app.add_option("--ring-chunk", asked_chunk, "floats per ring message (0: one per segment; default: what the ring "
                                               "picks for these hosts)")
       ->option_text("FLOATS");
+  app.add_option("--ring-transport", transport_name,
+                 "how the ring moves segments: auto (the shared window when every rank is on one host), messages "
+                 "(MPI point-to-point) or shared (MPI-3 shared window, one host only)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "messages", "shared"}));
+  app.add_option("--ring-window", window_floats,
+                 "floats each rank's shared window holds at most: a longer all-reduce takes rounds of this many")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   sinew::cli::add_json(app, json);
   sinew::cli::parse(app, argc, argv);
   const bool gloo = !no_gloo;
+  using sinew::dist::RingTransport;
+  RingTransport transport = transport_name == "messages" ? RingTransport::messages
+                            : transport_name == "shared" ? RingTransport::shared_memory
+                                                         : RingTransport::automatic;
+  if (transport == RingTransport::automatic)
+    transport = world.hosts() == 1 ? RingTransport::shared_memory : RingTransport::messages;
+  const char* const transport_said = transport == RingTransport::shared_memory ? "shared window" : "messages";
   const std::size_t chunk = sinew::dist::ring_chunk_floats(world, asked_chunk.value_or(sinew::dist::kRingChunkAuto));
 
   const int p = world.size();
@@ -178,15 +197,18 @@ int main(int argc, char** argv) try {
     while_root_works(world, [&] { gloo_seconds = run_gloo(p, bind, min_bytes, max_bytes, iterations); });
   if (root)
     std::printf("all-reduce of floats, %d ranks, bound to %s, 1 thread each, median of %d, ring messages of %zu "
-                "floats\n%10s %10s %10s %10s %9s %9s %9s %7s %7s %10s %10s\n",
-                p, bind == "core" ? "one core each" : "nothing", iterations, chunk, "bytes", "ring us", "MPI us",
+                "floats (used by messages only), ring through %s\n%10s %10s %10s %10s %9s %9s %9s %7s %7s %10s %10s\n",
+                p, bind == "core" ? "one core each" : "nothing", iterations, chunk, transport_said,
+                "bytes", "ring us", "MPI us",
                 "Gloo us", "ring GB/s", "MPI GB/s", "Gloo GB/s", "vs MPI", "vs Gloo", "PS us", "p2p us");
   auto out = sinew::metrics::Json::array();
   sinew::dist::RingWorkspace<sinew::comm::Mpi> work;
+  work.window_floats_max = window_floats;
   for (std::size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
     std::vector<float> data(bytes / sizeof(float), 1.0f);
     const double ring =
-        median_seconds(world, iterations, [&] { sinew::dist::ring_allreduce_sum(world, data, work, chunk); });
+        median_seconds(world, iterations,
+                       [&] { sinew::dist::ring_allreduce_sum(world, data, work, chunk, transport); });
     const double mpi = median_seconds(world, iterations, [&] {
       MPI_Allreduce(MPI_IN_PLACE, data.data(), int(data.size()), MPI_FLOAT, MPI_SUM, world.native());
     });
@@ -203,6 +225,7 @@ int main(int argc, char** argv) try {
       j["ranks"] = p;
       j["binding"] = bind;
       j["ring_chunk_floats"] = chunk;
+      j["ring_transport"] = transport_said;
       j["gloo_seconds"] = g > 0 ? sinew::metrics::Json(g) : sinew::metrics::Json();
       j["gloo_bus_gbps"] = g > 0 ? sinew::metrics::Json(bus / g / 1e9) : sinew::metrics::Json();
       j["ratio_ring_to_gloo"] = g > 0 ? sinew::metrics::Json(g / ring) : sinew::metrics::Json();

@@ -22,6 +22,7 @@
 // (sinew/metrics/timeline.hpp; Perfetto opens it, tools/trace_to_svg.py draws a step).
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <vector>
 
 #include "cli/cli.hpp"
@@ -79,14 +80,20 @@ int run(const Settings& s, const std::string& strategy_name) {
                      " sharding=" + std::to_string(int(lo.sharding));
   Train trainer(to, oo, Strategy(so, world));
   const int workers = trainer.dist().workers();
-  lo.rank = trainer.dist().worker_index();  // shards go to workers: a parameter server holds no data
+  // A parameter server's servers read no data: they build no loader and serve each epoch (serve_epoch()).
+  bool serves = false;
+  if constexpr (requires { trainer.dist().server_index(); }) serves = !trainer.dist().is_worker();
+  lo.rank = trainer.dist().worker_index();  // shards go to workers
   lo.world_size = workers;
-  sinew::data::CachedLoader train(sinew::data::load_fashion_mnist(sinew::data::Split::train, dir), lo);
-  lo.shuffle = false;
-  lo.drop_last = false;
-  lo.rank = 0, lo.world_size = 1;  // every worker evaluates the whole test set with the same parameters
-  lo.sharding = sinew::data::Sharding::disjoint;
-  sinew::data::CachedLoader test(sinew::data::load_fashion_mnist(sinew::data::Split::test, dir), lo);
+  std::optional<sinew::data::CachedLoader> train, test;
+  if (!serves) {
+    train.emplace(sinew::data::load_fashion_mnist(sinew::data::Split::train, dir), lo);
+    lo.shuffle = false;
+    lo.drop_last = false;
+    lo.rank = 0, lo.world_size = 1;  // every worker evaluates the whole test set with the same parameters
+    lo.sharding = sinew::data::Sharding::disjoint;
+    test.emplace(sinew::data::load_fashion_mnist(sinew::data::Split::test, dir), lo);
+  }
   const bool root = world.rank() == 0;  // a worker with every strategy
   if (root)
     std::printf("LeNet-5 on Fashion-MNIST, %s, %d ranks (%d workers) x %d threads, local batch %d (global %d)\n",
@@ -95,11 +102,15 @@ int run(const Settings& s, const std::string& strategy_name) {
 
   const auto progress = s.progress.attach(trainer, root, epochs, workers);  // rank 0 speaks for every worker
   std::vector<sinew::examples::EpochRecord> records;
-  s.trace.start(trainer, std::size_t(epochs) * train.batches_per_epoch());
+  s.trace.start(trainer, std::size_t(epochs) * (train ? train->batches_per_epoch() : 1));
   for (int e = checkpoints.start(trainer, root); e < epochs; ++e) {
     sinew::examples::EpochRecord r;
-    r.train = trainer.train_epoch(train);
-    r.test = trainer.evaluate(test);
+    if constexpr (requires { trainer.dist().server_index(); })
+      if (serves) r.train = trainer.serve_epoch();
+    if (!serves) {
+      r.train = trainer.train_epoch(*train);
+      r.test = trainer.evaluate(*test);
+    }
     r.train.images_per_second *= workers;  // every worker processes its own shard at about the same pace
     if (root) {
       sinew::examples::print_epoch(r, epochs);

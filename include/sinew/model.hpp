@@ -41,6 +41,9 @@ namespace sinew {
 struct ModelOptions {
   std::uint64_t seed = 0;       ///< initialisation (PyTorch's default schemes) and Dropout's masks
   bool input_gradient = false;  ///< also compute the gradient with respect to the input (tests, attacks)
+  /// hold a gradient buffer; false: parameters only, for a rank that never runs the network (a parameter
+  /// server's server, which the Trainer builds so), whose forward() is then an error
+  bool gradients = true;
 };
 
 /// Profile: metrics::NoProfile (default, free) or metrics::OperatorProfile (see metrics/profile.hpp).
@@ -80,7 +83,11 @@ class Model {
 
   /// Builds the network on `ctx` (which must outlive the model) and initialises it from options.seed.
   explicit Model(typename B::context& ctx, ModelOptions options = {})
-      : ctx_(&ctx), options_(options), params_(kParamSpan), grads_(kParamSpan), buffers_(kBufferSpan) {
+      : ctx_(&ctx),
+        options_(options),
+        params_(kParamSpan),
+        grads_(options.gradients ? kParamSpan : 0),
+        buffers_(kBufferSpan) {
     initialize(options.seed);
     if constexpr (Profile::kEnabled) profile_.resize(node_names());
   }
@@ -231,6 +238,9 @@ class Model {
 
   plan& plan_for(int batch) {
     if (batch <= 0) throw shape_error("model: the batch size must be positive, got " + std::to_string(batch));
+    if (!options_.gradients)
+      throw error("model: built with ModelOptions::gradients false (parameters only, as a parameter server's server "
+                  "holds them), so it cannot run forward() or backward(); build it with gradients true");
     for (auto& p : plans_)
       if (p->batch == batch) return *p;
     auto p = std::make_unique<plan>();

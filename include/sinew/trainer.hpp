@@ -176,8 +176,11 @@ class Trainer {
         cores_(plan_and_confine(options, strategy)),
         ctx_(BackendOptions{.threads = cores_.threads(),
                             .cpus = cores_.bind ? cores_.compute : std::vector<int>{}}),
-        model_(ctx_, ModelOptions{.seed = options.seed}),
-        optimizer_(optimizer, model_.parameters().size()),
+        // A parameter server's server never runs the network: parameters only, no gradient buffer.
+        model_(ctx_, ModelOptions{.seed = options.seed, .gradients = trains(strategy)}),
+        // Under a parameter server the servers build each shard's optimizer (its state lives there): this one
+        // only supplies the learning rate, so it holds no state, on workers and servers alike.
+        optimizer_(optimizer, kServerOptimizer ? 0 : model_.parameters().size()),
         strategy_(std::move(strategy)),
         base_lr_(optimizer_.learning_rate()) {
     if constexpr (req::has_overlap_hooks<S>) strategy_.set_layer_starts(model_type::layer_starts());
@@ -258,6 +261,31 @@ class Trainer {
     } catch (const std::exception& e) {
       epoch_batch_ = 0;  // a train_epoch after an exception starts the epoch anew
       // Kept for the message that ends the job, should this exception take the trainer down (comm/failure.hpp).
+      if (guard_) comm::note_exception(e.what());
+      throw;
+    }
+  }
+
+  /// On a parameter server's server (dist().is_worker() false): serves the workers' epoch, as train_epoch(loader)
+  /// does there, without a loader. A server reads no data, so a program need build no loader (nor data set) on
+  /// it: it calls serve_epoch() as often as the workers call train_epoch. Collective like train_epoch; throws
+  /// sinew::error on a rank that trains.
+  EpochStats serve_epoch() {
+    static_assert(kServes, "Trainer::serve_epoch() is for the servers of a parameter server (dist::ParameterServer); "
+                           "with this strategy every rank trains: call train_epoch(loader)");
+    if (strategy_.is_worker())
+      throw error("trainer: serve_epoch() on rank " + std::to_string(strategy_.rank()) +
+                  ", a worker of the parameter server: workers train with train_epoch(loader); only servers serve");
+    try {
+      if constexpr (has_agreement) {
+        // The workers' agreement on their batches, which a server joins without being compared.
+        const comm::Fact facts[] = {{"local batch size", 0}, {"number of batches in this epoch", 0}};
+        strategy_.require_agreement(std::span<const comm::Fact>(facts, kUnevenEpochs ? 1 : 2), "trainer", false);
+      }
+      EpochStats stats;
+      stats.epoch = epoch_;
+      return serve_epoch(stats);
+    } catch (const std::exception& e) {
       if (guard_) comm::note_exception(e.what());
       throw;
     }
@@ -805,6 +833,14 @@ class Trainer {
   // The ranks on this host that share this one's CPU set (through the strategy's communicator), split by
   // options.cores; a bound rank's calling thread is confined to its share, so that threads it starts later
   // (loader workers, communication) stay off the other ranks' cores.
+  // Whether this rank runs the network: every rank but a parameter server's servers (known from construction).
+  static bool trains(const S& strategy) {
+    if constexpr (kServes)
+      return strategy.is_worker();
+    else
+      return true;
+  }
+
   static CorePlan plan_and_confine(const TrainerOptions& options, S& strategy) {
     HostShare share;
     if constexpr (requires { { strategy.communicator().host_share() } -> std::convertible_to<HostShare>; })

@@ -7,6 +7,8 @@
 #include <boost/mpi/environment.hpp>
 
 #include <algorithm>
+#include <cstddef>
+#include <cstdint>
 #include <numeric>
 #include <span>
 #include <stdexcept>
@@ -19,6 +21,7 @@
 
 namespace {
 using sinew::comm::Mpi;
+using sinew::comm::MpiSharedWindow;
 
 std::string error_of(auto&& f) {
   try {
@@ -199,6 +202,33 @@ TEST(mpi, broadcast_from_the_last_rank_and_barrier) {
   world.broadcast(data, p - 1);
   world.barrier();
   EXPECT_EQ(data, std::vector<float>(3, float(p - 1)));
+}
+
+// Every rank writes into its own part of a shared window and reads every other rank's, no message between.
+TEST(mpi, shared_window_parts_are_zeroed_aligned_and_each_rank_reads_every_other_ranks_writes) {
+  Mpi world;
+  constexpr std::size_t kFloats = 1000;
+  MpiSharedWindow window = world.shared_window(kFloats * sizeof(float));
+  bool zeroed = true, aligned = true;
+  for (int r = 0; r < world.size(); ++r) {
+    const std::byte* base = window.base(r);
+    aligned = aligned && base != nullptr && reinterpret_cast<std::uintptr_t>(base) % 64 == 0;
+    if (r == world.rank())
+      for (std::size_t i = 0; i < kFloats * sizeof(float); ++i) zeroed = zeroed && base[i] == std::byte{0};
+  }
+  float* mine = reinterpret_cast<float*>(window.base(world.rank()));
+  for (std::size_t i = 0; i < kFloats; ++i) mine[i] = float(world.rank() * 10000 + int(i));
+  world.barrier();  // every rank's stores are done (and seen: MPI_Barrier orders memory on one host)
+  std::size_t wrong = 0;
+  for (int r = 0; r < world.size(); ++r) {
+    const float* theirs = reinterpret_cast<const float*>(window.base(r));
+    for (std::size_t i = 0; i < kFloats; ++i) wrong += theirs[i] != float(r * 10000 + int(i));
+  }
+  world.barrier();  // nobody frees (collectively) while another still reads
+  EXPECT_TRUE(zeroed) << "rank " << world.rank();
+  EXPECT_TRUE(aligned) << "rank " << world.rank();
+  EXPECT_EQ(wrong, 0u) << "rank " << world.rank();
+  EXPECT_EQ(window.base(world.size()), nullptr) << "no part past the last rank";
 }
 
 TEST(mpi, send_to_a_rank_out_of_range_is_a_comm_error_naming_operation_and_peer) {

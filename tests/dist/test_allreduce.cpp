@@ -31,7 +31,7 @@ float integer_input(int rank, std::size_t i) {
   return float(int((i * 7919 + std::size_t(rank) * 104729) % 2001) - 1000);
 }
 
-enum class algorithm { ring, ring_chunk_64, ring_one_chunk_per_segment, mpi, mpi_nonblocking };
+enum class algorithm { ring, ring_chunk_64, ring_one_chunk_per_segment, ring_shared_memory, mpi, mpi_nonblocking };
 enum class size_kind { empty, one, fewer_than_ranks, odd_1001, one_mib };
 
 struct allreduce_case {
@@ -55,15 +55,21 @@ std::size_t count_of(size_kind size) {
 void all_reduce(Mpi& world, algorithm how, std::span<float> data) {
   switch (how) {
     case algorithm::ring: dist::ring_allreduce_sum(world, data); break;
-    case algorithm::ring_chunk_64: dist::ring_allreduce_sum(world, data, 64); break;
-    case algorithm::ring_one_chunk_per_segment: dist::ring_allreduce_sum(world, data, 0); break;
+    case algorithm::ring_chunk_64: dist::ring_allreduce_sum(world, data, 64, dist::RingTransport::messages); break;
+    case algorithm::ring_one_chunk_per_segment:
+      dist::ring_allreduce_sum(world, data, 0, dist::RingTransport::messages);
+      break;
+    case algorithm::ring_shared_memory:
+      dist::ring_allreduce_sum(world, data, dist::kRingChunkAuto, dist::RingTransport::shared_memory);
+      break;
     case algorithm::mpi: world.allreduce_sum(data); break;
     case algorithm::mpi_nonblocking: world.iallreduce_sum(data).wait(); break;
   }
 }
 
 std::string name_of(const ::testing::TestParamInfo<allreduce_case>& info) {
-  static const char* const how[] = {"ring", "ring_chunk64", "ring_one_chunk_per_segment", "mpi", "mpi_nonblocking"};
+  static const char* const how[] = {"ring",          "ring_chunk64", "ring_one_chunk_per_segment", "ring_shared_memory",
+                                    "mpi",           "mpi_nonblocking"};
   static const char* const size[] = {"float_0", "float_1", "floats_fewer_than_ranks", "float_1001", "float_1MiB"};
   return std::string(how[int(info.param.how)]) + "_np" + std::to_string(world_size()) + "_" + size[int(info.param.size)];
 }
@@ -90,7 +96,7 @@ TEST_P(allreduce, integer_valued_floats_equal_the_serial_sum_exactly) {
 std::vector<allreduce_case> every_case() {
   std::vector<allreduce_case> cases;
   for (algorithm how : {algorithm::ring, algorithm::ring_chunk_64, algorithm::ring_one_chunk_per_segment,
-                        algorithm::mpi, algorithm::mpi_nonblocking})
+                        algorithm::ring_shared_memory, algorithm::mpi, algorithm::mpi_nonblocking})
     for (size_kind size :
          {size_kind::empty, size_kind::one, size_kind::fewer_than_ranks, size_kind::odd_1001, size_kind::one_mib})
       cases.push_back({how, size});
@@ -105,11 +111,17 @@ std::vector<float> random_input(int rank, std::size_t n) {
   return x;
 }
 
-TEST(ring_allreduce, random_floats_1001_are_within_1e_6_of_the_double_sum_and_bitwise_equal_on_every_rank) {
+class ring_transport : public ::testing::TestWithParam<dist::RingTransport> {};
+
+std::string transport_name(const ::testing::TestParamInfo<dist::RingTransport>& info) {
+  return info.param == dist::RingTransport::messages ? "messages" : "shared_memory";
+}
+
+TEST_P(ring_transport, random_floats_1001_are_within_1e_6_of_the_double_sum_and_bitwise_equal_on_every_rank) {
   Mpi world;
   const std::size_t n = 1001;
   std::vector<float> data = random_input(world.rank(), n);
-  dist::ring_allreduce_sum(world, data, 100);
+  dist::ring_allreduce_sum(world, data, 100, GetParam());
   std::vector<float> rank0 = data;
   world.broadcast(rank0, 0);
   std::vector<double> exact(n, 0.0);
@@ -122,14 +134,16 @@ TEST(ring_allreduce, random_floats_1001_are_within_1e_6_of_the_double_sum_and_bi
       << "rank " << world.rank() << " holds a different sum than rank 0";
 }
 
-TEST(ring_allreduce, workspace_is_reused_across_sizes) {
+// With the shared window capped at 700 floats: 1001 and 5000 floats take rounds, 10 fits, the window grows once.
+TEST_P(ring_transport, workspace_is_reused_across_sizes) {
   Mpi world;
   dist::RingWorkspace<Mpi> work;
+  work.window_floats_max = 700;
   bool all_right = true;
-  for (std::size_t n : {std::size_t(1001), std::size_t(10), std::size_t(5000)}) {
+  for (std::size_t n : {std::size_t(10), std::size_t(1001), std::size_t(10), std::size_t(5000)}) {
     std::vector<float> data(n);
     for (std::size_t i = 0; i < n; ++i) data[i] = integer_input(world.rank(), i);
-    dist::ring_allreduce_sum(world, data, work, 128);
+    dist::ring_allreduce_sum(world, data, work, 128, GetParam());
     for (std::size_t i = 0; i < n; ++i) {
       float expected = 0;
       for (int r = 0; r < world.size(); ++r) expected += integer_input(r, i);
@@ -138,6 +152,37 @@ TEST(ring_allreduce, workspace_is_reused_across_sizes) {
   }
   EXPECT_TRUE(all_right);
 }
+// A ring driven by advance() alone (as the hooks drive it), two in a row on one tag (or window).
+TEST_P(ring_transport, two_rings_in_a_row_driven_without_blocking_equal_the_serial_sums) {
+  Mpi world;
+  std::vector<float> a(1001), b(77);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = integer_input(world.rank(), i);
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = integer_input(world.rank(), i + 5);
+  dist::RingWorkspace<Mpi> work;
+  dist::RingOperation<Mpi> ring;
+  ring.start(world, a, work, 64, dist::detail::kRingTag, GetParam());
+  std::size_t polls = 0;
+  while (!ring.advance()) ++polls;
+  ring.start(world, b, work, 16, dist::detail::kRingTag, GetParam());
+  while (!ring.advance()) ++polls;
+  bool all_right = true;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    float expected = 0;
+    for (int r = 0; r < world.size(); ++r) expected += integer_input(r, i);
+    all_right = all_right && a[i] == expected;
+  }
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    float expected = 0;
+    for (int r = 0; r < world.size(); ++r) expected += integer_input(r, i + 5);
+    all_right = all_right && b[i] == expected;
+  }
+  EXPECT_TRUE(all_right);
+  EXPECT_TRUE(ring.done());
+}
+
+INSTANTIATE_TEST_SUITE_P(ring, ring_transport,
+                         ::testing::Values(dist::RingTransport::messages, dist::RingTransport::shared_memory),
+                         transport_name);
 
 // The strategies, on a hand-made parameter vector and the example optimizer (plain descent).
 template <class S>
@@ -282,33 +327,6 @@ TEST(bucket_layout, layer_starts_out_of_order_are_an_error_naming_the_fix) {
   }
 }
 
-// A ring driven by advance() alone (as the hooks drive it), two in a row on one tag.
-TEST(ring_operation, two_rings_in_a_row_driven_without_blocking_equal_the_serial_sums) {
-  Mpi world;
-  std::vector<float> a(1001), b(77);
-  for (std::size_t i = 0; i < a.size(); ++i) a[i] = integer_input(world.rank(), i);
-  for (std::size_t i = 0; i < b.size(); ++i) b[i] = integer_input(world.rank(), i + 5);
-  dist::RingWorkspace<Mpi> work;
-  dist::RingOperation<Mpi> ring;
-  ring.start(world, a, work, 64);
-  std::size_t polls = 0;
-  while (!ring.advance()) ++polls;
-  ring.start(world, b, work, 16);
-  while (!ring.advance()) ++polls;
-  bool all_right = true;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    float expected = 0;
-    for (int r = 0; r < world.size(); ++r) expected += integer_input(r, i);
-    all_right = all_right && a[i] == expected;
-  }
-  for (std::size_t i = 0; i < b.size(); ++i) {
-    float expected = 0;
-    for (int r = 0; r < world.size(); ++r) expected += integer_input(r, i + 5);
-    all_right = all_right && b[i] == expected;
-  }
-  EXPECT_TRUE(all_right);
-  EXPECT_TRUE(ring.done());
-}
 
 // The strategies' hooks on a hand-made gradient of three layers, as the trainer calls them.
 template <class S>

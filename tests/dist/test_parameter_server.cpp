@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -247,12 +248,34 @@ void expect_sync_workers_equal_one_process_on_global_batches() {
   // Every rank starts from other parameters (seed = rank): start() must replace them with rank 0's.
   Trainer<SmallNet, backend::OneDnn, Strategy> parallel({.threads = 1, .seed = 100 + std::uint64_t(r)}, kSgd,
                                                         Strategy({.configuration = "smallnet batch=8"}, world));
-  auto local = loader_for(d, kLocalBatch, parallel.dist().worker_index(), parallel.dist().workers());
+  // With one server, the server builds no loader and serves through serve_epoch(); with two, the servers pass
+  // theirs to train_epoch, which serves too and never reads it.
+  const bool loaderless_server = Servers == 1 && !parallel.dist().is_worker();
+  std::optional<data::CachedLoader> local;
+  if (!loaderless_server)
+    local.emplace(loader_for(d, kLocalBatch, parallel.dist().worker_index(), parallel.dist().workers()));
   std::size_t steps = 0, samples = 0;
   metrics::PhaseSeconds phases;
   for (int e = 0; e < kEpochs; ++e) {
-    const EpochStats s = parallel.train_epoch(local);
+    const EpochStats s = loaderless_server ? parallel.serve_epoch() : parallel.train_epoch(*local);
     steps += s.steps, samples += s.samples, phases += s.phases;
+  }
+  // The optimizer's state lives on the servers, one shard each: the trainer's own optimizer holds none on any
+  // rank (it supplies the learning rate), a server's shard optimizer holds exactly its shard's momentum.
+  std::size_t trainer_state = 0, shard_state = 0;
+  for (const auto& [name, buffer] : parallel.optimizer().state().buffers) trainer_state += buffer.size();
+  EXPECT_EQ(trainer_state, 0u) << "rank " << r << " holds optimizer state the servers own";
+  const std::size_t gradients = parallel.dist().is_worker() ? parallel.model().parameters().size() : 0;
+  EXPECT_EQ(parallel.model().gradients().size(), gradients)
+      << "rank " << r << ": a server holds no gradient buffer, a worker the whole";
+  if (!parallel.dist().is_worker()) {
+    const std::vector<float> image(SmallNet::input_shape::kSize, 0.0f);
+    EXPECT_THROW(parallel.model().forward(image, 1), error) << "a server's model holds parameters only";
+  }
+  if (const auto shard = parallel.dist().shard_state()) {
+    for (const auto& [name, buffer] : shard->optimizer.buffers) shard_state += buffer.size();
+    EXPECT_EQ(shard_state, shard->end - shard->begin) << "server rank " << r << "'s momentum covers its shard";
+    EXPECT_GT(shard_state, 0u);
   }
   // Workers: push and pull is exposed communication, the servers' optimizer time is update; servers: their
   // optimizer time is update.
@@ -271,12 +294,15 @@ void expect_sync_workers_equal_one_process_on_global_batches() {
   EXPECT_EQ(steps, std::size_t(kEpochs * kStepsPerEpoch)) << "rank " << r << " (a server counts its steps)";
   if (!parallel.dist().is_worker()) {
     EXPECT_EQ(samples, 0u) << "a server trains on no data";
-    EXPECT_EQ(parallel.evaluate(local).samples, 0u) << "a server evaluates nothing";
+    if (local) {
+      EXPECT_EQ(parallel.evaluate(*local).samples, 0u) << "a server evaluates nothing";
+    }
     return;
   }
   EXPECT_EQ(samples, std::size_t(kEpochs * kStepsPerEpoch * kLocalBatch));
   EXPECT_EQ(std::memcmp(mine.data(), worker0.data(), mine.size() * sizeof(float)), 0)
       << "worker " << r << "'s parameters differ from worker 0's";
+  EXPECT_THROW(parallel.serve_epoch(), error) << "a worker does not serve";
   const double l2 = relative_l2(mine, serial.model().parameters());
   const double max = max_relative(mine, serial.model().parameters());
   EXPECT_LT(l2, 1e-5) << "rank " << r;

@@ -29,11 +29,17 @@
 // Optional (req::has_host_share; Trainer splits the host's cores by it, as one rank alone without it):
 //   c.host_share() -> HostShare     which of the ranks on this host with the same CPU set this one is, and how
 //                                   many there are (core/affinity.hpp). Constant.
+// Optional (req::has_shared_window; dist::RingAllReduce sums through it when every rank is on one host):
+//   c.shared_window(bytes) -> W     collective over all ranks, which must share one host (hosts() == 1): every
+//                                   rank gets `bytes` of memory the others can read and write, zeroed;
+//                                   w.base(rank) -> std::byte* is rank's part (64-byte aligned). Freeing W is
+//                                   collective too, except while an exception unwinds (the job is ending).
 // Collectives must be called by every rank in the same order. Failures throw sinew::comm_error naming the
 // operation and the peer. Counts are ints in MPI, so one call moves at most INT_MAX floats.
 #pragma once
 
 #include <concepts>
+#include <cstddef>
 #include <cstdlib>
 #include <span>
 #include <string_view>
@@ -88,6 +94,11 @@ concept has_probe_any = requires(C& c, int tag) {
 template <class C>
 concept has_hosts = requires(const C& c) {
   { c.hosts() } -> std::convertible_to<int>;
+};
+/// Optional: memory the ranks of one host share (the ring all-reduce's single-copy path).
+template <class C>
+concept has_shared_window = requires(C& c, std::size_t bytes) {
+  { c.shared_window(bytes).base(0) } -> std::same_as<std::byte*>;
 };
 /// Optional: which ranks share this one's cores (the trainer gives each its share of them).
 template <class C>

@@ -30,7 +30,10 @@
 #include <climits>
 #include <cstddef>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#include <exception>
 #include <memory>
 #include <span>
 #include <string>
@@ -189,6 +192,57 @@ class MpiRequest {
 
 static_assert(req::comm_request<MpiRequest>);
 
+/// Memory that every process of one host can read and write: an MPI-3 shared window (MPI_Win_allocate_shared
+/// over the host's MPI_COMM_TYPE_SHARED communicator), held in one passive epoch (MPI_Win_lock_all) for its
+/// whole life, so that loads, stores and atomics on it need no further MPI call. Mpi::shared_window builds one.
+/// Move-only. Destroying it frees the window, which is collective: every rank destroys its own in the same
+/// order; while an exception unwinds (the job is ending, comm/failure.hpp) it is left to MPI_Abort instead,
+/// since a free that waits for the other ranks could then hang.
+class MpiSharedWindow {
+ public:
+  MpiSharedWindow() = default;
+  /// Takes `window` (locked) and the base of each rank's part, by rank.
+  MpiSharedWindow(MPI_Win window, std::vector<std::byte*> bases) : window_(window), bases_(std::move(bases)) {}
+  /// Moves; `other` is left empty.
+  MpiSharedWindow(MpiSharedWindow&& other) noexcept
+      : window_(std::exchange(other.window_, MPI_WIN_NULL)), bases_(std::move(other.bases_)) {}
+  /// Frees this window (collective, see the class comment), then takes `other`'s.
+  MpiSharedWindow& operator=(MpiSharedWindow&& other) noexcept {
+    if (this != &other) {
+      release();
+      window_ = std::exchange(other.window_, MPI_WIN_NULL);
+      bases_ = std::move(other.bases_);
+    }
+    return *this;
+  }
+  MpiSharedWindow(const MpiSharedWindow&) = delete;
+  MpiSharedWindow& operator=(const MpiSharedWindow&) = delete;
+  ~MpiSharedWindow() { release(); }
+
+  /// Where rank `rank`'s part begins in this process's address space (64-byte aligned); null when empty.
+  std::byte* base(int rank) const noexcept {
+    return std::size_t(rank) < bases_.size() ? bases_[std::size_t(rank)] : nullptr;
+  }
+  /// Whether a window is held.
+  explicit operator bool() const noexcept { return window_ != MPI_WIN_NULL; }
+
+ private:
+  void release() noexcept {
+    if (window_ == MPI_WIN_NULL) return;
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized && std::uncaught_exceptions() == 0) {
+      MPI_Win_unlock_all(window_);
+      MPI_Win_free(&window_);
+    }
+    window_ = MPI_WIN_NULL;
+    bases_.clear();
+  }
+
+  MPI_Win window_ = MPI_WIN_NULL;
+  std::vector<std::byte*> bases_;
+};
+
 /// The Communicator (comm/communicator_spec.hpp) over MPI, through Boost.MPI: float messages, sums and
 /// broadcasts, each failure a comm_error naming the call, the peer and the rank.
 class Mpi {
@@ -280,6 +334,48 @@ class Mpi {
     detail::check_mpi(MPI_Bcast(data.data(), count(data.size(), site), MPI_FLOAT, root, native()), rank_, site);
   }
 
+  /// Collective over every rank, which must share one host (hosts() == 1, else comm_error): `bytes` of memory
+  /// per rank, zeroed, that every rank can read and write through base(rank) (comm/communicator_spec.hpp).
+  /// The ring all-reduce sums through it without messages (dist/ring_allreduce.hpp).
+  MpiSharedWindow shared_window(std::size_t bytes) {
+    if (topology_.hosts != 1)
+      throw comm_error("comm::Mpi: rank " + std::to_string(rank_) + ": shared_window needs every rank on one host, "
+                       "but the ranks run on " + std::to_string(topology_.hosts) +
+                       " hosts (use messages across hosts)");
+    const detail::mpi_site site{"shared_window (MPI_Win_allocate_shared)"};
+    MPI_Comm node = MPI_COMM_NULL;
+    detail::check_mpi(MPI_Comm_split_type(native(), MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node), rank_, site);
+    // Each rank's part in its own pages (near its core, where the OS places first-touched pages), 64-byte
+    // aligned: the part begins with cache lines of flags that must not share a line with another rank's.
+    MPI_Info info = MPI_INFO_NULL;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "alloc_shared_noncontig", "true");
+    void* mine = nullptr;
+    MPI_Win window = MPI_WIN_NULL;
+    // Open MPI aligns the parts after the first to 8 bytes only: 64 bytes more, and each base rounded up (the
+    // same place in every process, whose mappings are page-aligned).
+    const std::size_t rounded = std::max<std::size_t>(64, (bytes + 63) / 64 * 64);
+    const int allocated = MPI_Win_allocate_shared(MPI_Aint(rounded + 64), 1, info, node, &mine, &window);
+    MPI_Info_free(&info);
+    if (allocated != MPI_SUCCESS) MPI_Comm_free(&node);
+    detail::check_mpi(allocated, rank_, site);
+    std::vector<std::byte*> bases(std::size_t(size_), nullptr);
+    for (int r = 0; r < size_; ++r) {
+      MPI_Aint length = 0;
+      int unit = 1;
+      void* base = nullptr;
+      MPI_Win_shared_query(window, r, &length, &unit, &base);
+      bases[std::size_t(r)] = aligned_64(base);
+    }
+    std::memset(aligned_64(mine), 0, rounded);
+    MPI_Win_lock_all(MPI_MODE_NOCHECK, window);
+    const int met = MPI_Barrier(node);  // no rank reads another's flags before they are zeroed
+    MPI_Comm_free(&node);
+    MpiSharedWindow result(window, std::move(bases));
+    detail::check_mpi(met, rank_, site);
+    return result;
+  }
+
   /// Returns once every rank has called it. Collective.
   void barrier() {
     detail::check_mpi(MPI_Barrier(native()), rank_, {"barrier"});
@@ -329,6 +425,11 @@ class Mpi {
     }
   }
 
+  static std::byte* aligned_64(void* p) noexcept {
+    const auto address = reinterpret_cast<std::uintptr_t>(p);
+    return static_cast<std::byte*>(p) + ((64 - address % 64) % 64);
+  }
+
   struct topology {
     int hosts = 1;
     HostShare share;
@@ -372,6 +473,6 @@ class Mpi {
   std::shared_ptr<unwinding_guard> guard_;  // shared by the copies: the last one destroyed decides
 };
 
-static_assert(Communicator<Mpi> && req::has_probe_any<Mpi> && req::has_hosts<Mpi>);
+static_assert(Communicator<Mpi> && req::has_probe_any<Mpi> && req::has_hosts<Mpi> && req::has_shared_window<Mpi>);
 
 }  // namespace sinew::comm

@@ -18,6 +18,17 @@
 // 2 and 3 emulated hosts at 1 Gbit/s, 32 KiB chunks take a 4 MiB all-reduce from 84-90% of its alpha-beta
 // bound to 95% (docs/several-hosts.md).
 //
+// Within one host (RingTransport::automatic, when the communicator offers shared_window() and hosts() is 1) the
+// segments move through an MPI-3 shared window instead of messages: each rank copies into its part of the
+// window the segments its peers sum, raises a flag, sums its own segment (data + the peers' windows, in rank
+// order, with xsimd) into its data and its window, raises a second flag, and copies each peer's summed segment
+// out of that peer's window as soon as its flag is up; a third flag says it has read the peers' windows, which
+// they may then overwrite. No message, no system call and no rendezvous handshake: Open MPI's shared-memory
+// transport copies a large message with process_vm_readv after a round trip per message (CMA), and
+// MPI_Allreduce pays that too. Every float of the sum is still computed on one rank and copied to the others,
+// so ranks end bit-identical. A sum longer than the window (16 MiB a rank at most) goes through it in rounds.
+// A rank that dies or hangs leaves its flags down: the strategy's watchdog names it (allreduce_common.hpp).
+//
 // The strategy sums the gradient in buckets of options.bucket_bytes, cut on layer boundaries in reverse layer
 // order (dist/buckets.hpp), one ring after the other. With options.overlap, the trainer's hooks queue a bucket
 // as soon as backward has written its gradients, and after every later layer advance the ring as far as the
@@ -33,19 +44,25 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <deque>
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "sinew/backend/simd/elementwise.hpp"
 #include "sinew/comm/agreement.hpp"
 #include "sinew/comm/communicator_spec.hpp"
+#include "sinew/core/affinity.hpp"
 #include "sinew/core/diagnostics.hpp"
+#include "sinew/core/error.hpp"
 #include "sinew/dist/detail/allreduce_common.hpp"
 #include "sinew/dist/strategy_spec.hpp"
 #include "sinew/dist/sync_mode.hpp"
@@ -73,7 +90,33 @@ std::size_t ring_chunk_floats(const C& comm, std::size_t requested) {
   return kRingChunkFloats;
 }
 
-/// The buffers one ring all-reduce needs; keep one to reuse them across calls.
+/// How the ring moves the segments between ranks.
+enum class RingTransport {
+  automatic,      ///< shared_memory when the communicator has a shared window and every rank is on one host
+  messages,       ///< the communicator's isend and irecv (across hosts; within one, MPI copies each message)
+  shared_memory,  ///< each rank sums its segment straight from the others' shared windows (one host only)
+};
+
+/// 4 Mi floats (16 MiB) of shared window per rank at most: a longer sum goes through it in rounds.
+inline constexpr std::size_t kRingSharedFloats = std::size_t(1) << 22;
+
+namespace detail {
+inline constexpr int kRingTag = 7301;
+
+/// The shared window a communicator gives (comm/communicator_spec.hpp), or an empty tag without one.
+template <class C>
+struct ring_window {
+  struct none {};
+  using type = none;
+};
+template <req::has_shared_window C>
+struct ring_window<C> {
+  using type = decltype(std::declval<C&>().shared_window(std::size_t{}));
+};
+}  // namespace detail
+
+/// The buffers one ring all-reduce needs; keep one to reuse them across calls. Every rank must use its
+/// workspaces in the same order: the shared window is allocated (collectively) on first use and reused.
 template <Communicator C>
 struct RingWorkspace {
   /// the communicator's pending request
@@ -83,10 +126,18 @@ struct RingWorkspace {
   /// @{
   std::vector<request> sends, recvs;
   /// @}
+  /// The shared-memory transport's window (each rank's flags, then up to window_floats floats) and its state.
+  /// @{
+  typename detail::ring_window<C>::type window{};
+  std::size_t window_floats = 0;        ///< floats each rank's part of `window` holds
+  std::size_t window_floats_max = kRingSharedFloats;  ///< the most it grows to (longer sums take rounds)
+  std::uint64_t rounds_done = 0;        ///< rounds summed through `window` since it was allocated
+  std::vector<const float*> sources;    ///< one per rank, reused
+  std::vector<char> gathered;           ///< one per rank, reused
+  /// @}
 };
 
 namespace detail {
-inline constexpr int kRingTag = 7301;
 
 inline void add_into(std::span<float> sum, const float* addend) {
   float* s = sum.data();
@@ -95,6 +146,23 @@ inline void add_into(std::span<float> sum, const float* addend) {
     simd::store(s + i, simd::load<V>(s + i) + simd::load<V>(addend + i));
   });
 }
+
+// out[i] = copy[i] = sources[0][i] + sources[1][i] + ..., added in that order (out may be a source).
+inline void sum_into(float* out, float* copy, std::span<const float* const> sources, std::size_t n) {
+  simd::transform(0, n, [&](auto v, std::size_t i) {
+    using V = decltype(v);
+    V sum = simd::load<V>(sources[0] + i);
+    for (std::size_t q = 1; q < sources.size(); ++q) sum = sum + simd::load<V>(sources[q] + i);
+    simd::store(out + i, sum);
+    simd::store(copy + i, sum);
+  });
+}
+
+// The shared-memory transport's flags, one cache line each at the start of every rank's part of the window:
+// the round whose copy-in (ready), sum (reduced) and gather (done) that rank has finished. Rounds count from 1.
+inline constexpr std::size_t kFlagBytes = 64;
+enum ring_flag : std::size_t { kReady = 0, kReduced = 1, kDone = 2 };
+inline constexpr std::size_t kWindowHeader = 4 * kFlagBytes;
 }  // namespace detail
 
 /// One ring all-reduce in progress, advanced by the caller: advance() does every step whose messages have
@@ -109,7 +177,7 @@ class RingOperation {
   /// Starts summing `data` (see ring_allreduce_sum for the preconditions); `data` and `work` must stay alive
   /// and untouched until advance() returned true.
   void start(C& comm, std::span<float> data, RingWorkspace<C>& work, std::size_t chunk_floats = kRingChunkAuto,
-             int tag = detail::kRingTag) {
+             int tag = detail::kRingTag, RingTransport transport = RingTransport::automatic) {
     comm_ = &comm, data_ = data, work_ = &work, tag_ = tag;
     ranks_ = std::size_t(comm.size()), n_ = data.size();
     if (ranks_ == 1 || n_ == 0) {
@@ -117,6 +185,10 @@ class RingOperation {
       return;
     }
     rank_ = std::size_t(comm.rank());
+    if (shared_memory(comm, transport)) {
+      start_shared();
+      return;
+    }
     right_ = int((rank_ + 1) % ranks_), left_ = int((rank_ + ranks_ - 1) % ranks_);
     max_segment_ = (n_ + ranks_ - 1) / ranks_;
     chunk_floats = ring_chunk_floats(comm, chunk_floats);
@@ -133,6 +205,18 @@ class RingOperation {
     stage_ = stage::reduce_scatter;
     k_ = c_ = next_receive_ = drained_ = 0;
     step_begun_ = false;
+  }
+
+  /// Collective when the transport is the shared window (no-op otherwise): allocates `work`'s window for sums of
+  /// up to `floats` now, so that start() need not (it grows the window collectively on a longer sum, a wait for
+  /// every rank that the overlap hooks would rather not make).
+  static void reserve(C& comm, RingWorkspace<C>& work, std::size_t floats,
+                      RingTransport transport = RingTransport::automatic) {
+    if (comm.size() == 1 || floats == 0 || !shared_memory(comm, transport)) return;
+    RingOperation ring;
+    ring.comm_ = &comm, ring.work_ = &work, ring.ranks_ = std::size_t(comm.size()), ring.n_ = floats;
+    ring.rank_ = std::size_t(comm.rank());
+    ring.grow_window();
   }
 
   /// Whether the all-reduce has finished.
@@ -216,12 +300,151 @@ class RingOperation {
           stage_ = stage::done;
           return true;
         }
+        case stage::shared_copy_in: {
+          // The peers have read this rank's window for the last round; give them this rank's part of the
+          // segments they sum.
+          if (!peers_reached(detail::kDone, round_ - 1, block)) return false;
+          for (std::size_t q = 0; q < ranks_; ++q)
+            if (q != rank_) copy(window_part(rank_, q), round_segment(q));
+          raise(detail::kReady);
+          stage_ = stage::shared_reduce;
+          break;
+        }
+        case stage::shared_reduce: {
+          // This rank's segment, summed in rank order from its own data and the peers' windows, into its data
+          // and its window, whence the peers copy it: every rank ends with these very floats.
+          if (!peers_reached(detail::kReady, round_, block)) return false;
+          const std::span<float> mine = round_segment(rank_);
+          work.sources.resize(ranks_);
+          for (std::size_t q = 0; q < ranks_; ++q)
+            work.sources[q] = q == rank_ ? mine.data() : window_part(q, rank_).data();
+          detail::sum_into(mine.data(), window_part(rank_, rank_).data(), work.sources, mine.size());
+          raise(detail::kReduced);
+          work.gathered.assign(ranks_, 0);
+          work.gathered[rank_] = 1;
+          gathered_ = 1;
+          stage_ = stage::shared_gather;
+          break;
+        }
+        case stage::shared_gather: {
+          // Each peer's summed segment as soon as it is there.
+          for (std::size_t q = 0; q < ranks_; ++q) {
+            if (work.gathered[q] || !reached(q, detail::kReduced, round_, block)) continue;
+            copy(round_segment(q), window_part(q, q));
+            work.gathered[q] = 1, ++gathered_;
+          }
+          if (gathered_ < ranks_) return false;
+          raise(detail::kDone);
+          work.rounds_done = round_;
+          offset_ += length_;
+          if (offset_ == n_) {
+            stage_ = stage::done;
+            return true;
+          }
+          begin_round();
+          break;
+        }
         case stage::done: return true;
       }
   }
 
  private:
-  enum class stage { reduce_scatter, drain_reduce_scatter, all_gather, drain, done };
+  enum class stage { reduce_scatter, drain_reduce_scatter, all_gather, drain, shared_copy_in, shared_reduce,
+                     shared_gather, done };
+
+  // Whether this ring goes through the shared window: asked for, or automatic with every rank on one host.
+  static bool shared_memory([[maybe_unused]] C& comm, RingTransport transport) {
+    if constexpr (req::has_shared_window<C>) {
+      if (transport == RingTransport::messages) return false;
+      if (transport == RingTransport::shared_memory) return true;  // shared_window() says why it cannot
+      if constexpr (req::has_hosts<C>) return comm.hosts() == 1;
+      return false;
+    } else {
+      if (transport == RingTransport::shared_memory)
+        throw comm_error("dist::ring_allreduce_sum: RingTransport::shared_memory needs a communicator with "
+                         "shared_window() (comm/communicator_spec.hpp), as comm::Mpi has; use automatic or messages");
+      return false;
+    }
+  }
+
+  // The data is summed in rounds of at most window_floats: in each, every rank copies in, sums its segment and
+  // gathers the others' (see the stages in advance()). The window grows, collectively, to the longest sum.
+  void start_shared() {
+    grow_window();
+    offset_ = 0;
+    round_ = work_->rounds_done;
+    begin_round();
+  }
+  void grow_window() {
+    yield_ = oversubscribed(*comm_);
+    if constexpr (req::has_shared_window<C>) {
+      auto& work = *work_;
+      const std::size_t want = std::min(n_, std::max<std::size_t>(work.window_floats_max, ranks_));
+      if (work.window_floats >= want) return;
+      // Freed before the larger one is allocated, once no peer reads it any more.
+      if (work.window_floats > 0) peers_reached(detail::kDone, work.rounds_done, /*block=*/true);
+      work.window = {};
+      work.window = comm_->shared_window(detail::kWindowHeader + want * sizeof(float));
+      work.window_floats = want, work.rounds_done = 0;
+    }
+  }
+  void begin_round() {
+    ++round_;
+    length_ = std::min(work_->window_floats, n_ - offset_);
+    stage_ = stage::shared_copy_in;
+  }
+  // Segment s of this round, in `data` and in rank q's part of the window.
+  std::span<float> round_segment(std::size_t s) const {
+    const std::size_t begin = s * length_ / ranks_, end = (s + 1) * length_ / ranks_;
+    return data_.subspan(offset_ + begin, end - begin);
+  }
+  std::span<float> window_part(std::size_t q, std::size_t s) const {
+    if constexpr (req::has_shared_window<C>) {
+      float* floats = reinterpret_cast<float*>(work_->window.base(int(q)) + detail::kWindowHeader);
+      const std::size_t begin = s * length_ / ranks_, end = (s + 1) * length_ / ranks_;
+      return {floats + begin, end - begin};
+    } else {
+      return {};
+    }
+  }
+  std::uint64_t& flag(std::size_t q, detail::ring_flag which) const {
+    if constexpr (req::has_shared_window<C>)
+      return *reinterpret_cast<std::uint64_t*>(work_->window.base(int(q)) + which * detail::kFlagBytes);
+    static std::uint64_t none = 0;  // unreachable: without a window no ring takes the shared stages
+    return (void)q, (void)which, none;
+  }
+  // Publishes that this rank finished `which` of this round: the floats it wrote before are seen by whoever
+  // sees the flag (release, acquire).
+  void raise(detail::ring_flag which) const {
+    std::atomic_ref<std::uint64_t>(flag(rank_, which)).store(round_, std::memory_order_release);
+  }
+  // Whether more ranks share this one's CPU set than it has cores (mpirun --oversubscribe): then a rank that
+  // waits yields the core, which the rank it waits for may need, as Open MPI's progress loop does then. Bound
+  // ranks (one core each) or ranks that split their set (core/affinity.hpp) spin without a system call.
+  static bool oversubscribed([[maybe_unused]] const C& comm) {
+    if constexpr (req::has_host_share<C>)
+      return std::size_t(comm.host_share().count) > launch_cpus().size();
+    else
+      return true;
+  }
+
+  // Whether rank q has finished `which` of `round`; with block, waits for it.
+  bool reached(std::size_t q, detail::ring_flag which, std::uint64_t round, bool block) const {
+    std::atomic_ref<std::uint64_t> f(flag(q, which));
+    while (f.load(std::memory_order_acquire) < round) {
+      if (yield_) std::this_thread::yield();
+      if (!block) return false;
+    }
+    return true;
+  }
+  bool peers_reached(detail::ring_flag which, std::uint64_t round, bool block) const {
+    for (std::size_t q = 0; q < ranks_; ++q)
+      if (q != rank_ && !reached(q, which, round, block)) return false;
+    return true;
+  }
+  static void copy(std::span<float> to, std::span<const float> from) {
+    if (!from.empty()) std::memcpy(to.data(), from.data(), from.size() * sizeof(float));
+  }
 
   // Segment s (taken modulo the ranks, so rank - k works) is [s n / p, (s + 1) n / p): sizes differ by one at
   // most, and some are empty when n < p. A chunk count of zero then sends nothing, on both sides alike.
@@ -250,24 +473,31 @@ class RingOperation {
   stage stage_ = stage::done;
   std::size_t k_ = 0, c_ = 0, next_receive_ = 0, drained_ = 0, reduce_scatter_sends_ = 0;
   bool step_begun_ = false;
+  std::size_t offset_ = 0, length_ = 0, gathered_ = 0;  // the shared-memory round: its floats, peers gathered
+  std::uint64_t round_ = 0;                            // its number since the window was allocated
+  bool yield_ = false;                                 // waiting yields the core (oversubscribed())
 };
 
 /// Collective: every rank's `data` becomes the element-wise sum over all ranks, by the pipelined ring.
 /// Pre: data.size() is the same on every rank (any size, 0 and fewer than the ranks included) and so is
 /// `chunk_floats` (0: one chunk per segment; kRingChunkAuto: by the hosts, see ring_chunk_floats).
+/// `transport` picks messages or the shared window (automatic: the window when every rank is on one host);
+/// the chunk size matters to messages only.
 template <Communicator C>
 void ring_allreduce_sum(C& comm, std::span<float> data, RingWorkspace<C>& work,
-                        std::size_t chunk_floats = kRingChunkAuto) {
+                        std::size_t chunk_floats = kRingChunkAuto,
+                        RingTransport transport = RingTransport::automatic) {
   RingOperation<C> ring;
-  ring.start(comm, data, work, chunk_floats);
+  ring.start(comm, data, work, chunk_floats, detail::kRingTag, transport);
   ring.advance(/*block=*/true);
 }
 
 /// The same, with buffers allocated for this call.
 template <Communicator C>
-void ring_allreduce_sum(C& comm, std::span<float> data, std::size_t chunk_floats = kRingChunkAuto) {
+void ring_allreduce_sum(C& comm, std::span<float> data, std::size_t chunk_floats = kRingChunkAuto,
+                        RingTransport transport = RingTransport::automatic) {
   RingWorkspace<C> work;
-  ring_allreduce_sum(comm, data, work, chunk_floats);
+  ring_allreduce_sum(comm, data, work, chunk_floats, transport);
 }
 
 /// Comm: the communicator whose point-to-point messages carry the ring (comm::Mpi).
@@ -286,6 +516,7 @@ class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
     /// count, the optimizer and the chunk size.
     std::string configuration;
     std::size_t chunk_floats = kRingChunkAuto;  ///< floats per message (auto: by the hosts); 0: one per segment
+    RingTransport transport = RingTransport::automatic;  ///< messages or the shared window (automatic: by the hosts)
     std::size_t bucket_bytes = kDefaultBucketBytes;  ///< gradient bytes per ring; 0: one ring for all
     bool overlap = true;          ///< start each bucket's ring during backward (off: all after backward)
     double timeout_seconds = 25;  ///< waiting longer in a collective aborts the job naming silent ranks; 0: never
@@ -311,10 +542,15 @@ class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
   template <SyncMode M, Optimizer O>
   void start(std::span<float> params, O&) {
     static_assert(sizeof(mode<M>) > 0);
-    std::vector<comm::Fact> facts = {{"ring chunk size", ring_chunk_floats(this->comm_, options_.chunk_floats)}};
+    std::vector<comm::Fact> facts = {{"ring chunk size", ring_chunk_floats(this->comm_, options_.chunk_floats)},
+                                     {"ring transport", std::size_t(options_.transport)}};
     const std::vector<comm::Fact> buckets = this->bucket_facts(params.size());
     facts.insert(facts.end(), buckets.begin(), buckets.end());
     detail::agree_and_broadcast<Comm, O>(this->comm_, params, "dist::RingAllReduce", options_.configuration, facts);
+    // The shared window, if the ring uses one, sized for the largest bucket now, while every rank is here.
+    std::size_t largest = 0;
+    for (const Bucket& b : this->buckets()) largest = std::max(largest, b.size());
+    RingOperation<Comm>::reserve(this->comm_, work_, largest, options_.transport);
   }
 
   /// Collective: params -= optimizer(mean of every rank's grads). grads holds the mean afterwards.
@@ -334,7 +570,7 @@ class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
   // The ring gives every rank the same floats: each segment is summed on one rank and passed on as it is. Only
   // at an epoch's end, when no bucket is in flight, so the gradients' workspace is free.
   void sum_buffers(std::span<float> buffers) {
-    ring_allreduce_sum(this->comm_, buffers, work_, options_.chunk_floats);
+    ring_allreduce_sum(this->comm_, buffers, work_, options_.chunk_floats, options_.transport);
   }
 
   bool poll() {
@@ -346,7 +582,7 @@ class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
       }
       if (queued_.empty()) return true;
       this->bucket_begins();
-      ring_.start(this->comm_, queued_.front(), work_, options_.chunk_floats);
+      ring_.start(this->comm_, queued_.front(), work_, options_.chunk_floats, detail::kRingTag, options_.transport);
       running_ = true;
       queued_.pop_front();
     }
