@@ -8,6 +8,7 @@
 // of the N local gradients is the gradient of the global batch; only the summation order differs, hence the
 // tolerance. The network has no batch normalisation (its statistics would be per local batch).
 #include <gtest/gtest.h>
+#include <mpi.h>
 
 #include "../support/corners.hpp"
 
@@ -244,6 +245,54 @@ TEST(data_parallel, ranks_on_one_host_take_disjoint_shares_of_its_cores) {
   }
 }
 
+// A bucket whose all-reduce ends while backward still computes is updated in the next hook (its layers' backward
+// is over), once the ranks agree that every loss was finite; after a disagreement nothing is updated at all.
+// Eight layers of 16 floats, a bucket each; a barrier after every hook gives the other ranks' messages time to
+// arrive, so that the last layer's bucket is summed within the hooks of the layers before it.
+template <class Strategy>
+void expect_a_bucket_summed_in_backward_to_be_updated_in_a_hook() {
+  comm::Mpi world;
+  const int p = world.size(), r = world.rank();
+  Strategy s(options_for<Strategy>(64, true), world);
+  const std::size_t starts[] = {0, 16, 32, 48, 64, 80, 96, 112};
+  s.set_layer_starts(starts);
+  std::vector<float> params(128, 1.0f), grads(128);
+  optim::Sgd sgd({.lr = 0.5f}, params.size());
+  s.template start<Sync>(params, sgd);
+  ASSERT_EQ(s.buckets().size(), 8u);
+  const float expected = 1.0f - 0.5f * float(p + 1) / 2;  // the mean gradient of ranks 1 .. p, as below
+  for (const bool finite : {true, false}) {
+    std::vector<float> before = params;
+    std::fill(grads.begin(), grads.end(), float(r + 1));
+    s.agree_during_update(finite || r != p - 1);
+    s.backward_begins(params, grads, sgd);
+    for (std::size_t layer = 8; layer-- > 1;) {
+      s.gradients_ready(starts[layer]);
+      MPI_Barrier(world.native());
+    }
+    if (finite && p > 1) {
+      EXPECT_EQ(params[127], expected) << "rank " << r << ": the last layer's bucket was not updated in a hook";
+      EXPECT_EQ(params[0], 1.0f) << "rank " << r << ": the first layer's gradients are not final yet";
+    }
+    s.gradients_ready(0);
+    metrics::PhaseSeconds phases;
+    s.template update<Sync>(params, grads, sgd, phases);
+    EXPECT_EQ(s.agreed(), finite) << "rank " << r;
+    for (std::size_t i = 0; i < params.size(); ++i)
+      ASSERT_EQ(params[i], finite ? expected : before[i]) << "rank " << r << ", parameter " << i;
+    if (finite) {
+      EXPECT_GT(phases.update, 0.0);
+    }
+  }
+}
+
+TEST(data_parallel, ring_allreduce_updates_a_bucket_summed_during_backward_in_the_next_hook) {
+  expect_a_bucket_summed_in_backward_to_be_updated_in_a_hook<dist::RingAllReduce<comm::Mpi>>();
+}
+TEST(data_parallel, mpi_allreduce_updates_a_bucket_summed_during_backward_in_the_next_hook) {
+  expect_a_bucket_summed_in_backward_to_be_updated_in_a_hook<dist::MpiAllReduce<comm::Mpi>>();
+}
+
 TEST(data_parallel, nan_loss_on_one_rank_stops_every_rank_without_hanging) {
   comm::Mpi world;
   if (world.size() < 2) GTEST_SKIP() << "needs two ranks";
@@ -256,6 +305,7 @@ TEST(data_parallel, nan_loss_on_one_rank_stops_every_rank_without_hanging) {
     using last = std::tuple_element_t<SmallNet::nodes<true>::kSize - 1, as_tuple_t<SmallNet::nodes<true>>>;
     trainer.model().parameters()[last::kParamOffset + last::kParams - 1] = std::nanf("");
   }
+  const std::vector<float> before(trainer.model().parameters().begin(), trainer.model().parameters().end());
   try {
     trainer.train_epoch(local);
     FAIL() << "rank " << world.rank() << " went on training";
@@ -264,6 +314,10 @@ TEST(data_parallel, nan_loss_on_one_rank_stops_every_rank_without_hanging) {
                                                    : "another rank's loss is NaN or infinite at epoch 0, step 0";
     EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
   }
+  // The check travels with the gradients (the NaN ones included), and no bucket is updated before it is known.
+  EXPECT_EQ(std::memcmp(before.data(), trainer.model().parameters().data(), before.size() * sizeof(float)), 0)
+      << "rank " << world.rank() << ": the step changed parameters";
+  EXPECT_EQ(trainer.optimizer().state().steps, 0) << "rank " << world.rank();
 }
 
 }  // namespace
