@@ -466,15 +466,10 @@ class Trainer {
           check_finite(value.loss, epoch_batch_);
         checked = metrics::lap(watch, trace, metrics::TraceKind::loss_check);
       }
-      // Before backward: a strategy may update a layer's parameters as soon as its gradients are summed.
-      optimizer_.set_learning_rate(schedule_ ? schedule_(base_lr_, step_) : base_lr_);
       if constexpr (req::has_overlap_hooks<S>) {
         // The strategy sends each layer's gradients while backward computes the earlier layers'. The time in
         // its hooks is communication, which the strategy reports (phases.comm): backward leaves it out.
-        if constexpr (requires { strategy_.backward_begins(model_.parameters(), model_.gradients(), optimizer_); })
-          strategy_.backward_begins(model_.parameters(), model_.gradients(), optimizer_);
-        else
-          strategy_.backward_begins(model_.gradients());
+        strategy_.backward_begins(model_.gradients());
         double hooks = 0;
         model_.backward([this, &hooks, trace](std::size_t first) {
           metrics::Stopwatch hook;
@@ -486,6 +481,7 @@ class Trainer {
         model_.backward();
         phases.backward = metrics::lap(watch, trace, metrics::TraceKind::backward);
       }
+      optimizer_.set_learning_rate(schedule_ ? schedule_(base_lr_, step_) : base_lr_);
       const metrics::clock::time_point updating = metrics::mark(trace);
       strategy_.template update<M>(model_.parameters(), model_.gradients(), optimizer_, phases);
       if constexpr (kDeferredCheck)

@@ -77,15 +77,6 @@
 //                                   final for this step and may be sent. Calls come with decreasing `first`, at
 //                                   most one per layer; layers backward does not reach send none, so update()
 //                                   must treat the rest of grads as final when it comes.
-//   s.backward_begins(params, grads, optimizer)
-//                                   optional, called instead of backward_begins(grads) when S has it: the same,
-//                                   handing over the parameters and the optimizer of this step's update() (its
-//                                   learning rate already set), so that S may apply the step to the parameters
-//                                   of a range whose combined gradient is ready while backward still computes
-//                                   the earlier layers (their backward no longer reads those parameters). The
-//                                   all-reduce strategies do, with optimizers that step in ranges
-//                                   (optim/optimizer_spec.hpp: req::has_range_step), and only once a deferred
-//                                   agreement (below) has found every loss finite.
 // update() then waits only for what is still in flight, and leaves the mean gradient in grads as before, so
 // the optimizer sees what it saw without the hooks. The hooks run on the training thread inside backward:
 // update() adds the time spent in them to phases.comm, and the trainer, which times its calls to them, leaves

@@ -142,41 +142,21 @@ class allreduce_base {
     ready_from_ = grads.size();
     in_step_ = true;
     busy_ = false;
-    hook_seconds_ = busy_hook_seconds_ = hidden_seconds_ = hook_update_seconds_ = 0;
+    hook_seconds_ = busy_hook_seconds_ = hidden_seconds_ = 0;
     began_ = finished_ = 0;
     updated_bucket_ = updated_floats_ = 0;
-    stepper_ = {};
     if (!agreement_pending_) agreed_ = true;  // no NaN check this step
   }
 
-  /// The same, handing over the parameters and the optimizer of this step's update() (strategy_spec.hpp): with
-  /// an optimizer that steps in ranges (optim/optimizer_spec.hpp: req::has_range_step), a bucket whose
-  /// all-reduce ends while backward still computes is averaged and updated in the next hook (its layers'
-  /// backward is over, so nothing reads those parameters again in this step), once every rank's loss is known
-  /// to be finite (agree_during_update). The optimizer's learning rate must be set for the step by now.
-  template <Optimizer O>
-  void backward_begins(std::span<float> params, std::span<float> grads, O& optimizer) {
-    backward_begins(grads);
-    if constexpr (req::has_range_step<O>) stepper_ = range_stepper::of(optimizer, params);
-  }
-
-  /// During backward: grads[first, end) are final. Starts every bucket that is now complete, moves the ones in
-  /// flight on, and updates the parameters of those whose all-reduce has ended (see backward_begins).
+  /// During backward: grads[first, end) are final. Starts every bucket that is now complete, and moves the
+  /// ones in flight on.
   void gradients_ready(std::size_t first) {
     if (!in_step_ || !options_.overlap || comm_.size() == 1) return;
     const auto entered = metrics::clock::now();
     ready_from_ = std::min(ready_from_, first);
     submit_ready();
     const bool busy = busy_;
-    const auto poll = [&] {
-      if (busy_ && derived().poll()) idle(metrics::clock::now());
-    };
-    poll();
-    if (stepper_.step)
-      while (updated_bucket_ < finished_ && agreement_known() && agreed_) {
-        hook_update_seconds_ += update_piece();
-        poll();
-      }
+    if (busy && derived().poll()) idle(metrics::clock::now());
     const double spent = std::chrono::duration<double>(metrics::clock::now() - entered).count();
     hook_seconds_ += spent;
     if (busy) busy_hook_seconds_ += spent;
@@ -216,10 +196,6 @@ class allreduce_base {
     submit_ready();
     phases.comm_hidden += std::max(0.0, hidden_seconds_ - busy_hook_seconds_);
     if constexpr (req::has_range_step<O>) {
-      if (updated_bucket_ > 0 && stepper_.params.data() != params.data())
-        throw error(std::string(who_) + ": update() got other parameters than backward_begins(params, grads, "
-                    "optimizer), which has updated some of those already (pass the same spans to both)");
-      stepper_ = range_stepper::of(optimizer, params);
       double updating = 0;  // seconds in update pieces within the wait
       wait_watched(
           [&] {
@@ -227,16 +203,14 @@ class allreduce_base {
             if (!agreement_known() || (updated_bucket_ < buckets_.size() && updated_bucket_ >= finished_ && !summed))
               return false;
             if (!agreed_ || updated_bucket_ == buckets_.size()) return summed;
-            updating += update_piece();
+            updating += update_piece(params, optimizer);
             return summed && updated_bucket_ == buckets_.size();
           },
           "the gradient all-reduce");
       // On the timeline the wait spans the pieces updated within it (each an update event of its own).
-      phases.comm += metrics::lap(watch, timeline_, metrics::TraceKind::wait) - updating + hook_seconds_ -
-                     hook_update_seconds_;
+      phases.comm += metrics::lap(watch, timeline_, metrics::TraceKind::wait) - updating + hook_seconds_;
       if (agreed_) optimizer.end_step();
-      stepper_ = {};
-      phases.update += updating + hook_update_seconds_ + watch.lap();
+      phases.update += updating + watch.lap();
     } else {
       wait_watched([&] { return derived().poll() && agreement_known(); }, "the gradient all-reduce");
       phases.comm += metrics::lap(watch, timeline_, metrics::TraceKind::wait) + hook_seconds_;
@@ -252,12 +226,13 @@ class allreduce_base {
 
   /// Averages and updates the next piece (at most kUpdatePieceFloats) of the first bucket not yet updated,
   /// whose all-reduce has ended; returns the seconds it took (recorded as an update with a timeline).
-  double update_piece() {
+  template <class O>
+  double update_piece(std::span<float> params, O& optimizer) {
     const Bucket b = buckets_[updated_bucket_];
     const std::size_t from = b.begin + updated_floats_, to = std::min(b.end, from + kUpdatePieceFloats);
     const auto begun = metrics::clock::now();
     if (comm_.size() > 1) scale(grads_.subspan(from, to - from), 1.0f / float(comm_.size()));
-    stepper_.step(stepper_.optimizer, stepper_.params, grads_, from, to);
+    optimizer.step_range(params, grads_, from, to);
     const auto ended = metrics::clock::now();
     if (timeline_)
       timeline_->record(metrics::TraceKind::update, begun, ended, std::int32_t(updated_bucket_), to - from);
@@ -405,23 +380,7 @@ class allreduce_base {
   metrics::Timeline* timeline_ = nullptr;               // null: no trace
   std::vector<metrics::clock::time_point> bucket_began_;  // per bucket, with a timeline
   std::size_t began_ = 0, finished_ = 0;                // buckets started and seen ended in this step
-  // The optimizer's step_range for update_piece, without the optimizer's type (the hooks do not know it).
-  struct range_stepper {
-    void* optimizer = nullptr;
-    void (*step)(void*, std::span<float>, std::span<const float>, std::size_t, std::size_t) = nullptr;
-    std::span<float> params;
-    template <class O>
-    static range_stepper of(O& o, std::span<float> params) {
-      return {&o,
-              [](void* self, std::span<float> p, std::span<const float> g, std::size_t from, std::size_t to) {
-                static_cast<O*>(self)->step_range(p, g, from, to);
-              },
-              params};
-    }
-  };
-  range_stepper stepper_;
   std::size_t updated_bucket_ = 0, updated_floats_ = 0;  // buckets wholly updated this step, floats of the next
-  double hook_update_seconds_ = 0;                        // of hook_seconds_: updating
   // agree_during_update's one-float sum: in flight, its flag, whether its outcome is still to be seen, the outcome
   using agreement_request = decltype(std::declval<Comm&>().iallreduce_sum(std::span<float>()));
   std::optional<agreement_request> agreement_;
