@@ -14,8 +14,8 @@
 // Each step is timed in phases (load, forward, backward, exposed communication, update; communication hidden
 // behind backward is reported beside them); images/s counts only steps after the warm-up. A NaN or infinite
 // loss stops training with a training_error before the step changes any parameter (with several ranks, every
-// rank stops together: the ranks agree on it, beside the step's gradients where the strategy can carry it). On a rank that does not
-// train (a parameter server) train_epoch serves the workers' epoch instead.
+// rank stops together: the ranks agree on it, beside the step's gradients where the strategy can carry it). On a
+// rank that does not train (a parameter server) train_epoch serves the workers' epoch instead.
 //
 // A strategy with overlap hooks (dist/strategy_spec.hpp) hears from backward as each layer's gradients are
 // final. A strategy with require_agreement checks at construction that every rank built the same trainer, and
@@ -166,10 +166,11 @@ class Trainer {
   /// Called after every training step (see set_step_callback).
   using step_callback = std::function<void(const StepInfo&)>;
   /// The most events a training step records in a timeline (start_trace): each node's forward and backward, an
-  /// overlap hook and a bucket per node with parameters at most, the step's phases, and an update and a wait
-  /// for each piece of the parameters an all-reduce strategy updates at a time (dist::kUpdatePieceFloats).
-  static constexpr std::size_t kTraceEventsPerStep =
-      2 * model_type::kOps + 4 * model_type::kLayerStarts.size() + 2 * (model_type::kParamSpan / dist::kUpdatePieceFloats) + 12;
+  /// overlap hook and a bucket per node with parameters at most, the step's phases, and an update for each
+  /// piece of the parameters an all-reduce strategy updates at a time (dist::kUpdatePieceFloats; a bucket's
+  /// last piece may be short).
+  static constexpr std::size_t kTraceEventsPerStep = 2 * model_type::kOps + 3 * model_type::kLayerStarts.size() +
+                                                     model_type::kParamSpan / dist::kUpdatePieceFloats + 10;
   /// train_epoch's default: the loader's whole epoch.
   static constexpr std::size_t kWholeEpoch = std::numeric_limits<std::size_t>::max();
 
