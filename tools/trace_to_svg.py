@@ -84,6 +84,8 @@ def layout(trace, step):
             rects.append(((e["ts"] - origin) / 1e3, (e["ts"] + e["dur"] - origin) / 1e3, row + depth, e["cat"],
                           e["name"]))
         row += depths
+    # The optimizer's update pieces lie inside the wait, at the same depth: draw them on top.
+    rects.sort(key=lambda r: r[3] == "update")
     return rects, labels, row
 
 

@@ -13,8 +13,9 @@
 //
 // Each step is timed in phases (load, forward, backward, exposed communication, update; communication hidden
 // behind backward is reported beside them); images/s counts only steps after the warm-up. A NaN or infinite
-// loss stops training with a training_error before the step changes any parameter. On a rank that does not
-// train (a parameter server) train_epoch serves the workers' epoch instead.
+// loss stops training with a training_error before the step changes any parameter (with several ranks, every
+// rank stops together: the ranks agree on it, beside the step's gradients where the strategy can carry it). On a
+// rank that does not train (a parameter server) train_epoch serves the workers' epoch instead.
 //
 // A strategy with overlap hooks (dist/strategy_spec.hpp) hears from backward as each layer's gradients are
 // final. A strategy with require_agreement checks at construction that every rank built the same trainer, and
@@ -72,6 +73,7 @@
 #include "sinew/core/error.hpp"
 #include "sinew/data/cached_loader.hpp"
 #include "sinew/data/loader_spec.hpp"
+#include "sinew/dist/buckets.hpp"
 #include "sinew/dist/local.hpp"
 #include "sinew/dist/strategy_spec.hpp"
 #include "sinew/dist/sync_mode.hpp"
@@ -164,8 +166,11 @@ class Trainer {
   /// Called after every training step (see set_step_callback).
   using step_callback = std::function<void(const StepInfo&)>;
   /// The most events a training step records in a timeline (start_trace): each node's forward and backward, an
-  /// overlap hook and a bucket per node with parameters at most, and the step's phases.
-  static constexpr std::size_t kTraceEventsPerStep = 2 * model_type::kOps + 2 * model_type::kLayerStarts.size() + 10;
+  /// overlap hook and a bucket per node with parameters at most, the step's phases, and an update for each
+  /// piece of the parameters an all-reduce strategy updates at a time (dist::kUpdatePieceFloats; a bucket's
+  /// last piece may be short).
+  static constexpr std::size_t kTraceEventsPerStep = 2 * model_type::kOps + 3 * model_type::kLayerStarts.size() +
+                                                     model_type::kParamSpan / dist::kUpdatePieceFloats + 10;
   /// train_epoch's default: the loader's whole epoch.
   static constexpr std::size_t kWholeEpoch = std::numeric_limits<std::size_t>::max();
 
@@ -480,10 +485,14 @@ class Trainer {
       const LossValue value = model_.loss({labels_.data(), n});
       phases.forward = metrics::lap(watch, trace, metrics::TraceKind::forward);
       // The NaN check agrees across ranks (an all-reduce of one flag): its wait for slower ranks is exposed
-      // communication, not backward.
+      // communication, not backward. A strategy that can carry it beside the gradients (deferred agreement)
+      // only starts it here, and its update() applies the step only if every rank's loss was finite.
       double checked = 0;
       if (options_.check_finite) {
-        check_finite(value.loss, epoch_batch_);
+        if constexpr (kDeferredCheck)
+          strategy_.agree_during_update(std::isfinite(value.loss));
+        else
+          check_finite(value.loss, epoch_batch_);
         checked = metrics::lap(watch, trace, metrics::TraceKind::loss_check);
       }
       if constexpr (req::has_overlap_hooks<S>) {
@@ -504,6 +513,8 @@ class Trainer {
       optimizer_.set_learning_rate(schedule_ ? schedule_(base_lr_, step_) : base_lr_);
       const metrics::clock::time_point updating = metrics::mark(trace);
       strategy_.template update<M>(model_.parameters(), model_.gradients(), optimizer_, phases);
+      if constexpr (kDeferredCheck)
+        if (options_.check_finite && !strategy_.agreed()) stop_on_nonfinite(value.loss, epoch_batch_);
       phases.comm += checked;
       metrics::record(trace, metrics::TraceKind::strategy_update, updating);
       metrics::record(trace, metrics::TraceKind::step, step_began);
@@ -590,6 +601,8 @@ class Trainer {
       strategy_.synchronize_buffers(model_.buffers());
   }
 
+  // Whether the NaN check travels with the gradients (dist/strategy_spec.hpp: req::has_deferred_agreement).
+  static constexpr bool kDeferredCheck = req::has_deferred_agreement<S>;
   static constexpr bool has_agreement =
       requires(S& s, std::span<const comm::Fact> facts) { s.require_agreement(facts, "trainer"); };
   // Whether the workers may take other numbers of batches in an epoch (a parameter server in Async mode).
@@ -607,7 +620,11 @@ class Trainer {
     const bool finite = std::isfinite(loss);
     bool everywhere = finite;
     if constexpr (requires { strategy_.all_agree(finite); }) everywhere = strategy_.all_agree(finite);
-    if (everywhere) return;
+    if (!everywhere) stop_on_nonfinite(loss, step);
+  }
+  /// Some rank's loss was NaN or infinite: the training_error that says whose and what to do.
+  [[noreturn]] void stop_on_nonfinite(double loss, std::size_t step) const {
+    const bool finite = std::isfinite(loss);
     const std::string where = " at epoch " + std::to_string(epoch_) + ", step " + std::to_string(step) +
                               " (learning rate " + std::to_string(optimizer_.learning_rate()) +
                               "); the parameters are those before this step. Lower the learning rate, or check "

@@ -244,6 +244,47 @@ TEST(data_parallel, ranks_on_one_host_take_disjoint_shares_of_its_cores) {
   }
 }
 
+// update() averages and updates each bucket as its all-reduce ends, in pieces, while the later buckets are still
+// in flight: the floats are those of one step over the mean gradient; and when a rank's loss was not finite
+// (the deferred agreement travels beside the buckets), nothing is updated at all. Eight layers of 16 floats,
+// a bucket each; the hooks start the last layers' buckets during "backward".
+template <class Strategy>
+void expect_buckets_updated_as_they_end_only_when_every_rank_agrees() {
+  comm::Mpi world;
+  const int p = world.size(), r = world.rank();
+  Strategy s(options_for<Strategy>(64, true), world);
+  const std::size_t starts[] = {0, 16, 32, 48, 64, 80, 96, 112};
+  s.set_layer_starts(starts);
+  std::vector<float> params(128, 1.0f), grads(128);
+  optim::Sgd sgd({.lr = 0.5f}, params.size());
+  s.template start<Sync>(params, sgd);
+  ASSERT_EQ(s.buckets().size(), 8u);
+  const float expected = 1.0f - 0.5f * float(p + 1) / 2;  // the mean gradient of ranks 1 .. p, as below
+  for (const bool finite : {true, false}) {
+    std::vector<float> before = params;
+    std::fill(grads.begin(), grads.end(), float(r + 1));
+    s.agree_during_update(finite || r != p - 1);
+    s.backward_begins(grads);
+    for (std::size_t layer = 8; layer-- > 4;) s.gradients_ready(starts[layer]);
+    metrics::PhaseSeconds phases;
+    s.template update<Sync>(params, grads, sgd, phases);
+    EXPECT_EQ(s.agreed(), finite) << "rank " << r;
+    for (std::size_t i = 0; i < params.size(); ++i)
+      ASSERT_EQ(params[i], finite ? expected : before[i]) << "rank " << r << ", parameter " << i;
+    EXPECT_EQ(sgd.state().steps, 1) << "rank " << r << ": one step, counted once for all its pieces";
+    if (finite) {
+      EXPECT_GT(phases.update, 0.0);
+    }
+  }
+}
+
+TEST(data_parallel, ring_allreduce_updates_buckets_as_they_end_only_when_every_rank_agrees) {
+  expect_buckets_updated_as_they_end_only_when_every_rank_agrees<dist::RingAllReduce<comm::Mpi>>();
+}
+TEST(data_parallel, mpi_allreduce_updates_buckets_as_they_end_only_when_every_rank_agrees) {
+  expect_buckets_updated_as_they_end_only_when_every_rank_agrees<dist::MpiAllReduce<comm::Mpi>>();
+}
+
 TEST(data_parallel, nan_loss_on_one_rank_stops_every_rank_without_hanging) {
   comm::Mpi world;
   if (world.size() < 2) GTEST_SKIP() << "needs two ranks";
@@ -256,6 +297,7 @@ TEST(data_parallel, nan_loss_on_one_rank_stops_every_rank_without_hanging) {
     using last = std::tuple_element_t<SmallNet::nodes<true>::kSize - 1, as_tuple_t<SmallNet::nodes<true>>>;
     trainer.model().parameters()[last::kParamOffset + last::kParams - 1] = std::nanf("");
   }
+  const std::vector<float> before(trainer.model().parameters().begin(), trainer.model().parameters().end());
   try {
     trainer.train_epoch(local);
     FAIL() << "rank " << world.rank() << " went on training";
@@ -264,6 +306,10 @@ TEST(data_parallel, nan_loss_on_one_rank_stops_every_rank_without_hanging) {
                                                    : "another rank's loss is NaN or infinite at epoch 0, step 0";
     EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
   }
+  // The check travels with the gradients (the NaN ones included), and no bucket is updated before it is known.
+  EXPECT_EQ(std::memcmp(before.data(), trainer.model().parameters().data(), before.size() * sizeof(float)), 0)
+      << "rank " << world.rank() << ": the step changed parameters";
+  EXPECT_EQ(trainer.optimizer().state().steps, 0) << "rank " << world.rank();
 }
 
 }  // namespace

@@ -123,7 +123,7 @@ void expect_a_complete_aligned_trace(const char* name) {
       const Slice s = k["step"][0];
       EXPECT_GT(s.begin, previous_end) << "steps follow each other, rank " << rank;
       previous_end = s.end;
-      for (const char* phase : {"load", "forward", "backward", "strategy_update", "wait", "update", "loss_check"}) {
+      for (const char* phase : {"load", "forward", "backward", "strategy_update", "wait", "loss_check"}) {
         ASSERT_EQ(k[phase].size(), 1u) << phase << ", rank " << rank << " step " << step;
         EXPECT_TRUE(k[phase][0].within(s)) << phase << " outside its step, rank " << rank;
       }
@@ -131,7 +131,10 @@ void expect_a_complete_aligned_trace(const char* name) {
       EXPECT_LE(k["forward"][0].end, k["backward"][0].begin + 1e-3);
       EXPECT_LE(k["backward"][0].end, k["strategy_update"][0].begin + 1e-3);
       EXPECT_TRUE(k["wait"][0].within(k["strategy_update"][0]));
-      EXPECT_TRUE(k["update"][0].within(k["strategy_update"][0]));
+      // The optimizer updates each bucket as its all-reduce ends, in pieces within the wait, while the later
+      // buckets are in flight (dist/detail/allreduce_common.hpp).
+      ASSERT_GE(k["update"].size(), 1u) << "rank " << rank << " step " << step;
+      for (const Slice& u : k["update"]) EXPECT_TRUE(u.within(k["wait"][0])) << "an update outside the wait";
       // Every node's forward and backward, each inside its pass.
       EXPECT_EQ(layers[rank][step]["layer_forward"].size(), nodes.size()) << "rank " << rank << " step " << step;
       EXPECT_EQ(layers[rank][step]["layer_backward"].size(), nodes.size()) << "rank " << rank << " step " << step;

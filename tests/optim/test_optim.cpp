@@ -121,6 +121,36 @@ TEST(sgd, rejects_nesterov_without_momentum) {
   EXPECT_THROW(optim::Sgd({.lr = 0.1f, .nesterov = true}, 10), training_error);
 }
 
+// What the all-reduce strategies do (dist/detail/allreduce_common.hpp): update bucket by bucket, in pieces, last
+// layers first, as each bucket's all-reduce ends. Pieces that begin at multiples of 16 floats (where layers begin)
+// must give step()'s floats, whatever the SIMD width.
+template <class O>
+void expect_pieces_equal_whole_steps(const typename O::options& o) {
+  const std::size_t n = 1000;
+  Problem whole(n), pieces(n);
+  O a(o, n), b(o, n);
+  const std::size_t cuts[] = {1000, 624, 608, 32, 16, 0};  // [624, 1000), [608, 624), [32, 608), [16, 32), [0, 16)
+  for (int step = 0; step < 3; ++step) {
+    whole.new_gradient(step), pieces.new_gradient(step);
+    a.step(whole.p, whole.g);
+    for (std::size_t i = 0; i + 1 < std::size(cuts); ++i) b.step_range(pieces.p, pieces.g, cuts[i + 1], cuts[i]);
+    b.end_step();
+  }
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(whole.p[i], pieces.p[i]) << i;
+  const optim::StateView sa = a.state(), sb = b.state();
+  EXPECT_EQ(sa.steps, sb.steps);
+  ASSERT_EQ(sa.buffers.size(), sb.buffers.size());
+  for (std::size_t k = 0; k < sa.buffers.size(); ++k)
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(sa.buffers[k].second[i], sb.buffers[k].second[i]) << k << " " << i;
+}
+
+TEST(step_range, pieces_in_any_order_equal_whole_steps_bit_for_bit) {
+  expect_pieces_equal_whole_steps<optim::Sgd>({.lr = 0.1f, .momentum = 0.9f, .weight_decay = 0.01f, .nesterov = true});
+  expect_pieces_equal_whole_steps<optim::Adam>({.lr = 0.01f, .weight_decay = 0.01f});
+  expect_pieces_equal_whole_steps<optim::AdamW>({});
+  expect_pieces_equal_whole_steps<optim::RmsProp>({.lr = 0.01f, .momentum = 0.9f});
+}
+
 TEST(schedule, step_decay_and_warmup_cosine) {
   const optim::StepDecay decay{.every = 10, .gamma = 0.5f};
   EXPECT_FLOAT_EQ(decay(1.0f, 25), 0.25f);

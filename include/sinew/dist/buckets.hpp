@@ -28,6 +28,11 @@ namespace sinew::dist {
 /// but the largest networks would be a single bucket that can only start after backward, with no overlap.
 inline constexpr std::size_t kDefaultBucketBytes = std::size_t(1) << 20;
 
+/// 256 Ki floats (1 MiB) of parameters the all-reduce strategies update at a time between polls of the buckets
+/// still in flight (detail::allreduce_base::average_and_step): a fraction of a millisecond of memory-bound
+/// optimizer work, so that a ring waiting for this rank's next message is not held up long.
+inline constexpr std::size_t kUpdatePieceFloats = std::size_t(1) << 18;
+
 /// The floats [begin, end) of the flat gradient buffer.
 struct Bucket {
   /// the floats [begin, end) of the flat gradient buffer

@@ -152,7 +152,8 @@ class Compressed : public S {
     this->require_agreement(facts, "dist::Compressed");
   }
 
-  /// Collective: params -= optimizer(mean of every rank's decoded gradient); grads holds that mean.
+  /// Collective: params -= optimizer(mean of every rank's decoded gradient); grads holds that mean. After
+  /// agree_during_update(false) on some rank, nothing is applied and agreed() is false.
   template <SyncMode M, Optimizer O>
   void update(std::span<float> params, std::span<float> grads, O& optimizer, metrics::PhaseSeconds& phases) {
     static_assert(sizeof(mode<M>) > 0);
@@ -164,7 +165,10 @@ class Compressed : public S {
     std::size_t at = 0;
     for (const ParamTensor& t : tensors_) std::fill(grads.begin() + at, grads.begin() + t.offset, 0.0f), at = t.end();
     std::fill(grads.begin() + std::min(at, grads.size()), grads.end(), 0.0f);
+    // A deferred NaN check (agree_during_update) travelled beside the payloads; its outcome decides the step.
+    this->wait_watched([&] { return this->agreement_known(); }, "the all-reduce of the NaN check");
     phases.comm += watch.lap();
+    if (!this->agreed()) return;
     if (p > 1) detail::scale(grads, 1.0f / float(p));
     optimizer.step(params, grads);
     phases.update += watch.lap();

@@ -19,6 +19,15 @@
 // acting on a NaN loss so that all ranks stop together (none waits in a collective). The all-reduce strategies
 // make it a collective; dist::ParameterServer, whose servers do not train, sends a false to its servers, which
 // tell every other worker at its next exchange (see parameter_server.hpp).
+// Optional, the same agreement without a wait of its own (req::has_deferred_agreement):
+//   s.agree_during_update(ok)       collective, after forward and before this step's update(): starts the
+//                                   agreement on `ok`, which travels with the step's gradients; update() then
+//                                   applies the optimizer step only if `ok` held on every rank, and otherwise
+//                                   changes no parameter and no optimizer state;
+//   s.agreed() -> bool              after update(): whether it applied the step.
+// The trainer prefers it to all_agree: an all_agree between forward and backward is a point where every rank
+// waits for the slowest one's forward, and then again at the end of the step; deferred, the ranks meet once.
+// The all-reduce strategies (and dist::Compressed) have it.
 // Optional, for strategies with ranks that do not train (dist::ParameterServer):
 //   s.template serve<M>(params, phases) -> std::size_t
 //                                   on a rank with is_worker() false, Trainer::train_epoch calls this instead of
@@ -130,6 +139,12 @@ concept has_overlap_hooks = requires(S& s, std::span<const std::size_t> starts, 
   { s.set_layer_starts(starts) };
   { s.backward_begins(g) };
   { s.gradients_ready(i) };
+};
+/// The deferred agreement of the contract above.
+template <class S>
+concept has_deferred_agreement = requires(S& s, bool ok) {
+  { s.agree_during_update(ok) };
+  { s.agreed() } -> std::convertible_to<bool>;
 };
 /// The buffer hook of the contract above: averages the model's running statistics over the workers.
 template <class S>

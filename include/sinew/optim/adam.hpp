@@ -43,18 +43,25 @@ class Adam {
 
   /// One update of the parameters p from their gradients g (p.size() == g.size() == n).
   void step(std::span<float> p, std::span<const float> g) {
-    ++t_;
+    step_range(p, g, 0, p.size());
+    end_step();
+  }
+
+  /// This step's update of p[from, to) only (optim/optimizer_spec.hpp: req::has_range_step), with the bias
+  /// correction of step steps() + 1; end_step() ends it.
+  void step_range(std::span<float> p, std::span<const float> g, std::size_t from, std::size_t to) {
+    const long t = t_ + 1;
     const float b1 = o_.beta1, b2 = o_.beta2, eps = o_.eps, lr = o_.lr;
-    const float bc1 = 1 - float(std::pow(double(b1), double(t_)));
-    const float bc2 = 1 - float(std::pow(double(b2), double(t_)));
+    const float bc1 = 1 - float(std::pow(double(b1), double(t)));
+    const float bc2 = 1 - float(std::pow(double(b2), double(t)));
     const float step_size = lr / bc1, inv_sqrt_bc2 = 1 / std::sqrt(bc2);
     const float l2 = o_.decoupled ? 0.0f : o_.weight_decay;
     const float shrink = o_.decoupled ? 1 - lr * o_.weight_decay : 1.0f;
     float* pp = p.data();
     const float* gp = g.data();
     float *mp = m_.data(), *vp = v_.data();
-    parallel_ranges(p.size(), [&](std::size_t begin, std::size_t end) {
-      simd::transform(begin, end, [&](auto x, std::size_t i) {
+    parallel_ranges(to - from, [&](std::size_t begin, std::size_t end) {
+      simd::transform(from + begin, from + end, [&](auto x, std::size_t i) {
         using V = decltype(x);
         const V w = simd::load<V>(pp + i) * V(shrink);
         const V d = simd::fma(V(l2), w, simd::load<V>(gp + i));
@@ -67,6 +74,8 @@ class Adam {
       });
     });
   }
+  /// Counts the step whose ranges step_range() updated.
+  void end_step() noexcept { ++t_; }
 
   /// The Optimizer contract (optim/optimizer_spec.hpp): the current rate, setting it (the trainer does before
   /// every step, from its schedule), the options it was built with.
@@ -106,7 +115,7 @@ class AdamW : public Adam {
   AdamW(options o, std::size_t n) : Adam(o, n) {}
 };
 
-static_assert(Optimizer<Adam> && req::has_state<Adam>);
+static_assert(Optimizer<Adam> && req::has_state<Adam> && req::has_range_step<Adam>);
 static_assert(Optimizer<AdamW>);
 
 }  // namespace sinew::optim

@@ -12,6 +12,16 @@
 // constructed for that range's size.
 // Optional (dist::ParameterServer needs it): o.hyper_parameters() returns options that construct a like
 // optimizer, O(o.hyper_parameters(), m): the servers build one per shard.
+// Optional (req::has_range_step; the all-reduce strategies use it to update each gradient bucket as soon as its
+// all-reduce has ended, while the others are still in flight):
+//   o.step_range(params, grads, begin, end)
+//                                one step's update of params[begin, end) from grads[begin, end) (the spans are
+//                                the whole n), exactly as step() updates those elements;
+//   o.end_step()                 after the ranges of one step, disjoint and covering [0, n): counts the step.
+// step(p, g) is step_range(p, g, 0, n) followed by end_step(); ranges that begin at multiples of 16 floats give
+// the same floats bit for bit (Sgd, Adam and RmsProp are element-wise, and the SIMD body then covers the same
+// elements: their scalar tail may round otherwise, its std::fma being fused where a SIMD fma may not be). A
+// network's layers start 64-byte aligned, so buckets cut on them, and pieces of them, begin there.
 #pragma once
 
 #include <concepts>
@@ -54,6 +64,12 @@ template <class O>
 concept has_state = requires(O& o, std::int64_t n) {
   { o.state() } -> std::same_as<optim::StateView>;
   { o.set_steps(n) };
+};
+/// Optional: updating one step in ranges (see the contract above).
+template <class O>
+concept has_range_step = requires(O& o, std::span<float> p, std::span<const float> g, std::size_t i) {
+  { o.step_range(p, g, i, i) };
+  { o.end_step() };
 };
 }  // namespace req
 

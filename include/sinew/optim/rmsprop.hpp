@@ -39,13 +39,19 @@ class RmsProp {
 
   /// One update of the parameters p from their gradients g (p.size() == g.size() == n).
   void step(std::span<float> p, std::span<const float> g) {
+    step_range(p, g, 0, p.size());
+    end_step();
+  }
+
+  /// This step's update of p[from, to) only (optim/optimizer_spec.hpp: req::has_range_step); end_step() ends it.
+  void step_range(std::span<float> p, std::span<const float> g, std::size_t from, std::size_t to) {
     const float a = o_.alpha, eps = o_.eps, lr = o_.lr, wd = o_.weight_decay, mu = o_.momentum;
     const bool has_momentum = mu != 0;
     float* pp = p.data();
     const float* gp = g.data();
     float *sp = square_.data(), *bp = momentum_.data();
-    parallel_ranges(p.size(), [&](std::size_t begin, std::size_t end) {
-      simd::transform(begin, end, [&](auto x, std::size_t i) {
+    parallel_ranges(to - from, [&](std::size_t begin, std::size_t end) {
+      simd::transform(from + begin, from + end, [&](auto x, std::size_t i) {
         using V = decltype(x);
         const V w = simd::load<V>(pp + i);
         const V d = simd::fma(V(wd), w, simd::load<V>(gp + i));
@@ -59,8 +65,9 @@ class RmsProp {
         simd::store(pp + i, simd::fma(V(-lr), u, w));
       });
     });
-    ++steps_;
   }
+  /// Counts the step whose ranges step_range() updated.
+  void end_step() noexcept { ++steps_; }
 
   /// The Optimizer contract (optim/optimizer_spec.hpp): the current rate, setting it (the trainer does before
   /// every step, from its schedule), the options it was built with.
@@ -84,6 +91,6 @@ class RmsProp {
   std::int64_t steps_ = 0;
 };
 
-static_assert(Optimizer<RmsProp> && req::has_state<RmsProp>);
+static_assert(Optimizer<RmsProp> && req::has_state<RmsProp> && req::has_range_step<RmsProp>);
 
 }  // namespace sinew::optim

@@ -41,13 +41,19 @@ class Sgd {
 
   /// One update of the parameters p from their gradients g (p.size() == g.size() == n).
   void step(std::span<float> p, std::span<const float> g) {
+    step_range(p, g, 0, p.size());
+    end_step();
+  }
+
+  /// This step's update of p[from, to) only (optim/optimizer_spec.hpp: req::has_range_step); end_step() ends it.
+  void step_range(std::span<float> p, std::span<const float> g, std::size_t from, std::size_t to) {
     float* pp = p.data();
     const float* gp = g.data();
     float* bp = momentum_.data();
     const float lr = o_.lr, wd = o_.weight_decay, mu = o_.momentum, damp = 1 - o_.dampening;
     const bool first = steps_ == 0, nesterov = o_.nesterov, has_momentum = mu != 0;
-    parallel_ranges(p.size(), [&](std::size_t begin, std::size_t end) {
-      simd::transform(begin, end, [&](auto v, std::size_t i) {
+    parallel_ranges(to - from, [&](std::size_t begin, std::size_t end) {
+      simd::transform(from + begin, from + end, [&](auto v, std::size_t i) {
         using V = decltype(v);
         V d = simd::fma(V(wd), simd::load<V>(pp + i), simd::load<V>(gp + i));
         if (has_momentum) {
@@ -59,8 +65,9 @@ class Sgd {
         simd::store(pp + i, simd::fma(V(-lr), d, simd::load<V>(pp + i)));
       });
     });
-    ++steps_;
   }
+  /// Counts the step whose ranges step_range() updated.
+  void end_step() noexcept { ++steps_; }
 
   /// The Optimizer contract (optim/optimizer_spec.hpp): the current rate, setting it (the trainer does before
   /// every step, from its schedule), the options it was built with.
@@ -84,6 +91,6 @@ class Sgd {
   std::int64_t steps_ = 0;
 };
 
-static_assert(Optimizer<Sgd> && req::has_state<Sgd>);
+static_assert(Optimizer<Sgd> && req::has_state<Sgd> && req::has_range_step<Sgd>);
 
 }  // namespace sinew::optim

@@ -7,9 +7,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sinew/backend/simd/elementwise.hpp"
@@ -94,6 +96,20 @@ class allreduce_base {
     return bad == 0.0f;
   }
 
+  /// The agreement of all_agree, carried beside this step's gradient all-reduce instead of waited for on its
+  /// own (strategy_spec.hpp: req::has_deferred_agreement): collective, before the step's update(), which then
+  /// applies the optimizer step only if `ok` holds on every rank; agreed() says afterwards whether it did. The
+  /// one-float sum starts now and is in flight with the buckets, so no rank waits for another between forward
+  /// and backward; update() waits for it before it changes the first parameter.
+  void agree_during_update(bool ok) {
+    agreement_flag_ = ok ? 0.0f : 1.0f;
+    agreement_pending_ = true;
+    if (comm_.size() > 1) agreement_.emplace(comm_.iallreduce_sum(std::span<float>(&agreement_flag_, 1)));
+  }
+  /// After update(): false when agree_during_update was passed false on some rank, and the step was not applied
+  /// (parameters and optimizer state as before it); true otherwise.
+  bool agreed() const noexcept { return agreed_; }
+
   /// Collective: comm::require_agreement on this strategy's communicator (the trainer checks its batch size
   /// and network with it).
   void require_agreement(std::span<const comm::Fact> facts, std::string_view who, bool counted = true) {
@@ -128,6 +144,8 @@ class allreduce_base {
     busy_ = false;
     hook_seconds_ = busy_hook_seconds_ = hidden_seconds_ = 0;
     began_ = finished_ = 0;
+    updated_bucket_ = updated_floats_ = 0;
+    if (!agreement_pending_) agreed_ = true;  // no NaN check this step
   }
 
   /// During backward: grads[first, end) are final. Starts every bucket that is now complete, and moves the
@@ -160,6 +178,14 @@ class allreduce_base {
   /// started, waits for all, and reports what it waited for: the hooks' time and the wait as exposed
   /// communication, the time buckets were in flight while backward computed as comm_hidden. It adds to comm,
   /// comm_hidden and update only (the trainer times backward without the hooks).
+  ///
+  /// With an optimizer that steps in ranges (optim/optimizer_spec.hpp: req::has_range_step), each bucket is
+  /// averaged and updated as soon as its all-reduce has ended, in pieces of at most kUpdatePieceFloats between
+  /// polls, so that the optimizer's update of the first buckets runs while the last ones are still in flight
+  /// (the update is memory-bound and the wait for the last bucket mostly idle). The same floats result as from
+  /// one step over all, bit for bit. The pieces' time is update, the polls between them communication.
+  /// A deferred agreement (agree_during_update) is waited for before the first piece; if it failed, nothing is
+  /// updated and agreed() is false.
   template <class O>
   void average_and_step(std::span<float> params, std::span<float> grads, O& optimizer, metrics::PhaseSeconds& phases) {
     metrics::Stopwatch watch;
@@ -168,14 +194,62 @@ class allreduce_base {
     if (busy_) hidden_seconds_ += std::chrono::duration<double>(waiting - busy_since_).count();
     ready_from_ = 0;
     submit_ready();
-    wait_watched([&] { return bool(derived().poll()); }, "the gradient all-reduce");
-    phases.comm += metrics::lap(watch, timeline_, metrics::TraceKind::wait) + hook_seconds_;
     phases.comm_hidden += std::max(0.0, hidden_seconds_ - busy_hook_seconds_);
+    if constexpr (req::has_range_step<O>) {
+      double updating = 0;  // seconds in update pieces within the wait
+      wait_watched(
+          [&] {
+            const bool summed = derived().poll();
+            if (!agreement_known() || (updated_bucket_ < buckets_.size() && updated_bucket_ >= finished_ && !summed))
+              return false;
+            if (!agreed_ || updated_bucket_ == buckets_.size()) return summed;
+            updating += update_piece(params, optimizer);
+            return summed && updated_bucket_ == buckets_.size();
+          },
+          "the gradient all-reduce");
+      // On the timeline the wait spans the pieces updated within it (each an update event of its own).
+      phases.comm += metrics::lap(watch, timeline_, metrics::TraceKind::wait) - updating + hook_seconds_;
+      if (agreed_) optimizer.end_step();
+      phases.update += updating + watch.lap();
+    } else {
+      wait_watched([&] { return derived().poll() && agreement_known(); }, "the gradient all-reduce");
+      phases.comm += metrics::lap(watch, timeline_, metrics::TraceKind::wait) + hook_seconds_;
+      if (agreed_) {
+        if (comm_.size() > 1) scale(grads, 1.0f / float(comm_.size()));
+        optimizer.step(params, grads);
+      }
+      phases.update += metrics::lap(watch, timeline_, metrics::TraceKind::update);
+    }
     in_step_ = false;
     ++steps_;
-    if (comm_.size() > 1) scale(grads, 1.0f / float(comm_.size()));
-    optimizer.step(params, grads);
-    phases.update += metrics::lap(watch, timeline_, metrics::TraceKind::update);
+  }
+
+  /// Averages and updates the next piece (at most kUpdatePieceFloats) of the first bucket not yet updated,
+  /// whose all-reduce has ended; returns the seconds it took (recorded as an update with a timeline).
+  template <class O>
+  double update_piece(std::span<float> params, O& optimizer) {
+    const Bucket b = buckets_[updated_bucket_];
+    const std::size_t from = b.begin + updated_floats_, to = std::min(b.end, from + kUpdatePieceFloats);
+    const auto begun = metrics::clock::now();
+    if (comm_.size() > 1) scale(grads_.subspan(from, to - from), 1.0f / float(comm_.size()));
+    optimizer.step_range(params, grads_, from, to);
+    const auto ended = metrics::clock::now();
+    if (timeline_)
+      timeline_->record(metrics::TraceKind::update, begun, ended, std::int32_t(updated_bucket_), to - from);
+    updated_floats_ = to - b.begin;
+    if (to == b.end) ++updated_bucket_, updated_floats_ = 0;
+    return std::chrono::duration<double>(ended - begun).count();
+  }
+
+  /// Whether the deferred agreement of this step (if any) has ended; agreed_ holds its outcome when it has
+  /// (true for a step without one: backward_begins resets it).
+  bool agreement_known() {
+    if (!agreement_pending_) return true;
+    if (agreement_ && !agreement_->test()) return false;
+    agreement_.reset();
+    agreement_pending_ = false;
+    agreed_ = agreement_flag_ == 0.0f;
+    return true;
   }
 
   /// Derived calls these as a bucket's all-reduce starts and as its end is seen (buckets start and end in
@@ -306,6 +380,12 @@ class allreduce_base {
   metrics::Timeline* timeline_ = nullptr;               // null: no trace
   std::vector<metrics::clock::time_point> bucket_began_;  // per bucket, with a timeline
   std::size_t began_ = 0, finished_ = 0;                // buckets started and seen ended in this step
+  std::size_t updated_bucket_ = 0, updated_floats_ = 0;  // buckets wholly updated this step, floats of the next
+  // agree_during_update's one-float sum: in flight, its flag, whether its outcome is still to be seen, the outcome
+  using agreement_request = decltype(std::declval<Comm&>().iallreduce_sum(std::span<float>()));
+  std::optional<agreement_request> agreement_;
+  float agreement_flag_ = 0;
+  bool agreement_pending_ = false, agreed_ = true;
 };
 
 }  // namespace sinew::dist::detail
