@@ -13,7 +13,7 @@
 //   softplus softsign  not sinew layers: oneDNN eltwise soft_relu (oneDNN 2.6 has no softsign); Eigen
 //                  expressions log1p(exp(x)) and x / (1 + |x|)
 //   dot            the Dense op with one input row and one output (x . w)
-//   gemm           the Dense op's forward as an n x n x n product (oneDNN inner product, Eigen contraction)
+//   gemm           the Dense op's forward as an n x n x n product (oneDNN matmul, Eigen contraction)
 //   flatten        the Flatten op on an N x 64 x 8 x 8 tensor in the layout a convolution leaves it in
 //                  (oneDNN's blocked layout -> plain; Eigen's NHWC -> NCHW)
 //   normalize      rows of an R x 1024 matrix to zero mean and unit variance (layer norm without affine):

@@ -282,17 +282,18 @@ TEST(onednn_forward, adaptive_avg_pool_after_blocked_conv_reads_pytorch_order) {
 
 /// A Dense op set up directly on caller-owned parameters (as a Model's flat buffer holds them, PyTorch's layout).
 struct DenseOnFlatParams {
-  static constexpr int kN = 5, kC = 3, kH = 2, kW = 2, kIn = kC * kH * kW, kOut = 7;
+  static constexpr int kC = 3, kH = 2, kW = 2, kIn = kC * kH * kW, kOut = 7;
   OneDnn::context ctx{BackendOptions{}};
-  std::vector<float> x = normals(kN * kIn, 1), w = normals(kOut * kIn, 2), b = normals(kOut, 3);
+  const int rows;  // the batch
+  std::vector<float> x = normals(rows * kIn, 1), w = normals(kOut * kIn, 2), b = normals(kOut, 3);
   std::vector<float> dw = std::vector<float>(kOut * kIn), db = std::vector<float>(kOut);
   backend::onednn::memory xm;
   backend::onednn::dense_op op;
-  explicit DenseOnFlatParams(bool four_d) {
+  explicit DenseOnFlatParams(bool four_d, int batch = 5) : rows(batch) {
     using namespace backend::onednn;
-    const desc src = four_d ? desc({kN, kC, kH, kW}, dt::f32, tag::nchw) : desc({kN, kIn}, dt::f32, tag::nc);
+    const desc src = four_d ? desc({rows, kC, kH, kW}, dt::f32, tag::nchw) : desc({rows, kIn}, dt::f32, tag::nc);
     xm = memory(src, ctx.engine(), x.data());
-    op.setup(ctx, src, kN, kOut, true, simd::activation::relu, ParamSlots{w.data(), b.data(), dw.data(), db.data()},
+    op.setup(ctx, src, rows, kOut, true, simd::activation::relu, ParamSlots{w.data(), b.data(), dw.data(), db.data()},
              true);
   }
   static std::vector<float> normals(int n, std::uint64_t seed) {
@@ -303,12 +304,12 @@ struct DenseOnFlatParams {
   }
   std::vector<float> forward() {
     op.forward(ctx, xm);
-    std::vector<float> y(kN * kOut);
+    std::vector<float> y(rows * kOut);
     backend::onednn::to_plain(ctx, op.dst(), y.data());
     return y;
   }
   std::vector<double> want() const {
-    auto y = ref::dense(x, w.data(), b.data(), kN, kIn, kOut);
+    auto y = ref::dense(x, w.data(), b.data(), rows, kIn, kOut);
     for (double& v : y) v = ref::relu(v);
     return y;
   }
@@ -329,13 +330,21 @@ TEST(onednn_dense, forward_is_a_matmul_reading_the_flat_weights_in_place) {
   }
 }
 
+// At batch 1 to 3 the inner product's matrix-vector kernel is the faster, and keeps the forward.
+TEST(onednn_dense, forward_of_fewer_than_four_rows_stays_an_inner_product) {
+  DenseOnFlatParams one(false, 1), four(false, 4);
+  EXPECT_EQ(one.op.forward_primitive_kind(), dnnl::primitive::kind::inner_product);
+  EXPECT_EQ(four.op.forward_primitive_kind(), dnnl::primitive::kind::matmul);
+  expect_close(one.forward(), one.want());
+}
+
 // Backward is still the inner product's, on the matmul's forward: gradients land in the flat buffer in PyTorch's
 // layout (dW = dy^T x, db = column sums of dy, with ReLU's mask).
 TEST(onednn_dense, backward_after_the_matmul_forward_writes_pytorch_layout_gradients) {
   using namespace backend::onednn;
   DenseOnFlatParams f(false);
   const auto y = f.forward();
-  const auto dy_values = DenseOnFlatParams::normals(f.kN * f.kOut, 4);
+  const auto dy_values = DenseOnFlatParams::normals(f.rows * f.kOut, 4);
   std::vector<float> dy_storage = dy_values;
   const memory dy(f.op.dst_desc(), f.ctx.engine(), dy_storage.data());
   f.op.bind_diff_dst(f.ctx, f.op.dst_desc());
@@ -343,11 +352,11 @@ TEST(onednn_dense, backward_after_the_matmul_forward_writes_pytorch_layout_gradi
   f.ctx.stream().wait();
   for (int o = 0; o < f.kOut; ++o) {
     double want_db = 0;
-    for (int n = 0; n < f.kN; ++n) want_db += y[n * f.kOut + o] > 0 ? dy_values[n * f.kOut + o] : 0.0;
+    for (int n = 0; n < f.rows; ++n) want_db += y[n * f.kOut + o] > 0 ? dy_values[n * f.kOut + o] : 0.0;
     ASSERT_NEAR(f.db[o], want_db, 1e-4 * (1 + std::fabs(want_db))) << "bias " << o;
     for (int i = 0; i < f.kIn; ++i) {
       double want = 0;
-      for (int n = 0; n < f.kN; ++n)
+      for (int n = 0; n < f.rows; ++n)
         if (y[n * f.kOut + o] > 0) want += double(dy_values[n * f.kOut + o]) * f.x[n * f.kIn + i];
       ASSERT_NEAR(f.dw[o * f.kIn + i], want, 1e-4 * (1 + std::fabs(want))) << "weight " << o << "," << i;
     }
@@ -359,10 +368,10 @@ TEST(onednn_dense, backward_after_the_matmul_forward_writes_pytorch_layout_gradi
 TEST(onednn_dense, small_image_conv2d_forward_is_a_matmul) {
   using namespace backend::onednn;
   OneDnn::context ctx{BackendOptions{}};
-  const backend::Conv2dConfig c{3, 4, 2, 2, 5, 2, 2, 3, 1, 1, true, simd::activation::none};
+  const backend::Conv2dConfig c{4, 4, 2, 2, 5, 2, 2, 3, 1, 1, true, simd::activation::none};  // batch 4
   std::vector<float> w(5 * 4 * 9), b(5), dw(w.size()), db(b.size());
   small_conv2d_op op;
-  op.setup(ctx, desc({3, 4, 2, 2}, dt::f32, tag::nchw), c, ParamSlots{w.data(), b.data(), dw.data(), db.data()},
+  op.setup(ctx, desc({4, 4, 2, 2}, dt::f32, tag::nchw), c, ParamSlots{w.data(), b.data(), dw.data(), db.data()},
            false);
   EXPECT_EQ(op.forward_primitive_kind(), dnnl::primitive::kind::matmul);
 }

@@ -1,7 +1,8 @@
 // sinew/backend/onednn/weighted_layer.hpp: what Conv2d and Dense share on oneDNN. Given the three primitive
 // descriptors a layer chose (forward, backward weights, and backward data when the input gradient is
 // needed), it owns the memories, the reorders between layouts, the fused activation and the bound
-// arguments, and runs forward and backward. Each layer only describes its primitives.
+// arguments, and runs forward and backward. Each layer only describes its primitives. An inner product's forward
+// runs as a matmul on the same memories (inner_product_matmul below).
 #pragma once
 
 #include <optional>
@@ -17,15 +18,22 @@ namespace sinew::backend::onednn {
 ///
 /// oneDNN 2.6's inner product runs that forward on its gemm in the transposed orientation (`x64:gemm:jit`), which
 /// on AVX-512 reached a seventh of peak: AlexNet's 9216->4096 layer took 3.5 times as long as its own backward
-/// data on the same matrix, ResNet-50's 2048->1000 head 12 times as long as the matmul. The matmul primitive
-/// takes strided weights on its brgemm kernels, so the weights stay where the optimizer, strategies and
-/// checkpoints see them: nothing is reordered. (Weights in the layout oneDNN picks for the inner product ran
+/// data on the same matrix (measured on a shared, loaded Zen 4; bench/ops' fc_forward_inner_product row is the
+/// old forward beside fc_forward, the new one). The matmul primitive takes strided weights on its brgemm
+/// kernels, so the weights stay where the optimizer, strategies and checkpoints see them: nothing is reordered. (Weights in the layout oneDNN picks for the inner product ran
 /// as fast, but reordering them once per step cost as much again.) On AVX2 the matmul lands on the same gemm as
 /// the inner product and runs as fast. The backward passes stay inner products: their gemm orientations are fast.
 /// ReLU is the same post-op; the bias a [1, Out] row. Taken only where the inner product chose plain src and
-/// dst (nc or nchw, the same bytes as [N, In] and [N, Out]); otherwise the inner product runs its own forward.
+/// dst (nc or nchw, the same bytes as [N, In] and [N, Out]), and for batches of at least kMinBatch rows: on one
+/// to three rows the inner product's matrix-vector kernel is the faster (at batch 1, 1 thread, AlexNet's
+/// 9216->4096 took 14 ms as an inner product and 22 ms as a matmul here). Otherwise the inner product runs.
 class inner_product_matmul {
  public:
+  /// The fewest rows (batch) for which the forward runs as a matmul.
+  static constexpr int kMinBatch = 4;
+
+  /// Builds the matmul for inner product `ip` on `weights`, `bias` (empty without) and `dst` in place, fusing
+  /// `act` as `ip` does; leaves the forward to `ip` where the conditions above do not hold.
   void setup(context& ctx, const dnnl::inner_product_forward::primitive_desc& ip, const memory& weights,
              const memory& bias, const memory& dst, simd::activation act) {
     const desc src_md = ip.src_desc(), dst_md = ip.dst_desc(), w_md = ip.weights_desc();
@@ -34,11 +42,13 @@ class inner_product_matmul {
     memory::dim in = 1;
     for (std::size_t i = 1; i < src_dims.size(); ++i) in *= src_dims[i];
     const memory::dim batch = src_dims[0], out = dst_dims[1];
+    if (batch < kMinBatch) return;
     const auto& eng = ctx.engine();
-    const desc src2({batch, in}, dt::f32, tag::ab), w2({in, out}, dt::f32, tag::ba), dst2({batch, out}, dt::f32, tag::ab);
+    const desc src2({batch, in}, dt::f32, tag::ab), dst2({batch, out}, dt::f32, tag::ab);
+    const desc w2({in, out}, dt::f32, tag::ba);  // [Out, In] row-major, read as its transpose
     const bool has_bias = bool(bias);
     const desc bias2 = has_bias ? desc({1, out}, dt::f32, tag::ab) : desc();
-    const auto pd = checked("dense forward (matmul)", [&] {
+    const auto pd = checked("inner product forward as matmul", [&] {
       return dnnl::matmul::primitive_desc({src2, w2, bias2, dst2}, fused_activation::attr(act), eng);
     });
     matmul_ = dnnl::matmul(pd);
@@ -49,6 +59,7 @@ class inner_product_matmul {
     if (has_bias) args_.set(DNNL_ARG_BIAS, memory(bias2, eng, bias.get_data_handle()));
     taken_ = true;
   }
+  /// Whether the forward runs as the matmul.
   explicit operator bool() const noexcept { return taken_; }
   /// `src` holds the inner product's plain src; read in place.
   void run(context& ctx, const memory& src) {
