@@ -13,7 +13,7 @@
 //   softplus softsign  not sinew layers: oneDNN eltwise soft_relu (oneDNN 2.6 has no softsign); Eigen
 //                  expressions log1p(exp(x)) and x / (1 + |x|)
 //   dot            the Dense op with one input row and one output (x . w)
-//   gemm           the Dense op's forward as an n x n x n product (oneDNN inner product, Eigen contraction)
+//   gemm           the Dense op's forward as an n x n x n product (oneDNN matmul, Eigen contraction)
 //   flatten        the Flatten op on an N x 64 x 8 x 8 tensor in the layout a convolution leaves it in
 //                  (oneDNN's blocked layout -> plain; Eigen's NHWC -> NCHW)
 //   normalize      rows of an R x 1024 matrix to zero mean and unit variance (layer norm without affine):
@@ -23,6 +23,8 @@
 //                  BatchNorm2d, MaxPool and Dense ops at ResNet-18's, VGG-16's, AlexNet's and LeNet-5's shapes
 //                  on 3x32x32 input; inputs arrive in the layout the previous layer would leave them in; backward data
 //                  and weights are split by the op's profile probe (metrics/profile.hpp)
+//   fc_forward_inner_product  OneDnn only: the inner product forward that the Dense op's matmul forward
+//                  replaced (weighted_layer.hpp), on the same memories, as its anchor
 //   sgd_update     optim::Sgd (momentum 0.9) over ResNet-18's 11,689,512 parameters (backend-independent:
 //                  backend "sinew")
 // Sizes: vectors 2^min-exp .. 2^max-exp floats (every power of 4), GEMM sides 32 .. 2048.
@@ -329,6 +331,20 @@ std::vector<Row> run_on(typename B::context& ctx, const Task& t, const Timing& t
     op.bind_diff_dst(ctx, op.dst_desc());
     dy.make(ctx, op.dst_desc(), std::size_t(n) * out);
     row("fc_forward", median_seconds(timing, [&] { op.forward(ctx, flat.dst()); }), "sinew Dense op");
+    if constexpr (kOneDnn) {
+      // The anchor of the Dense op's matmul forward: the inner product it replaced, on the same memories.
+      using namespace dnnl;
+      const onednn::desc w_rows({out, in}, onednn::dt::f32, onednn::tag::oi), b({out}, onednn::dt::f32, onednn::tag::x);
+      const auto pd = inner_product_forward::primitive_desc(
+          {prop_kind::forward_training, flat.dst_desc(), w_rows, b, op.dst_desc()}, ctx.engine());
+      const inner_product_forward ip(pd);
+      const onednn::bound_args args{{DNNL_ARG_SRC, flat.dst()},
+                                    {DNNL_ARG_WEIGHTS, onednn::memory(w_rows, ctx.engine(), params.slots().weights)},
+                                    {DNNL_ARG_BIAS, onednn::memory(b, ctx.engine(), params.slots().bias)},
+                                    {DNNL_ARG_DST, op.dst()}};
+      row("fc_forward_inner_product", median_seconds(timing, [&] { onednn::run(ctx, ip, args); }),
+          std::string("oneDNN inner product, row-major weights (") + pd.impl_info_str() + ")");
+    }
     const auto parts = median_parts(timing, [&](auto& probe) { op.backward(ctx, flat.dst(), *dy.tensor, probe); });
     row("fc_backward_data", seconds_of(parts, OpKind::fully_connected_backward_data), "sinew Dense op (probe)");
     row("fc_backward_weights", seconds_of(parts, OpKind::fully_connected_backward_weights),

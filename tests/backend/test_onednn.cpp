@@ -280,6 +280,102 @@ TEST(onednn_forward, adaptive_avg_pool_after_blocked_conv_reads_pytorch_order) {
   expect_close(f.run(), ref::adaptive_avg_pool({conv.begin(), conv.end()}, 3, 16, 5, 5, 3, 3), 2e-4);
 }
 
+/// A Dense op set up directly on caller-owned parameters (as a Model's flat buffer holds them, PyTorch's layout).
+struct DenseOnFlatParams {
+  static constexpr int kC = 3, kH = 2, kW = 2, kIn = kC * kH * kW, kOut = 7;
+  OneDnn::context ctx{BackendOptions{}};
+  const int rows;  // the batch
+  std::vector<float> x = normals(rows * kIn, 1), w = normals(kOut * kIn, 2), b = normals(kOut, 3);
+  std::vector<float> dw = std::vector<float>(kOut * kIn), db = std::vector<float>(kOut);
+  backend::onednn::memory xm;
+  backend::onednn::dense_op op;
+  explicit DenseOnFlatParams(bool four_d, int batch = 5) : rows(batch) {
+    using namespace backend::onednn;
+    const desc src = four_d ? desc({rows, kC, kH, kW}, dt::f32, tag::nchw) : desc({rows, kIn}, dt::f32, tag::nc);
+    xm = memory(src, ctx.engine(), x.data());
+    op.setup(ctx, src, rows, kOut, true, simd::activation::relu, ParamSlots{w.data(), b.data(), dw.data(), db.data()},
+             true);
+  }
+  static std::vector<float> normals(int n, std::uint64_t seed) {
+    Rng rng(seed);
+    std::vector<float> v(static_cast<std::size_t>(n));
+    for (float& e : v) e = rng.normal();
+    return v;
+  }
+  std::vector<float> forward() {
+    op.forward(ctx, xm);
+    std::vector<float> y(rows * kOut);
+    backend::onednn::to_plain(ctx, op.dst(), y.data());
+    return y;
+  }
+  std::vector<double> want() const {
+    auto y = ref::dense(x, w.data(), b.data(), rows, kIn, kOut);
+    for (double& v : y) v = ref::relu(v);
+    return y;
+  }
+};
+
+// The Dense forward runs as a matmul that reads the weights where the optimizer and checkpoints see them
+// (weighted_layer.hpp: inner_product_matmul): an update of the flat buffer in place is what the next forward
+// computes with, on a 2-D input and on a 4-D one (weights seen as [Out, C, H, W]).
+TEST(onednn_dense, forward_is_a_matmul_reading_the_flat_weights_in_place) {
+  for (const bool four_d : {false, true}) {
+    SCOPED_TRACE(four_d ? "4-D input" : "2-D input");
+    DenseOnFlatParams f(four_d);
+    EXPECT_EQ(f.op.forward_primitive_kind(), dnnl::primitive::kind::matmul);
+    expect_close(f.forward(), f.want());
+    for (float& v : f.w) v = -0.5f * v + 0.25f;  // an optimizer step, in place
+    for (float& v : f.b) v += 1.0f;
+    expect_close(f.forward(), f.want());
+  }
+}
+
+// At batch 1 to 3 the inner product's matrix-vector kernel is the faster, and keeps the forward.
+TEST(onednn_dense, forward_of_fewer_than_four_rows_stays_an_inner_product) {
+  DenseOnFlatParams one(false, 1), four(false, 4);
+  EXPECT_EQ(one.op.forward_primitive_kind(), dnnl::primitive::kind::inner_product);
+  EXPECT_EQ(four.op.forward_primitive_kind(), dnnl::primitive::kind::matmul);
+  expect_close(one.forward(), one.want());
+}
+
+// Backward is still the inner product's, on the matmul's forward: gradients land in the flat buffer in PyTorch's
+// layout (dW = dy^T x, db = column sums of dy, with ReLU's mask).
+TEST(onednn_dense, backward_after_the_matmul_forward_writes_pytorch_layout_gradients) {
+  using namespace backend::onednn;
+  DenseOnFlatParams f(false);
+  const auto y = f.forward();
+  const auto dy_values = DenseOnFlatParams::normals(f.rows * f.kOut, 4);
+  std::vector<float> dy_storage = dy_values;
+  const memory dy(f.op.dst_desc(), f.ctx.engine(), dy_storage.data());
+  f.op.bind_diff_dst(f.ctx, f.op.dst_desc());
+  f.op.backward(f.ctx, f.xm, dy);
+  f.ctx.stream().wait();
+  for (int o = 0; o < f.kOut; ++o) {
+    double want_db = 0;
+    for (int n = 0; n < f.rows; ++n) want_db += y[n * f.kOut + o] > 0 ? dy_values[n * f.kOut + o] : 0.0;
+    ASSERT_NEAR(f.db[o], want_db, 1e-4 * (1 + std::fabs(want_db))) << "bias " << o;
+    for (int i = 0; i < f.kIn; ++i) {
+      double want = 0;
+      for (int n = 0; n < f.rows; ++n)
+        if (y[n * f.kOut + o] > 0) want += double(dy_values[n * f.kOut + o]) * f.x[n * f.kIn + i];
+      ASSERT_NEAR(f.dw[o * f.kIn + i], want, 1e-4 * (1 + std::fabs(want))) << "weight " << o << "," << i;
+    }
+  }
+}
+
+// A convolution on an image no larger than its kernel is an inner product too (small_conv2d.hpp), and so takes
+// the matmul forward as well.
+TEST(onednn_dense, small_image_conv2d_forward_is_a_matmul) {
+  using namespace backend::onednn;
+  OneDnn::context ctx{BackendOptions{}};
+  const backend::Conv2dConfig c{4, 4, 2, 2, 5, 2, 2, 3, 1, 1, true, simd::activation::none};  // batch 4
+  std::vector<float> w(5 * 4 * 9), b(5), dw(w.size()), db(b.size());
+  small_conv2d_op op;
+  op.setup(ctx, desc({4, 4, 2, 2}, dt::f32, tag::nchw), c, ParamSlots{w.data(), b.data(), dw.data(), db.data()},
+           false);
+  EXPECT_EQ(op.forward_primitive_kind(), dnnl::primitive::kind::matmul);
+}
+
 TEST(onednn_forward, wrong_input_size_is_a_shape_error) {
   Fixture<Sequential<Input<2, 6, 6>, Flatten, Dense<3>>> f;
   std::vector<float> x(71);

@@ -1,7 +1,8 @@
 // sinew/backend/onednn/weighted_layer.hpp: what Conv2d and Dense share on oneDNN. Given the three primitive
 // descriptors a layer chose (forward, backward weights, and backward data when the input gradient is
 // needed), it owns the memories, the reorders between layouts, the fused activation and the bound
-// arguments, and runs forward and backward. Each layer only describes its primitives.
+// arguments, and runs forward and backward. Each layer only describes its primitives. An inner product's forward
+// runs as a matmul on the same memories (inner_product_matmul below).
 #pragma once
 
 #include <optional>
@@ -11,6 +12,69 @@
 #include "sinew/backend/onednn/common.hpp"
 
 namespace sinew::backend::onednn {
+
+/// The forward pass of an inner product with row-major weights (PyTorch's [Out, In], the flat buffer's layout)
+/// as oneDNN's matmul primitive, src [N, In] x weights [In, Out] read through strides from the same memory.
+///
+/// oneDNN 2.6's inner product runs that forward on its gemm in the transposed orientation (`x64:gemm:jit`), which
+/// on AVX-512 reached a seventh of peak: AlexNet's 9216->4096 layer took 3.5 times as long as its own backward
+/// data on the same matrix (measured on a shared, loaded Zen 4; bench/ops' fc_forward_inner_product row is the
+/// old forward beside fc_forward, the new one). The matmul primitive takes strided weights on its brgemm
+/// kernels, so the weights stay where the optimizer, strategies and checkpoints see them: nothing is reordered. (Weights in the layout oneDNN picks for the inner product ran
+/// as fast, but reordering them once per step cost as much again.) On AVX2 the matmul lands on the same gemm as
+/// the inner product and runs as fast. The backward passes stay inner products: their gemm orientations are fast.
+/// ReLU is the same post-op; the bias a [1, Out] row. Taken only where the inner product chose plain src and
+/// dst (nc or nchw, the same bytes as [N, In] and [N, Out]), and for batches of at least kMinBatch rows: on one
+/// to three rows the inner product's matrix-vector kernel is the faster (at batch 1, 1 thread, AlexNet's
+/// 9216->4096 took 14 ms as an inner product and 22 ms as a matmul here). Otherwise the inner product runs.
+class inner_product_matmul {
+ public:
+  /// The fewest rows (batch) for which the forward runs as a matmul.
+  static constexpr int kMinBatch = 4;
+
+  /// Builds the matmul for inner product `ip` on `weights`, `bias` (empty without) and `dst` in place, fusing
+  /// `act` as `ip` does; leaves the forward to `ip` where the conditions above do not hold.
+  void setup(context& ctx, const dnnl::inner_product_forward::primitive_desc& ip, const memory& weights,
+             const memory& bias, const memory& dst, simd::activation act) {
+    const desc src_md = ip.src_desc(), dst_md = ip.dst_desc(), w_md = ip.weights_desc();
+    if (!(src_md == plain_like(src_md) && dst_md == plain_like(dst_md) && w_md == plain_like(w_md))) return;
+    const auto src_dims = src_md.dims(), dst_dims = dst_md.dims();
+    memory::dim in = 1;
+    for (std::size_t i = 1; i < src_dims.size(); ++i) in *= src_dims[i];
+    const memory::dim batch = src_dims[0], out = dst_dims[1];
+    if (batch < kMinBatch) return;
+    const auto& eng = ctx.engine();
+    const desc src2({batch, in}, dt::f32, tag::ab), dst2({batch, out}, dt::f32, tag::ab);
+    const desc w2({in, out}, dt::f32, tag::ba);  // [Out, In] row-major, read as its transpose
+    const bool has_bias = bool(bias);
+    const desc bias2 = has_bias ? desc({1, out}, dt::f32, tag::ab) : desc();
+    const auto pd = checked("inner product forward as matmul", [&] {
+      return dnnl::matmul::primitive_desc({src2, w2, bias2, dst2}, fused_activation::attr(act), eng);
+    });
+    matmul_ = dnnl::matmul(pd);
+    src_ = memory(src2, eng, DNNL_MEMORY_NONE);
+    args_ = {{DNNL_ARG_SRC, src_},
+             {DNNL_ARG_WEIGHTS, memory(w2, eng, weights.get_data_handle())},
+             {DNNL_ARG_DST, memory(dst2, eng, dst.get_data_handle())}};
+    if (has_bias) args_.set(DNNL_ARG_BIAS, memory(bias2, eng, bias.get_data_handle()));
+    taken_ = true;
+  }
+  /// Whether the forward runs as the matmul.
+  explicit operator bool() const noexcept { return taken_; }
+  /// `src` holds the inner product's plain src; read in place.
+  void run(context& ctx, const memory& src) {
+    void* handle = src.get_data_handle();
+    if (handle != src_handle_) src_.set_data_handle(src_handle_ = handle);
+    onednn::run(ctx, matmul_, args_);
+  }
+
+ private:
+  bool taken_ = false;
+  dnnl::matmul matmul_;
+  memory src_;
+  void* src_handle_ = nullptr;
+  bound_args args_;
+};
 
 template <class Forward, class BackwardData, class BackwardWeights>
 class weighted_layer {
@@ -32,8 +96,12 @@ class weighted_layer {
     if (&src != bound_src_) bind_src(src);
     probe.begin(kForwardKind);
     src_.run(ctx, src);
-    w_.run(ctx, user_w_);
-    run(ctx, fwd_, fwd_args_);
+    if (matmul_) {
+      matmul_.run(ctx, src_.target_for(src));
+    } else {
+      w_.run(ctx, user_w_);
+      run(ctx, fwd_, fwd_args_);
+    }
     if (act_.separate_pass()) probe.begin(activation_kind(act_.kind(), metrics::Direction::forward));
     act_.forward(dst_);
   }
@@ -64,6 +132,7 @@ class weighted_layer {
 
  protected:
   static constexpr bool kConvolution = std::is_same_v<Forward, dnnl::convolution_forward>;
+  static constexpr bool kInnerProduct = std::is_same_v<Forward, dnnl::inner_product_forward>;
   static constexpr auto kForwardKind = kConvolution ? metrics::OpKind::convolution : metrics::OpKind::fully_connected;
   static constexpr auto kWeightsKind = kConvolution ? metrics::OpKind::convolution_backward_weights
                                                     : metrics::OpKind::fully_connected_backward_weights;
@@ -89,6 +158,7 @@ class weighted_layer {
     if (has_bias_) user_b_ = memory(bias, eng, p.bias);
     dst_ = memory(fwd.dst_desc(), eng);
     act_.setup(ctx, act, fwd.dst_desc());
+    if constexpr (kInnerProduct) matmul_.setup(ctx, fwd, user_w_, user_b_, dst_, act);
 
     bww_ = BackwardWeights(bww);
     bww_src_.setup(ctx, fwd.src_desc(), bww.src_desc());
@@ -102,6 +172,13 @@ class weighted_layer {
       bwd_diff_dst_.setup(ctx, fwd.dst_desc(), bwd->diff_dst_desc());
       diff_src_ = memory(bwd->diff_src_desc(), eng);
     }
+  }
+
+ public:
+  /// The primitive the forward pass executes: matmul where inner_product_matmul could take the inner product's
+  /// place, else the layer's own forward primitive (what tests check to see the fast path taken).
+  dnnl::primitive::kind forward_primitive_kind() const {
+    return matmul_ ? dnnl::primitive::kind::matmul : fwd_.get_kind();
   }
 
  private:
@@ -136,6 +213,7 @@ class weighted_layer {
   converter src_, w_, diff_dst_, bww_src_, bww_diff_dst_, bwd_w_, bwd_diff_dst_;
   writeback diff_w_, diff_b_;
   fused_activation act_;
+  inner_product_matmul matmul_;
 };
 
 }  // namespace sinew::backend::onednn
