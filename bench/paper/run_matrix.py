@@ -167,6 +167,22 @@ class Matrix:
         return max(r["peak_rss_bytes_per_rank"][:r["workers"]]) if r else None
 
 
+def run_lengths(records):
+    """How long each net's runs were, from the records themselves (runs resumed into one directory may differ):
+    "lenet5_cifar10: 3 epochs of 396 steps; ..." with the held-out images each was evaluated on."""
+    by_net = {}
+    for r in records:
+        acc = r.get("accuracy") or {}
+        key = (r["epochs"], r["steps_per_epoch"], acc.get("test_samples"))
+        by_net.setdefault(net_id(r), set()).add(key)
+    parts = []
+    for net in sorted(by_net, key=lambda n: NETS.index(n) if n in NETS else len(NETS)):
+        lengths = ", ".join(f"{e} epochs of {s} steps" + (f" ({t} held-out images)" if t else "")
+                            for e, s, t in sorted(by_net[net], key=str))
+        parts.append(f"{net}: {lengths}")
+    return "; ".join(parts)
+
+
 def net_id(r):
     return f"{r['net']}_{r['dataset']}"
 
@@ -458,9 +474,9 @@ def write_report(out, records, failures, figures, args):
     if records:
         r0 = records[0]
         lines.append(f"Machine: {r0['cpu_model']}, {os.cpu_count()} cores. {WORKERS} workers, local batch "
-                     f"{r0['local_batch']}, global {r0['global_batch']} (Table IV); {r0['epochs']} epochs of "
-                     f"{'at most ' + str(args.steps) + ' steps' if args.steps else 'whole epochs'}; all ranks on one "
-                     "host (no emulated hosts), so communication is shared memory, not the paper's 10 Gbit/s links.")
+                     f"{r0['local_batch']}, global {r0['global_batch']} (Table IV); {run_lengths(records)}; all "
+                     "ranks on one host (no emulated hosts), so communication is shared memory, not the paper's "
+                     "10 Gbit/s links.")
         lines.append("")
         lines.append("Ranks, threads and binding of each run are in its record and the table at the end. Figures "
                      "measured on a machine that may have been loaded: compare ratios within one run, not with "
