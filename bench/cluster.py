@@ -3,7 +3,8 @@
 
     sudo bench/cluster.py [--build build] [--links 1gbit,10gbit] [--hosts 2,3] [--delay 0us]
                           [--max 16777216] [--iterations 10] [--dist-link 1gbit] [--dist-hosts 3]
-                          [--dist-steps 10] [--no-dist] [--out DIR]
+                          [--dist-steps 10] [--dist-configs ring,mpi,ps-sync,ps-async,ps-stale2]
+                          [--dist-compress onebit,powersgd4] [--no-dist] [--out DIR]
 
 For every link rate and host count it makes a cluster (one rank per host, 1 thread each, every link shaped to
 the rate both ways, --delay one way), runs bench/comm there and prints all-reduce latency and bus bandwidth of
@@ -21,8 +22,9 @@ beta from the two largest), which is what the alpha-beta model means by them: TC
 (66 bytes per 1448 at MTU 1500, counted by tc's rate) and MPI's own latency are the link's, not the
 algorithm's. Then bench/dist's ResNet-18 step breakdown for every strategy and mode at --dist-link on
 --dist-hosts hosts, each with the bound of its communication per step: the ring's on the gradient bytes (its
-latency term once per bucket), the parameter server's on the server's link. Writes comm.md, dist.md and
-results.json to --out.
+latency term once per bucket), the parameter server's on the server's link. --dist-compress adds the ring with
+each compressor (bench/dist --compress): its bound is the bytes a rank sends per step at the link's rate.
+--links none skips bench/comm. Writes comm.md, dist.md and results.json to --out.
 Needs root (network namespaces). Figures are from one machine's cores: state its load with them.
 """
 import argparse
@@ -132,30 +134,37 @@ def dist_table(build, link, p, delay, args):
     lines = [f"### ResNet-18 (3x32x32, batch 42 per worker), {p} hosts at {link}, {delay} one-way delay, "
              "1 rank per host, 1 thread", "",
              "| strategy | images/s | load ms | forward ms | backward ms | comm exposed ms | comm hidden ms |"
-             " update ms | comm bound ms |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             " update ms | comm bound ms | MB sent per step |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     results = []
     cluster("up", str(p), "--bandwidth", link, *(["--delay", delay] if seconds(delay) > 0 else []))
     try:
-        for config in ["ring", "mpi", "ps-sync", "ps-async", "ps-stale2"]:
+        runs = [(c, "none") for c in args.dist_configs.split(",") if c]
+        runs += [("ring", c) for c in args.dist_compress.split(",") if c and c != "none"]
+        for config, compressor in runs:
+            label = config if compressor == "none" else f"{config}+{compressor}"
             run = cluster("run", "--", "mpirun", "-np", str(p), os.path.join(build, "bench", "dist"), "--run",
-                          config, "--threads", "1", "--batch", "42", "--warmup", "3", "--steps",
-                          str(args.dist_steps), check=False, capture=True)
+                          config, "--compress", compressor, "--threads", "1", "--batch", "42", "--warmup", "3",
+                          "--steps", str(args.dist_steps), check=False, capture=True)
             r = {}
             for line in run.stdout.splitlines():
                 f = line.split()
                 if len(f) == 3 and f[0] == "result":
                     r[f[1]] = float(f[2])
             if run.returncode != 0 or not r:
-                lines.append(f"| {config} | failed (status {run.returncode}) |||||||")
+                lines.append(f"| {label} | failed (status {run.returncode}) ||||||||")
                 continue
-            if config.startswith("ps"):
+            if compressor != "none":  # every rank sends its compressed payload: no all-reduce moves less
+                bound = r.get("bytes_per_step", 0) / bw
+            elif config.startswith("ps"):
                 bound = ps_server_bound(p, grad, bw, alpha)
             else:
                 bound = ring_bound(p, grad, bw, alpha, buckets)
-            lines.append(f"| {config} | {r['images_per_second']:.1f} | " + " | ".join(
+            lines.append(f"| {label} | {r['images_per_second']:.1f} | " + " | ".join(
                 f"{1e3 * r[k]:.0f}" for k in ["load", "forward", "backward", "comm_exposed", "comm_hidden",
-                                              "update"]) + f" | {1e3 * bound:.0f} |")
-            results.append(dict(link=link, hosts=p, delay=delay, strategy=config, comm_bound_seconds=bound, **r))
+                                              "update"]) + f" | {1e3 * bound:.0f} | "
+                         + (f"{r['bytes_per_step'] / 1e6:.2f} |" if "bytes_per_step" in r else "n/a |"))
+            results.append(dict(link=link, hosts=p, delay=delay, strategy=config, compressor=compressor,
+                                comm_bound_seconds=bound, **r))
     finally:
         cluster("down")
     return "\n".join(lines), results
@@ -172,6 +181,8 @@ def main():
     a.add_argument("--dist-link", default="1gbit")
     a.add_argument("--dist-hosts", type=int, default=3)
     a.add_argument("--dist-steps", type=int, default=10)
+    a.add_argument("--dist-configs", default="ring,mpi,ps-sync,ps-async,ps-stale2")
+    a.add_argument("--dist-compress", default="", help="compressors to run the ring with too, comma-separated")
     a.add_argument("--no-dist", action="store_true")
     a.add_argument("--out", default=".")
     args = a.parse_args()
@@ -186,7 +197,7 @@ def main():
 
 def run(args):
     tables, results = [], []
-    for link in args.links.split(","):
+    for link in [l for l in args.links.split(",") if l != "none"]:
         for p in map(int, args.hosts.split(",")):
             t, r = comm_table(args.build, link, p, args.delay, args)
             print(t + "\n", flush=True)

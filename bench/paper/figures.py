@@ -79,11 +79,24 @@ def save(fig, out, name, written):
     written.append(os.path.join(out, name + ".png"))
 
 
-def subtitle(records):
-    gen = any(r["data_generated"] for r in records)
+def subtitle(records, net=None):
+    """The runs' settings, from the records drawn: one net's when net is given. Run lengths and generated data
+    are said per net where the records differ (runs resumed into one directory may)."""
+    if net is not None:
+        records = [r for r in records if net_id(r) == net] or records
     r = records[0]
-    return (f"{r['workers']} workers, local batch {r['local_batch']}, {r['epochs']} epochs"
-            + (f" of {r['steps_per_epoch']} steps" if gen else "") + (" - GENERATED DATA" if gen else ""))
+    lengths = {(x["epochs"], x["steps_per_epoch"]) for x in records}
+    text = f"{r['workers']} workers, local batch {r['local_batch']}, "
+    if len(lengths) == 1:
+        text += f"{r['epochs']} epochs of {r['steps_per_epoch']} steps"
+    else:
+        text += "epochs and steps per net in REPRODUCTION.md"
+    generated = sorted({net_id(x) for x in records if x["data_generated"]})
+    if generated and len(generated) == len({net_id(x) for x in records}):
+        text += " - GENERATED DATA"
+    elif generated:
+        text += " - GENERATED DATA: " + ", ".join(generated)
+    return text
 
 
 def draw_all(records, out):
@@ -133,7 +146,7 @@ def draw_all(records, out):
         ax.set_xticks(range(len(rows)), [label(s, md) for s, md, _ in rows], fontsize=8)
         ax.set_ylabel("seconds per epoch (workers' mean)")
         ax.set_title(f"{BREAKDOWN[n].replace('fig', 'Fig. ')}: breakdown of execution time ({n})\n"
-                     + subtitle(records), fontsize=10)
+                     + subtitle(records, n), fontsize=10)
         ax.legend(fontsize=7)
         save(fig, out, f"{BREAKDOWN[n]}_{n}", written)
 
@@ -153,8 +166,8 @@ def draw_all(records, out):
         ax.set_xticks(range(len(ops)), [o.replace("_", "\n") for o in ops], fontsize=7)
         ax.set_ylabel("ms per epoch (rank 0)")
         ax.set_yscale("log")
-        ax.set_title(f"{PROFILE[n].replace('fig', 'Fig. ')}: operator profile ({n}, sync)\n" + subtitle(records),
-                     fontsize=10)
+        ax.set_title(f"{PROFILE[n].replace('fig', 'Fig. ')}: operator profile ({n}, sync)\n"
+                     + subtitle(records, n), fontsize=10)
         ax.legend(fontsize=8)
         save(fig, out, f"{PROFILE[n]}_ops_{n}", written)
 
