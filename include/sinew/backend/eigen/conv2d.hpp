@@ -156,10 +156,15 @@ class conv2d_op : public op_base<diff_dst_use::always> {
   }
 
   /// Rows of P per block of the forward's pack-and-contract: at most 256 (a LeNet-5 block is 75 KiB, in
-  /// the core's L2 while it is contracted), and small enough for four blocks per thread on small layers.
+  /// the core's L2 while it is contracted), and small enough for four blocks per thread on large layers.
+  /// The contraction packs the weights again for every block, so where a block has fewer rows than the
+  /// layer has outputs (the weights outweigh the block: VGG-16's last layers at batch 1, 4 to 64 rows
+  /// against 512 outputs), each thread takes one block of its share instead.
   index block_rows(const device& dev) const {
-    const index per_thread = (rows_ + 4 * dev.numThreads() - 1) / (4 * dev.numThreads());
-    return std::clamp<index>(per_thread, 48, 256);
+    const index threads = dev.numThreads();
+    const index block = std::clamp<index>((rows_ + 4 * threads - 1) / (4 * threads), 48, 256);
+    if (block >= c_.out_c) return block;
+    return std::max(block, (rows_ + threads - 1) / threads);
   }
 
   /// dX[n, ih, iw, :] = sum of dP[(n, oh, ow), (kh, kw, :)] over the windows that cover (ih, iw).
