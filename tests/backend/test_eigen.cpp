@@ -34,6 +34,24 @@ TEST(equivalence, conv2d_k3_s2_p1_eigen_1_thread) {
   expect_equivalent<Net<Input<3, 8, 8>, Conv2d<5, 3, 2, 1>, ReLU, MaxPool<3, 2, 1>>>(4, 5, 1);
 }
 
+// Forward paths of their own: batch 1 and 2 run Dense as matrix-vector products (threads split the output
+// rows; 37 and 5 outputs are not multiples of the 16-row ranges), a 1x1 stride-1 convolution contracts its
+// input in place (no patches), and batch norm sums rows in pieces per thread.
+TEST(equivalence, dense_gemv_batch1_eigen_3_threads) {
+  expect_equivalent<Net<Input<3, 9, 9>, Conv2d<8, 3, 1, 1>, ReLU, Flatten, Dense<37>, ReLU, Dense<5>>>(1, 6, 3);
+}
+TEST(equivalence, dense_gemv_batch2_eigen_1_thread) {
+  expect_equivalent<Net<Input<3, 9, 9>, Conv2d<8, 3, 1, 1>, ReLU, Flatten, Dense<37>, ReLU, Dense<5>>>(2, 7, 1);
+}
+TEST(equivalence, conv2d_1x1_s1_pointwise_between_3x3) {
+  expect_equivalent<Net<Input<5, 6, 6>, Conv2d<8, 1>, ReLU, Conv2d<6, 3, 1, 1>, Conv2d<4, 1>, Tanh>>(3, 8, 2);
+}
+// 5 x 7 x 7 = 245 output rows: on 2 threads, blocks of 48 rows and a last block of 5; batch norm's 245 rows
+// in 8 pieces of 31 and a last of 28.
+TEST(equivalence, conv2d_and_batch_norm_odd_rows_across_blocks) {
+  expect_equivalent<Net<Input<4, 7, 7>, Conv2d<6, 3, 1, 1>, BatchNorm2d, ReLU, Conv2d<5, 1>, BatchNorm2d>>(5, 9, 2);
+}
+
 TEST(eigen_context, threads_default_to_the_cpus_of_this_process_and_follow_the_option) {
   EigenB::context all{BackendOptions{}};
   EXPECT_EQ(all.threads(), int(allowed_cpus().size()));

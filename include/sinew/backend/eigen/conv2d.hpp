@@ -5,7 +5,15 @@
 // activation in one pass. Like TensorFlow's SpatialConvolution, which packs patches as its contraction reads
 // them, each thread packs a block of at most 256 rows of P (one memcpy per kernel row, see pack_patches) and
 // contracts it at once, while it is in the core's cache; P as a whole is never read back in the forward,
-// only kept for the backward's P^T dZ.
+// only kept for the backward's P^T dZ. A 1x1 convolution with stride 1 and no padding packs nothing: its
+// NHWC input is P, contracted in place (ResNet-50's bottlenecks have three of them in each block).
+// What bounds the forward is Eigen's matrix kernel (gebp, 3 x 4 registers of 16 floats): on one Zen 4 core,
+// on ResNet-18's [rows, K*K*C] x [K*K*C, O] shapes, it runs at 0.70-0.75x oneDNN's sgemm on the same
+// matrices, whether called as a Tensor contraction or a Matrix product, at blocks of 256 to 43008 rows, row-
+// or column-major output (measured side by side on a shared, loaded machine); the op itself stays at
+// 1.4-2.1x oneDNN's convolution on those layers on one thread.
+// TensorFlow's x86 builds run oneDNN's sgemm inside Eigen's contractions by default (its build option
+// tensorflow_mkldnn_contraction_kernel=0 brings back gebp); this backend keeps Eigen's own kernel.
 // Backward weights: P^T dZ (TensorFlow's SpatialConvolutionBackwardKernel is the same contraction), shuffled
 // back to OIHW; bias: dZ summed over rows. Backward data: dP = dZ W^T, then col2im. TensorFlow instead
 // convolves the stride-inflated, padded output gradient with the flipped kernel; col2im does the same sums
@@ -38,7 +46,8 @@ class conv2d_op : public op_base<diff_dst_use::always> {
     const tensor_desc in = make_desc(c.batch, c.in_c, c.in_h, c.in_w, layout::nhwc);
     src_.setup(ctx, src_desc, in);
     dst_.allocate(make_desc(c.batch, c.out_c, c.out_h, c.out_w, layout::nhwc));
-    patches_ = AlignedBuffer<float>(std::size_t(rows_ * depth_));
+    // A pointwise convolution's P is its input; the buffer then only holds the backward's dP.
+    if (!is_pointwise() || need_diff_src) patches_ = AlignedBuffer<float>(std::size_t(rows_ * depth_));
     weights_ = AlignedBuffer<float>(std::size_t(depth_) * c.out_c);
     diff_weights_ = AlignedBuffer<float>(std::size_t(depth_) * c.out_c);
     act_.setup(c.act, dst_.desc().size());
@@ -65,11 +74,12 @@ class conv2d_op : public op_base<diff_dst_use::always> {
     // cache, as TensorFlow's SpatialConvolution packs patches as its contraction reads them. The blocks
     // stay in P for the backward's P^T dZ.
     const index O = c_.out_c, block = block_rows(dev), blocks = (rows_ + block - 1) / block;
+    rows_of_p_ = is_pointwise() ? nhwc : cpatches();
     parallel_for(dev, blocks, double(block) * depth_ * (O + 1), [&](index b, index e) {
       for (; b < e; ++b) {
         const index r0 = b * block, n = std::min(rows_, r0 + block) - r0;
-        pack_patches(nhwc, r0, r0 + n);
-        const auto p = as_matrix(cpatches() + r0 * depth_, n, depth_);
+        if (!is_pointwise()) pack_patches(nhwc, r0, r0 + n);
+        const auto p = as_matrix(rows_of_p_ + r0 * depth_, n, depth_);
         // On this thread (Eigen's default device).
         as_matrix(dst_.data() + r0 * O, n, O) = p.contract(as_matrix(cweights(), depth_, O), contract_dims{pair(1, 0)});
       }
@@ -88,8 +98,13 @@ class conv2d_op : public op_base<diff_dst_use::always> {
     const float* dz = act_.backward(dev, dst_.data(), diff_dst_(ctx, diff_dst).data);
     const auto dz_m = as_matrix(dz, rows_, c_.out_c);
     probe.begin(metrics::OpKind::convolution_backward_weights);
-    if (!patches_valid_) extract_patches(dev, src_(ctx, src).data);  // a second backward after one forward
-    as_matrix(diff_weights_.data(), depth_, c_.out_c).device(dev) = patches().contract(dz_m, contract_dims{pair(0, 0)});
+    if (!patches_valid_) {  // a second backward after one forward
+      const float* nhwc = src_(ctx, src).data;
+      if (!is_pointwise()) extract_patches(dev, nhwc);
+      rows_of_p_ = is_pointwise() ? nhwc : cpatches();
+    }
+    as_matrix(diff_weights_.data(), depth_, c_.out_c).device(dev) =
+        as_matrix(rows_of_p_, rows_, depth_).contract(dz_m, contract_dims{pair(0, 0)});
     // HWIO -> OIHW, into the flat gradient buffer.
     image(p_.diff_weights, c_.out_c, c_.in_c, c_.kernel, c_.kernel).device(dev) =
         const_image(diff_weights_.data(), c_.kernel, c_.kernel, c_.in_c, c_.out_c).shuffle(std::array<index, 4>{3, 2, 0, 1});
@@ -108,7 +123,8 @@ class conv2d_op : public op_base<diff_dst_use::always> {
   const float* cweights() const noexcept { return weights_.data(); }
   /// P, read-only.
   const float* cpatches() const noexcept { return patches_.data(); }
-  const_matrix patches() const { return as_matrix(cpatches(), rows_, depth_); }
+  /// Whether P is the NHWC input itself: a 1x1 kernel at stride 1 without padding.
+  bool is_pointwise() const noexcept { return c_.kernel == 1 && c_.stride == 1 && c_.padding == 0; }
 
   /// P = the input's K x K patches, one row per output pixel, in the (kh, kw, c) order of the HWIO weights.
   /// In NHWC the K*C floats of one kernel row (kh) lie contiguous in the input wherever the window is inside
@@ -116,6 +132,7 @@ class conv2d_op : public op_base<diff_dst_use::always> {
   /// every float's source index on its own, and with fewer channels than a SIMD packet it cannot vectorise:
   /// 36 ms of LeNet-5's 3->6 forward convolution at batch 42 went there, against oneDNN's 0.8 ms.)
   void extract_patches(const device& dev, const float* nhwc) {
+    // (Not called for a pointwise convolution, whose P is its input.)
     parallel_for(dev, rows_, double(depth_), [&](index begin, index end) { pack_patches(nhwc, begin, end); });
     patches_valid_ = true;
   }
@@ -146,10 +163,15 @@ class conv2d_op : public op_base<diff_dst_use::always> {
   }
 
   /// Rows of P per block of the forward's pack-and-contract: at most 256 (a LeNet-5 block is 75 KiB, in
-  /// the core's L2 while it is contracted), and small enough for four blocks per thread on small layers.
+  /// the core's L2 while it is contracted), and small enough for four blocks per thread on large layers.
+  /// The contraction packs the weights again for every block, so where a block has fewer rows than the
+  /// layer has outputs (the weights outweigh the block: VGG-16's last layers at batch 1, 4 to 64 rows
+  /// against 512 outputs), each thread takes one block of its share instead.
   index block_rows(const device& dev) const {
-    const index per_thread = (rows_ + 4 * dev.numThreads() - 1) / (4 * dev.numThreads());
-    return std::clamp<index>(per_thread, 48, 256);
+    const index threads = dev.numThreads();
+    const index block = std::clamp<index>((rows_ + 4 * threads - 1) / (4 * threads), 48, 256);
+    if (block >= c_.out_c) return block;
+    return std::max(block, (rows_ + threads - 1) / threads);
   }
 
   /// dX[n, ih, iw, :] = sum of dP[(n, oh, ow), (kh, kw, :)] over the windows that cover (ih, iw).
@@ -166,6 +188,8 @@ class conv2d_op : public op_base<diff_dst_use::always> {
   config c_{};
   ParamSlots p_;
   bool patches_valid_ = false;
+  /// P's rows as the last forward left them: patches_, or the NHWC input of a pointwise convolution.
+  const float* rows_of_p_ = nullptr;
   index rows_ = 0, depth_ = 0;
   converter src_;
   AlignedBuffer<float> patches_, weights_, diff_weights_;
