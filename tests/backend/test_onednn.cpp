@@ -108,6 +108,57 @@ TEST(onednn_forward, max_pool_k3_s2_p1_matches_reference) {
   expect_close(f.run(), ref::pool(f.x, 3, 3, 7, 7, 3, 2, 1, true));
 }
 
+// Max pooling on plain NCHW of 8 channels or more, which oneDNN runs only in its C++ loop (simple_nchw), reorders
+// its input to the blocked layout first (pooling.hpp; AlexNet's first pooling without AVX-512 kernels): the output
+// and the input gradient (each output's gradient at its window's maximum) are PyTorch's either way.
+TEST(onednn_pooling, max_pool_on_plain_nchw_runs_blocked_and_matches_reference) {
+  using namespace backend::onednn;
+  constexpr int kN = 3, kC = 16, kH = 15, kOut = 7;
+  OneDnn::context ctx{BackendOptions{}};
+  const auto normals = [](std::size_t n, std::uint64_t seed) {
+    Rng rng(seed);
+    std::vector<float> v(n);
+    for (float& e : v) e = rng.normal();
+    return v;
+  };
+  std::vector<float> x = normals(kN * kC * kH * kH, 5);
+  const desc plain({kN, kC, kH, kH}, dt::f32, tag::nchw);
+  const memory xm(plain, ctx.engine(), x.data());
+  pooling_op op;
+  op.setup(ctx, plain, kN, kC, kOut, kOut, 3, 2, 0, dnnl::algorithm::pooling_max, true);
+  const dnnl::pooling_forward::primitive_desc on_plain(
+      {dnnl::prop_kind::forward_training, dnnl::algorithm::pooling_max, plain,
+       desc({kN, kC, kOut, kOut}, dt::f32, tag::any), {2, 2}, {3, 3}, {0, 0}, {0, 0}},
+      ctx.engine());
+  const bool loop_on_plain = std::string(on_plain.impl_info_str()).starts_with("simple");
+  EXPECT_EQ(op.src_desc() == plain, !loop_on_plain) << "oneDNN on plain NCHW: " << on_plain.impl_info_str();
+  op.forward(ctx, xm);
+  std::vector<float> y(kN * kC * kOut * kOut);
+  to_plain(ctx, op.dst(), y.data());
+  expect_close(y, ref::pool(x, kN, kC, kH, kH, 3, 2, 0, true));
+
+  std::vector<float> dy = normals(y.size(), 6), dy_blocked(physical_floats(op.dst_desc()));
+  memory dy_plain(plain_like(op.dst_desc()), ctx.engine(), dy.data()), dym(op.dst_desc(), ctx.engine(), dy_blocked.data());
+  dnnl::reorder(dy_plain, dym).execute(ctx.stream(), dy_plain, dym);
+  op.bind_diff_dst(ctx, op.dst_desc());
+  op.backward(ctx, xm, dym);
+  std::vector<float> dx(x.size());
+  to_plain(ctx, op.diff_src(), dx.data());
+  std::vector<double> want(x.size(), 0.0);
+  for (int p = 0; p < kN * kC; ++p)
+    for (int oy = 0; oy < kOut; ++oy)
+      for (int ox = 0; ox < kOut; ++ox) {
+        int best = p * kH * kH + 2 * oy * kH + 2 * ox;
+        for (int ky = 0; ky < 3; ++ky)
+          for (int kx = 0; kx < 3; ++kx) {
+            const int at = p * kH * kH + (2 * oy + ky) * kH + 2 * ox + kx;
+            if (x[at] > x[best]) best = at;
+          }
+        want[best] += dy[(p * kOut + oy) * kOut + ox];
+      }
+  expect_close(dx, want);
+}
+
 TEST(onednn_forward, avg_pool_counts_padding_like_pytorch) {
   Fixture<Sequential<Input<2, 5, 5>, AvgPool<3, 1, 1>>> f;
   expect_close(f.run(), ref::pool(f.x, 3, 2, 5, 5, 3, 1, 1, false));
