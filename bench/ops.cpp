@@ -25,6 +25,9 @@
 //                  and weights are split by the op's profile probe (metrics/profile.hpp)
 //   fc_forward_inner_product  OneDnn only: the inner product forward that the Dense op's matmul forward
 //                  replaced (weighted_layer.hpp), on the same memories, as its anchor
+//   fc_backward_data_inner_product  OneDnn only: the inner product backward data on the same memories, the
+//                  anchor of fc_backward_data, which without AVX-512 kernels runs split in two matmuls where the
+//                  weights' rows are a multiple of 4 KiB (weighted_layer.hpp: inner_product_split_backward_data)
 //   sgd_update     optim::Sgd (momentum 0.9) over ResNet-18's 11,689,512 parameters (backend-independent:
 //                  backend "sinew")
 // Sizes: vectors 2^min-exp .. 2^max-exp floats (every power of 4), GEMM sides 32 .. 2048.
@@ -347,6 +350,21 @@ std::vector<Row> run_on(typename B::context& ctx, const Task& t, const Timing& t
     }
     const auto parts = median_parts(timing, [&](auto& probe) { op.backward(ctx, flat.dst(), *dy.tensor, probe); });
     row("fc_backward_data", seconds_of(parts, OpKind::fully_connected_backward_data), "sinew Dense op (probe)");
+    if constexpr (kOneDnn) {
+      // The anchor of the Dense op's backward data: the inner product's own, on the same memories.
+      using namespace dnnl;
+      const onednn::desc w_rows({out, in}, onednn::dt::f32, onednn::tag::oi);
+      const auto fwd = inner_product_forward::primitive_desc(
+          {prop_kind::forward_training, flat.dst_desc(), w_rows, op.dst_desc()}, ctx.engine());
+      const auto pd =
+          inner_product_backward_data::primitive_desc({op.diff_src_desc(), w_rows, op.dst_desc()}, ctx.engine(), fwd);
+      const inner_product_backward_data ip(pd);
+      const onednn::bound_args args{{DNNL_ARG_DIFF_DST, *dy.tensor},
+                                    {DNNL_ARG_WEIGHTS, onednn::memory(w_rows, ctx.engine(), params.slots().weights)},
+                                    {DNNL_ARG_DIFF_SRC, op.diff_src()}};
+      row("fc_backward_data_inner_product", median_seconds(timing, [&] { onednn::run(ctx, ip, args); }),
+          std::string("oneDNN inner product backward data, row-major weights (") + pd.impl_info_str() + ")");
+    }
     row("fc_backward_weights", seconds_of(parts, OpKind::fully_connected_backward_weights),
         "sinew Dense op (probe), weights and bias");
   } else if (g == "pooling") {

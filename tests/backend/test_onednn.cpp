@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "../support/reference.hpp"
@@ -103,6 +106,57 @@ TEST(onednn_forward, flatten_after_blocked_conv_keeps_pytorch_order) {
 TEST(onednn_forward, max_pool_k3_s2_p1_matches_reference) {
   Fixture<Sequential<Input<3, 7, 7>, MaxPool<3, 2, 1>>> f;
   expect_close(f.run(), ref::pool(f.x, 3, 3, 7, 7, 3, 2, 1, true));
+}
+
+// Max pooling on plain NCHW of 8 channels or more, which oneDNN runs only in its C++ loop (simple_nchw), reorders
+// its input to the blocked layout first (pooling.hpp; AlexNet's first pooling without AVX-512 kernels): the output
+// and the input gradient (each output's gradient at its window's maximum) are PyTorch's either way.
+TEST(onednn_pooling, max_pool_on_plain_nchw_runs_blocked_and_matches_reference) {
+  using namespace backend::onednn;
+  constexpr int kN = 3, kC = 16, kH = 15, kOut = 7;
+  OneDnn::context ctx{BackendOptions{}};
+  const auto normals = [](std::size_t n, std::uint64_t seed) {
+    Rng rng(seed);
+    std::vector<float> v(n);
+    for (float& e : v) e = rng.normal();
+    return v;
+  };
+  std::vector<float> x = normals(kN * kC * kH * kH, 5);
+  const desc plain({kN, kC, kH, kH}, dt::f32, tag::nchw);
+  const memory xm(plain, ctx.engine(), x.data());
+  pooling_op op;
+  op.setup(ctx, plain, kN, kC, kOut, kOut, 3, 2, 0, dnnl::algorithm::pooling_max, true);
+  const dnnl::pooling_forward::primitive_desc on_plain(
+      {dnnl::prop_kind::forward_training, dnnl::algorithm::pooling_max, plain,
+       desc({kN, kC, kOut, kOut}, dt::f32, tag::any), {2, 2}, {3, 3}, {0, 0}, {0, 0}},
+      ctx.engine());
+  const bool loop_on_plain = std::string(on_plain.impl_info_str()).starts_with("simple");
+  EXPECT_EQ(op.src_desc() == plain, !loop_on_plain) << "oneDNN on plain NCHW: " << on_plain.impl_info_str();
+  op.forward(ctx, xm);
+  std::vector<float> y(kN * kC * kOut * kOut);
+  to_plain(ctx, op.dst(), y.data());
+  expect_close(y, ref::pool(x, kN, kC, kH, kH, 3, 2, 0, true));
+
+  std::vector<float> dy = normals(y.size(), 6), dy_blocked(physical_floats(op.dst_desc()));
+  memory dy_plain(plain_like(op.dst_desc()), ctx.engine(), dy.data()), dym(op.dst_desc(), ctx.engine(), dy_blocked.data());
+  dnnl::reorder(dy_plain, dym).execute(ctx.stream(), dy_plain, dym);
+  op.bind_diff_dst(ctx, op.dst_desc());
+  op.backward(ctx, xm, dym);
+  std::vector<float> dx(x.size());
+  to_plain(ctx, op.diff_src(), dx.data());
+  std::vector<double> want(x.size(), 0.0);
+  for (int p = 0; p < kN * kC; ++p)
+    for (int oy = 0; oy < kOut; ++oy)
+      for (int ox = 0; ox < kOut; ++ox) {
+        int best = p * kH * kH + 2 * oy * kH + 2 * ox;
+        for (int ky = 0; ky < 3; ++ky)
+          for (int kx = 0; kx < 3; ++kx) {
+            const int at = p * kH * kH + (2 * oy + ky) * kH + 2 * ox + kx;
+            if (x[at] > x[best]) best = at;
+          }
+        want[best] += dy[(p * kOut + oy) * kOut + ox];
+      }
+  expect_close(dx, want);
 }
 
 TEST(onednn_forward, avg_pool_counts_padding_like_pytorch) {
@@ -360,6 +414,70 @@ TEST(onednn_dense, backward_after_the_matmul_forward_writes_pytorch_layout_gradi
         if (y[n * f.kOut + o] > 0) want += double(dy_values[n * f.kOut + o]) * f.x[n * f.kIn + i];
       ASSERT_NEAR(f.dw[o * f.kIn + i], want, 1e-4 * (1 + std::fabs(want))) << "weight " << o << "," << i;
     }
+  }
+}
+
+/// A Dense op without activation on caller-owned parameters, its backward data checked against dx = dy W.
+struct DenseBackwardData {
+  OneDnn::context ctx{BackendOptions{}};
+  const int rows, in, out;
+  std::vector<float> x, w, b, dw, db, dy;
+  backend::onednn::memory xm, dym;
+  backend::onednn::dense_op op;
+  DenseBackwardData(int batch, int inputs, int outputs)
+      : rows(batch), in(inputs), out(outputs), x(DenseOnFlatParams::normals(rows * in, 1)),
+        w(DenseOnFlatParams::normals(out * in, 2)), b(DenseOnFlatParams::normals(out, 3)), dw(w.size()),
+        db(b.size()), dy(DenseOnFlatParams::normals(rows * out, 4)) {
+    using namespace backend::onednn;
+    const desc src({rows, in}, dt::f32, tag::nc);
+    xm = memory(src, ctx.engine(), x.data());
+    op.setup(ctx, src, rows, out, true, simd::activation::none, ParamSlots{w.data(), b.data(), dw.data(), db.data()},
+             true);
+    dym = memory(op.dst_desc(), ctx.engine(), dy.data());
+    op.bind_diff_dst(ctx, op.dst_desc());
+  }
+  /// Runs forward and backward; checks dx = dy W and dW = dy^T x, W and dW row-major [Out, In] (PyTorch's).
+  void check_backward() {
+    op.forward(ctx, xm);
+    op.backward(ctx, xm, dym);
+    std::vector<float> dx(std::size_t(rows) * in);
+    backend::onednn::to_plain(ctx, op.diff_src(), dx.data());
+    for (int n = 0; n < rows; ++n)
+      for (int i = 0; i < in; ++i) {
+        double want = 0;
+        for (int o = 0; o < out; ++o) want += double(dy[n * out + o]) * w[std::size_t(o) * in + i];
+        ASSERT_NEAR(dx[std::size_t(n) * in + i], want, 1e-4 * (1 + std::fabs(want))) << "dx " << n << "," << i;
+      }
+    for (int o = 0; o < out; ++o)
+      for (int i = 0; i < in; ++i) {
+        double want = 0;
+        for (int n = 0; n < rows; ++n) want += double(dy[n * out + o]) * x[std::size_t(n) * in + i];
+        ASSERT_NEAR(dw[std::size_t(o) * in + i], want, 1e-4 * (1 + std::fabs(want))) << "dW " << o << "," << i;
+      }
+  }
+};
+
+// Without AVX-512 kernels (an AVX2 CPU, or ONEDNN_MAX_CPU_ISA=AVX2 as `ctest --preset numerics-avx2` runs this
+// file), backward data of an inner product whose rows are a multiple of 4 KiB (1024 inputs) runs as two matmuls
+// from 32 rows on (weighted_layer.hpp: inner_product_split_backward_data); with them, on fewer rows or other
+// widths it stays the inner product's. Either path reads W where the optimizer and checkpoints see it, row-major
+// [Out, In]: dx = dy W before and after an update in place, and dW lands in the same layout.
+TEST(onednn_dense, backward_data_of_4KiB_rows_is_split_only_without_avx512) {
+  const bool avx512 = backend::onednn::onednn_runs_avx512();
+  const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA");
+  if (cap && std::string(cap) == "AVX2") {
+    EXPECT_FALSE(avx512) << "ONEDNN_MAX_CPU_ISA=AVX2";
+  }
+  const auto split = avx512 ? dnnl::primitive::kind::inner_product : dnnl::primitive::kind::matmul;
+  DenseBackwardData aliased(32, 1024, 3), fewer_rows(31, 1024, 3), other_width(32, 1000, 3);
+  EXPECT_EQ(aliased.op.backward_data_primitive_kind(), split) << (avx512 ? "AVX-512" : "no AVX-512");
+  EXPECT_EQ(fewer_rows.op.backward_data_primitive_kind(), dnnl::primitive::kind::inner_product);
+  EXPECT_EQ(other_width.op.backward_data_primitive_kind(), dnnl::primitive::kind::inner_product);
+  for (DenseBackwardData* f : {&aliased, &fewer_rows, &other_width}) {
+    SCOPED_TRACE(testing::Message() << f->rows << " rows, " << f->in << " inputs");
+    f->check_backward();
+    for (float& v : f->w) v = -0.5f * v + 0.25f;  // an optimizer step, in place
+    f->check_backward();
   }
 }
 

@@ -90,6 +90,14 @@ inline void run(context& ctx, const dnnl::primitive& p, const bound_args& a) {
     throw backend_error("onednn: executing a primitive failed with status " + std::to_string(int(status)));
 }
 
+/// Whether oneDNN runs its AVX-512 kernels in this process: false on a CPU without AVX-512 and where
+/// ONEDNN_MAX_CPU_ISA (or dnnl::set_max_cpu_isa) caps it below, as `ctest --preset numerics-avx2` does. Ops that
+/// pick a formulation by ISA ask this, at setup.
+inline bool onednn_runs_avx512() {
+  const auto core = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
+  return (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & core) == core;
+}
+
 /// Plain NCHW f32 descriptor.
 inline desc plain_desc(int batch, int c, int h, int w) { return desc({batch, c, h, w}, dt::f32, tag::nchw); }
 

@@ -2,10 +2,12 @@
 // descriptors a layer chose (forward, backward weights, and backward data when the input gradient is
 // needed), it owns the memories, the reorders between layouts, the fused activation and the bound
 // arguments, and runs forward and backward. Each layer only describes its primitives. An inner product's forward
-// runs as a matmul on the same memories (inner_product_matmul below).
+// runs as a matmul on the same memories (inner_product_matmul below), and without AVX-512 kernels its backward
+// data, where W's rows lie a multiple of 4 KiB apart, as two matmuls (inner_product_split_backward_data).
 #pragma once
 
 #include <optional>
+#include <tuple>
 #include <type_traits>
 
 #include "sinew/backend/generic/probe.hpp"
@@ -76,6 +78,85 @@ class inner_product_matmul {
   bound_args args_;
 };
 
+/// The backward-data pass of an inner product, dx = dy W with W row-major [Out, In] in the flat buffer, as two
+/// matmuls of which the large one reads W from 16 bytes past its start, where oneDNN's AVX2 gemm is slow on W
+/// itself.
+///
+/// Without AVX-512 kernels (an AVX2 CPU, or oneDNN capped by ONEDNN_MAX_CPU_ISA=AVX2), oneDNN 2.6 runs this
+/// product on its AVX2 gemm, which took 1.5 times as long when W's rows lie a multiple of 4 KiB apart (In a
+/// multiple of 1024: AlexNet's 9216->4096 and 4096->4096) and W starts on a 64-byte boundary, as every tensor of
+/// the flat buffer does. At batch 42, one thread, in CPU time on a shared, loaded Zen 4: 64 ms against 42 ms for
+/// 9216->4096, 27 ms against 17.5 ms for 4096->4096, and the backward weights and the forward on the same
+/// shapes 32 and 46 ms either way; on two threads 61 ms against 43 ms. W read from 4 floats (16 bytes) past its
+/// start runs at the fast rate (from 8 floats on, 32 bytes, it was slower still), so the first kSplitColumns
+/// input columns get a matmul of their own and the rest a second one, both through strides into the same
+/// memories: the weights stay where the optimizer, strategies and checkpoints see them, and dx is the same
+/// sums. Taken only there: with AVX-512 kernels the product ran at 36 ms whichever way, and where In is not a
+/// multiple of 1024 (AlexNet's small-image convolutions, 1728 to 3456 inputs) the split cost 10 to 20%; both
+/// keep the inner product's backward data; so do batches under kMinBatch rows, where the gemm takes another path
+/// that is fast on aligned W (4096->4096 at 16 rows: 12.6 ms, split 22 ms; at 24 rows even; at 32 rows 24 ms,
+/// split 18.5 ms; the same on two threads). Like inner_product_matmul, it needs plain dy and dx.
+class inner_product_split_backward_data {
+ public:
+  /// The fewest rows (batch) for which backward data is split.
+  static constexpr memory::dim kMinBatch = 32;
+  /// The input columns computed apart, so that the large matmul starts 16 bytes into W.
+  static constexpr memory::dim kSplitColumns = 4;
+  /// In, in floats, whose rows lie 4 KiB apart (a multiple of it: the slow case).
+  static constexpr memory::dim kAliasedRowFloats = 4096 / sizeof(float);
+
+  /// Whether an inner product of `in` inputs on `batch` rows takes the split here (a CPU or cap without AVX-512).
+  static bool wanted(memory::dim in, memory::dim batch) {
+    return !onednn_runs_avx512() && in % kAliasedRowFloats == 0 && batch >= kMinBatch;
+  }
+
+  /// Builds the two matmuls for backward data `bwd` on `weights` and `diff_src` in place; leaves the pass to
+  /// `bwd` where wanted() or the plain layouts do not hold.
+  void setup(context& ctx, const dnnl::inner_product_backward_data::primitive_desc& bwd, const memory& weights,
+             const memory& diff_src) {
+    const desc dx_md = bwd.diff_src_desc(), dy_md = bwd.diff_dst_desc(), w_md = bwd.weights_desc();
+    if (!(dx_md == plain_like(dx_md) && dy_md == plain_like(dy_md) && w_md == plain_like(w_md))) return;
+    const auto dx_dims = dx_md.dims(), dy_dims = dy_md.dims();
+    memory::dim in = 1;
+    for (std::size_t i = 1; i < dx_dims.size(); ++i) in *= dx_dims[i];
+    const memory::dim batch = dx_dims[0], out = dy_dims[1];
+    if (!wanted(in, batch)) return;
+    const auto& eng = ctx.engine();
+    const desc dy2({batch, out}, dt::f32, tag::ab);
+    dy_ = memory(dy2, eng, DNNL_MEMORY_NONE);
+    auto* w = static_cast<float*>(weights.get_data_handle());
+    auto* dx = static_cast<float*>(diff_src.get_data_handle());
+    // Columns [first, first + cols) of W ([Out, In] row-major) and of dx ([N, In]), through In-float row strides.
+    const auto part = [&](memory::dim first, memory::dim cols) {
+      const desc w_part({out, cols}, dt::f32, dims{in, 1}), dx_part({batch, cols}, dt::f32, dims{in, 1});
+      const auto pd = checked("inner product backward data as matmul",
+                              [&] { return dnnl::matmul::primitive_desc({dy2, w_part, dx_part}, eng); });
+      return std::pair{dnnl::matmul(pd), bound_args{{DNNL_ARG_SRC, dy_},
+                                                     {DNNL_ARG_WEIGHTS, memory(w_part, eng, w + first)},
+                                                     {DNNL_ARG_DST, memory(dx_part, eng, dx + first)}}};
+    };
+    std::tie(head_, head_args_) = part(0, kSplitColumns);
+    std::tie(rest_, rest_args_) = part(kSplitColumns, in - kSplitColumns);
+    taken_ = true;
+  }
+  /// Whether backward data runs as the two matmuls.
+  explicit operator bool() const noexcept { return taken_; }
+  /// `diff_dst` holds dy in the plain layout; read in place.
+  void run(context& ctx, const memory& diff_dst) {
+    void* handle = diff_dst.get_data_handle();
+    if (handle != dy_handle_) dy_.set_data_handle(dy_handle_ = handle);
+    onednn::run(ctx, head_, head_args_);
+    onednn::run(ctx, rest_, rest_args_);
+  }
+
+ private:
+  bool taken_ = false;
+  dnnl::matmul head_, rest_;
+  memory dy_;
+  void* dy_handle_ = nullptr;
+  bound_args head_args_, rest_args_;
+};
+
 template <class Forward, class BackwardData, class BackwardWeights>
 class weighted_layer {
  public:
@@ -122,7 +203,10 @@ class weighted_layer {
     run(ctx, bww_, bww_args_);
     diff_w_.commit(ctx);
     if (has_bias_) diff_b_.commit(ctx);
-    if (bwd_) {
+    if (split_bwd_) {
+      probe.begin(kDataKind);
+      split_bwd_.run(ctx, dz);
+    } else if (bwd_) {
       probe.begin(kDataKind);
       bwd_diff_dst_.run(ctx, dz);
       bwd_w_.run(ctx, w_.target_for(user_w_));
@@ -171,6 +255,9 @@ class weighted_layer {
       bwd_w_.setup(ctx, fwd.weights_desc(), bwd->weights_desc());
       bwd_diff_dst_.setup(ctx, fwd.dst_desc(), bwd->diff_dst_desc());
       diff_src_ = memory(bwd->diff_src_desc(), eng);
+      // dy reaches the split as the forward's dst layout, unconverted.
+      if constexpr (kInnerProduct)
+        if (bwd->diff_dst_desc() == fwd.dst_desc()) split_bwd_.setup(ctx, *bwd, user_w_, diff_src_);
     }
   }
 
@@ -179,6 +266,12 @@ class weighted_layer {
   /// place, else the layer's own forward primitive (what tests check to see the fast path taken).
   dnnl::primitive::kind forward_primitive_kind() const {
     return matmul_ ? dnnl::primitive::kind::matmul : fwd_.get_kind();
+  }
+  /// The primitive the backward-data pass executes: matmul where inner_product_split_backward_data took it, else
+  /// the layer's own backward-data primitive; undef without an input gradient.
+  dnnl::primitive::kind backward_data_primitive_kind() const {
+    if (split_bwd_) return dnnl::primitive::kind::matmul;
+    return bwd_ ? bwd_.get_kind() : dnnl::primitive::kind::undef;
   }
 
  private:
@@ -214,6 +307,7 @@ class weighted_layer {
   writeback diff_w_, diff_b_;
   fused_activation act_;
   inner_product_matmul matmul_;
+  inner_product_split_backward_data split_bwd_;
 };
 
 }  // namespace sinew::backend::onednn
