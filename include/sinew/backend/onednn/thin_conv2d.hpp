@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "sinew/backend/generic/node_config.hpp"
+#include "sinew/backend/generic/probe.hpp"
 #include "sinew/backend/onednn/common.hpp"
 #include "sinew/backend/simd/thin_conv2d.hpp"
 #include "sinew/metrics/profile.hpp"
@@ -111,28 +112,48 @@ class basic_thin_conv2d_op : public op_base {
     backward(ctx, src, diff_dst, metrics::no_probe);
   }
 
-  /// The convolution and its activation in one pass, profiled as the convolution.
+  /// The convolution and its activation in one pass. A profiled run (a probe with kEnabled) applies the
+  /// activation in a pass of its own, reported as its kind as on the oneDNN path (where ReLU is a post-op inside
+  /// the convolution, the others a pass of their own: fused_activation::separate_pass).
   template <class Probe>
   void forward(context& ctx, const memory& src, Probe& probe) {
+    const bool split = std::remove_cvref_t<Probe>::kEnabled && c_.act != simd::activation::none &&
+                       c_.act != simd::activation::relu;
     probe.begin(metrics::OpKind::convolution);
     src_.run(ctx, src);
     const float* x = static_cast<const float*>(src_.target_for(src).get_data_handle());
     float* y = static_cast<float*>(dst_.get_data_handle());
     pack_forward_weights();
     for_images([&](scratch& s, int begin, int end) {
-      for (int n = begin; n < end; ++n) forward_image(s, x, y, n);
+      for (int n = begin; n < end; ++n) forward_image(s, x, y, n, !split);
     });
+    if (split) {
+      probe.begin(activation_kind(c_.act, metrics::Direction::forward));
+      simd::activation_forward(c_.act, y, y, dst_.get_desc().get_size() / sizeof(float));
+    }
   }
 
-  /// `src` must be the tensor of the last forward() (whose padded images backward reads). The activation's
-  /// backward and the weights' gradient are profiled as backward weights, the input gradient as backward data.
+  /// `src` must be the tensor of the last forward() (whose padded images backward reads). The weights' gradient
+  /// is profiled as backward weights (the activation's backward too, but in its own pass and kind in a
+  /// profiled run), the input gradient as backward data.
   template <class Probe>
   void backward(context& ctx, const memory&, const memory& diff_dst, Probe& probe) {
-    probe.begin(metrics::OpKind::convolution_backward_weights);
+    constexpr bool split = std::remove_cvref_t<Probe>::kEnabled;
     diff_dst_.run(ctx, diff_dst);
     const float* y = static_cast<const float*>(dst_.get_data_handle());
     const float* dy = static_cast<const float*>(diff_dst_.target_for(diff_dst).get_data_handle());
-    for_images([&](scratch& s, int begin, int end) { weights_images(s, y, dy, begin, end); });
+    if (split) {
+      if (c_.act != simd::activation::none) probe.begin(activation_kind(c_.act, metrics::Direction::backward));
+      for_images([&](scratch& s, int begin, int end) {
+        std::fill_n(s.db.data(), s.db.size(), 0.0f);
+        for (int n = begin; n < end; ++n) output_gradient(s, y, dy, n);
+      });
+    }
+    probe.begin(metrics::OpKind::convolution_backward_weights);
+    for_images([&](scratch& s, int begin, int end) {
+      if (!split) std::fill_n(s.db.data(), s.db.size(), 0.0f);
+      weights_images(s, y, dy, begin, end, !split);
+    });
     sum_partials();
     if (!need_diff_src_) return;
     probe.begin(metrics::OpKind::convolution_backward_data);
@@ -216,7 +237,7 @@ class basic_thin_conv2d_op : public op_base {
   float* image(int n) noexcept { return images_.data() + std::size_t(n) * image_floats_; }
   float* dz(int n) noexcept { return dz_.data() + std::size_t(n) * dz_floats_; }
 
-  void forward_image(scratch& s, const float* x, float* y, int n) {
+  void forward_image(scratch& s, const float* x, float* y, int n, bool activate) {
     // The image's channels into the interior of its zero-padded copy, kept for backward.
     const std::size_t hw = std::size_t(c_.in_h) * std::size_t(c_.in_w);
     const float* img = x + std::size_t(n) * std::size_t(c_.in_c) * hw;
@@ -239,7 +260,7 @@ class basic_thin_conv2d_op : public op_base {
         std::memcpy(out + std::size_t(o) * ohw + std::size_t(oy * c_.out_w),
                     s.out.data() + std::size_t(o) * positions_ + std::size_t(oy * wp_),
                     sizeof(float) * std::size_t(c_.out_w));
-    simd::activation_forward_serial(c_.act, out, out, std::size_t(c_.out_c) * ohw);
+    if (activate) simd::activation_forward_serial(c_.act, out, out, std::size_t(c_.out_c) * ohw);
   }
 
   // Image n's pre-activation gradient into dz(n), at the output positions (the dropped columns stay zero), and
@@ -261,12 +282,14 @@ class basic_thin_conv2d_op : public op_base {
     }
   }
 
-  void weights_images(scratch& s, const float* y, const float* dy, int begin, int end) {
+  // The thread's partial weights' gradient over images [begin, end), their output gradients first where
+  // `output_gradients` (else an earlier pass wrote them).
+  void weights_images(scratch& s, const float* y, const float* dy, int begin, int end, bool output_gradients) {
     std::fill_n(s.dw.data(), s.dw.size(), 0.0f);
-    std::fill_n(s.db.data(), s.db.size(), 0.0f);
     for (int g = begin; g < end; g += group_) {
       const int images = std::min(group_, end - g);
-      for (int n = g; n < g + images; ++n) output_gradient(s, y, dy, n);
+      if (output_gradients)
+        for (int n = g; n < g + images; ++n) output_gradient(s, y, dy, n);
       with_block(ob_, [&](auto block) {
         constexpr int OB = decltype(block)::value;
         for (int b = 0; b < out_rows_ / OB; ++b)
