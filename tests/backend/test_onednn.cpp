@@ -12,6 +12,7 @@
 #include "sinew/backend/onednn.hpp"
 #include "sinew/backend/simd/dropout.hpp"
 #include "sinew/model.hpp"
+#include "sinew/nets/lenet5.hpp"
 
 namespace {
 using namespace sinew;
@@ -492,6 +493,106 @@ TEST(onednn_dense, small_image_conv2d_forward_is_a_matmul) {
   op.setup(ctx, desc({4, 4, 2, 2}, dt::f32, tag::nchw), c, ParamSlots{w.data(), b.data(), dw.data(), db.data()},
            false);
   EXPECT_EQ(op.forward_primitive_kind(), dnnl::primitive::kind::matmul);
+}
+
+// Stride-1 convolutions of at most 16 channels run on sinew's kernels (onednn/thin_conv2d.hpp). The op against
+// oneDNN's conv2d_op on the same weights, input and output gradient: output (with the activation fused),
+// weights', bias' and input gradients, at odd batches, on the widest instruction set and on AVX2's kernels.
+template <class Op>
+struct conv_run {
+  Op op;
+  std::vector<float> w, b, dw, db, y, dx;
+  void run(OneDnn::context& ctx, const backend::Conv2dConfig& c, bool need_diff_src, const std::vector<float>& weights,
+           const std::vector<float>& bias, std::vector<float>& x, std::vector<float>& dy) {
+    using namespace backend::onednn;
+    w = weights, b = bias, dw.assign(w.size(), -1.0f), db.assign(b.size(), -1.0f);
+    const desc src_md = plain_desc(c.batch, c.in_c, c.in_h, c.in_w), dst_md = plain_desc(c.batch, c.out_c, c.out_h, c.out_w);
+    op.setup(ctx, src_md, c, ParamSlots{w.data(), c.bias ? b.data() : nullptr, dw.data(), c.bias ? db.data() : nullptr},
+             need_diff_src);
+    op.bind_diff_dst(ctx, dst_md);
+    const memory src(src_md, ctx.engine(), x.data()), diff_dst(dst_md, ctx.engine(), dy.data());
+    for (int pass = 0; pass < 2; ++pass) {  // twice: scratch left by a step must not leak into the next
+      op.forward(ctx, src);
+      op.backward(ctx, src, diff_dst);
+    }
+    ctx.stream().wait();
+    y.resize(dy.size());
+    to_plain(ctx, op.dst(), y.data());
+    if (need_diff_src) dx.resize(x.size()), to_plain(ctx, op.diff_src(), dx.data());
+  }
+};
+
+template <class Arch>
+void expect_thin_conv_matches_onednn(const backend::Conv2dConfig& c, bool need_diff_src) {
+  using namespace backend::onednn;
+  OneDnn::context ctx{BackendOptions{}};
+  Rng rng(17);
+  std::vector<float> w(std::size_t(c.out_c * c.in_c * c.kernel * c.kernel)), b(std::size_t(c.out_c));
+  std::vector<float> x(std::size_t(c.batch * c.in_c * c.in_h * c.in_w)), dy(std::size_t(c.batch * c.out_c * c.out_h * c.out_w));
+  for (float& v : w) v = 0.2f * rng.normal();
+  for (float& v : b) v = 0.2f * rng.normal();
+  for (float& v : x) v = rng.normal();
+  for (float& v : dy) v = rng.normal();
+  conv_run<conv2d_op> want;
+  conv_run<basic_thin_conv2d_op<Arch>> got;
+  want.run(ctx, c, need_diff_src, w, b, x, dy);
+  got.run(ctx, c, need_diff_src, w, b, x, dy);
+  const auto near = [](const std::vector<float>& g, const std::vector<float>& e, const char* what) {
+    ASSERT_EQ(g.size(), e.size()) << what;
+    float scale = 0;
+    for (float v : e) scale = std::max(scale, std::fabs(v));
+    for (std::size_t i = 0; i < g.size(); ++i) ASSERT_NEAR(g[i], e[i], 1e-5f * (1 + scale)) << what << " at " << i;
+  };
+  near(got.y, want.y, "output");
+  near(got.dw, want.dw, "weights' gradient");
+  if (c.bias) near(got.db, want.db, "bias' gradient");
+  if (need_diff_src) near(got.dx, want.dx, "input gradient");
+}
+
+using Act = simd::activation;
+// LeNet-5's layers (3->6 5x5 on 32x32 without the input gradient, 6->16 on 14x14 with it) at batch 5, then a
+// padded layer of odd sizes without activation or bias.
+const backend::Conv2dConfig kLeNetConv1{5, 3, 32, 32, 6, 28, 28, 5, 1, 0, true, Act::tanh};
+const backend::Conv2dConfig kLeNetConv2{5, 6, 14, 14, 16, 10, 10, 5, 1, 0, true, Act::tanh};
+const backend::Conv2dConfig kPaddedOdd{3, 5, 9, 7, 7, 9, 7, 3, 1, 1, false, Act::none};
+
+TEST(onednn_thin_conv2d, lenet_layers_and_a_padded_layer_match_onednn) {
+  using A = simd::thin_conv::default_arch;
+  expect_thin_conv_matches_onednn<A>(kLeNetConv1, false);
+  expect_thin_conv_matches_onednn<A>(kLeNetConv2, true);
+  expect_thin_conv_matches_onednn<A>(kPaddedOdd, true);
+}
+
+#if XSIMD_WITH_AVX2
+// A CPU without AVX-512 compiles (-march=native) the same op on 8-wide vectors and 16 registers.
+TEST(onednn_thin_conv2d, avx2_kernels_match_onednn) {
+  expect_thin_conv_matches_onednn<xsimd::avx2>(kLeNetConv1, false);
+  expect_thin_conv_matches_onednn<xsimd::avx2>(kLeNetConv2, true);
+  expect_thin_conv_matches_onednn<xsimd::avx2>(kPaddedOdd, true);
+}
+#endif
+
+// LeNet-5's two convolutions take the thin op, chosen from their shapes (conv2d.hpp's conv2d_op_for).
+template <class... N>
+constexpr int thin_convolutions(type_list<N...>) {
+  return (0 + ... + int(std::is_same_v<OneDnn::op<N>, backend::onednn::thin_conv2d_op>));
+}
+TEST(onednn_thin_conv2d, lenet5_convolutions_take_the_thin_op) {
+  static_assert(thin_convolutions(nets::LeNet5<Input<3, 32, 32>>::nodes<true>{}) == 2);
+  static_assert(thin_convolutions(nets::LeNet5<Input<1, 32, 32>>::nodes<true>{}) == 2);
+  // and train: one step's loss is finite and the first layer's weights get a gradient
+  OneDnn::context ctx{BackendOptions{}};
+  Model<nets::LeNet5<Input<3, 32, 32>>, OneDnn> model(ctx, ModelOptions{.seed = 3});
+  std::vector<float> x(3 * 3 * 32 * 32);
+  Rng rng(4);
+  for (float& v : x) v = rng.normal();
+  model.forward(x, 3);
+  const std::vector<std::int32_t> labels{1, 4, 7};
+  EXPECT_TRUE(std::isfinite(model.loss(labels).loss));
+  model.backward();
+  float norm = 0;
+  for (int i = 0; i < 6 * 3 * 25; ++i) norm += std::fabs(model.gradients()[std::size_t(i)]);
+  EXPECT_GT(norm, 0.0f);
 }
 
 TEST(onednn_forward, wrong_input_size_is_a_shape_error) {

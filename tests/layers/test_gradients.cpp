@@ -95,6 +95,16 @@ SINEW_LAYER_CASE(conv2d_fused_tanh, ({}), Net<Input<2, 6, 6>, Conv2d<3, 3>, Tanh
 SINEW_LAYER_CASE(conv2d_fused_relu, ({.seed = 11}), Net<Input<2, 6, 6>, Conv2d<3, 3, 1, 1>, ReLU>)
 SINEW_LAYER_CASE(conv2d_fused_sigmoid, ({}), Net<Input<2, 6, 6>, Conv2d<3, 3>, Sigmoid>)
 SINEW_LAYER_CASE(conv2d_16_channels_k3_s1_p1, ({}), Net<Input<16, 5, 5>, Conv2d<16, 3, 1, 1>>)
+// Stride 1 with at most 16 channels runs on sinew's own kernels on OneDnn (onednn/thin_conv2d.hpp): LeNet-5's
+// pair with its fused tanh and pooling at an odd batch, a padded layer without activation (7 output channels pad
+// a block of 8, 5 x 5 x 5 = 125 taps pad the tiles), and 17 input channels keep oneDNN's conv2d_op at stride 1.
+SINEW_LAYER_CASE(conv2d_thin_lenet_pair_fused_tanh_avg_pool_batch_3, ({.batch = 3}), Net<Input<3, 14, 14>, Conv2d<6, 5>, Tanh, AvgPool<2>, Conv2d<16, 3>, Tanh>)
+SINEW_LAYER_CASE(conv2d_thin_k5_p2_5_to_7_channels_batch_5, ({.batch = 5}), Net<Input<5, 7, 9>, Conv2d<7, 5, 1, 2>>)
+SINEW_LAYER_CASE(conv2d_17_channels_k3_s1_p1_on_onednn_primitives, ({}), Net<Input<17, 5, 5>, Conv2d<4, 3, 1, 1>>)
+static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<5, 7, 9>, Conv2d<7, 5, 1, 2>>::nodes<true>>::type>,
+                             backend::onednn::thin_conv2d_op>);
+static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<17, 5, 5>, Conv2d<4, 3, 1, 1>>::nodes<true>>::type>,
+                             backend::onednn::conv2d_op>);
 SINEW_LAYER_CASE(dense_on_flat_input, ({}), Net<Input<12, 1, 1>, Dense<5>>)
 SINEW_LAYER_CASE(dense_fused_tanh, ({}), Net<Input<12, 1, 1>, Dense<5>, Tanh>)
 SINEW_LAYER_CASE(dense_without_bias, ({.batch = 4}), Net<Input<7, 1, 1>, Dense<3, false>>)

@@ -13,6 +13,7 @@
 #include <algorithm>
 
 #include "sinew/backend/onednn/small_conv2d.hpp"
+#include "sinew/backend/onednn/thin_conv2d.hpp"
 #include "sinew/backend/onednn/weighted_layer.hpp"
 
 namespace sinew::backend::onednn {
@@ -92,13 +93,21 @@ class conv2d_op : public weighted_layer<dnnl::convolution_forward, dnnl::convolu
 }  // namespace sinew::backend::onednn
 
 namespace sinew::backend {
-/// A convolution over an image no larger than its kernel runs as one inner product (small_conv2d.hpp).
+namespace onednn {
+/// The op of a convolution node N: small_conv2d_op over an image no larger than its kernel, thin_conv2d_op for a
+/// stride-1 layer of at most 16 channels on each side (thin_conv2d.hpp), else conv2d_op on oneDNN's primitives.
+template <NodeType N>
+using conv2d_op_for = std::conditional_t<
+    conv_is_small_image(N::input::kHeight, N::input::kWidth, N::output::kHeight, N::output::kWidth, N::layer::kKernel),
+    small_conv2d_op,
+    std::conditional_t<conv_is_thin(N::input::kChannels, N::output::kChannels, N::layer::kStride), thin_conv2d_op,
+                       conv2d_op>>;
+}  // namespace onednn
+
+/// A convolution's op is chosen from its node's shape (onednn::conv2d_op_for).
 template <>
 struct op_for<layer_kind::conv2d, OneDnn> {
   template <NodeType N>
-  using type_for = std::conditional_t<onednn::conv_is_small_image(N::input::kHeight, N::input::kWidth,
-                                                                  N::output::kHeight, N::output::kWidth,
-                                                                  N::layer::kKernel),
-                                      onednn::small_conv2d_op, onednn::conv2d_op>;
+  using type_for = onednn::conv2d_op_for<N>;
 };
 }  // namespace sinew::backend

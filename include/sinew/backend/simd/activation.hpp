@@ -21,50 +21,61 @@
 
 namespace sinew::simd {
 
+/// y = f(x) on the calling thread alone (a kernel that already runs on every thread applies it to its share);
+/// x and y may be the same array.
+inline void activation_forward_serial(activation a, const float* x, float* y, std::size_t n) {
+  const auto count = Eigen::Index(n);
+  Eigen::Map<const Eigen::ArrayXf> in(x, count);
+  Eigen::Map<Eigen::ArrayXf> out(y, count);
+  switch (a) {
+    case activation::relu: out = in.max(0.0f); break;
+    case activation::tanh: out = in.tanh(); break;
+    case activation::sigmoid: out = in.logistic(); break;
+    case activation::leaky_relu: out = in.max(in * LeakyReLU::kNegativeSlope); break;
+    case activation::none: break;
+  }
+}
+
 /// y = f(x); x and y may be the same array.
 inline void activation_forward(activation a, const float* x, float* y, std::size_t n) {
   if (a == activation::none) return;
   parallel_ranges(n, [&](std::size_t begin, std::size_t end) {
-    const auto count = Eigen::Index(end - begin);
-    Eigen::Map<const Eigen::ArrayXf> in(x + begin, count);
-    Eigen::Map<Eigen::ArrayXf> out(y + begin, count);
-    switch (a) {
-      case activation::relu: out = in.max(0.0f); break;
-      case activation::tanh: out = in.tanh(); break;
-      case activation::sigmoid: out = in.logistic(); break;
-      case activation::leaky_relu: out = in.max(in * LeakyReLU::kNegativeSlope); break;
-      case activation::none: break;
+    activation_forward_serial(a, x + begin, y + begin, end - begin);
+  });
+}
+
+/// dx = f'(x) * dy over [begin, end) on the calling thread alone, with f' expressed through the output y;
+/// dx may alias dy.
+inline void activation_backward_serial(activation a, const float* y, const float* dy, float* dx, std::size_t begin,
+                                       std::size_t end) {
+  transform(begin, end, [&](auto v, std::size_t i) {
+    using V = decltype(v);
+    const V out = load<V>(y + i), grad = load<V>(dy + i);
+    V r;
+    if (a == activation::relu) {
+      if constexpr (std::is_same_v<V, float>)
+        r = out > 0 ? grad : 0.0f;
+      else
+        r = xsimd::select(out > V(0.0f), grad, V(0.0f));
+    } else if (a == activation::tanh) {
+      r = grad * fma(-out, out, V(1.0f));
+    } else if (a == activation::sigmoid) {
+      r = grad * out * (V(1.0f) - out);
+    } else if (a == activation::leaky_relu) {  // the output has the input's sign
+      if constexpr (std::is_same_v<V, float>)
+        r = out > 0 ? grad : grad * LeakyReLU::kNegativeSlope;
+      else
+        r = xsimd::select(out > V(0.0f), grad, grad * V(LeakyReLU::kNegativeSlope));
+    } else {
+      r = grad;
     }
+    store(dx + i, r);
   });
 }
 
 /// dx = f'(x) * dy, with f' expressed through the output y; dx may alias dy.
 inline void activation_backward(activation a, const float* y, const float* dy, float* dx, std::size_t n) {
-  parallel_ranges(n, [&](std::size_t begin, std::size_t end) {
-    transform(begin, end, [&](auto v, std::size_t i) {
-      using V = decltype(v);
-      const V out = load<V>(y + i), grad = load<V>(dy + i);
-      V r;
-      if (a == activation::relu) {
-        if constexpr (std::is_same_v<V, float>)
-          r = out > 0 ? grad : 0.0f;
-        else
-          r = xsimd::select(out > V(0.0f), grad, V(0.0f));
-      } else if (a == activation::tanh) {
-        r = grad * fma(-out, out, V(1.0f));
-      } else if (a == activation::sigmoid) {
-        r = grad * out * (V(1.0f) - out);
-      } else if (a == activation::leaky_relu) {  // the output has the input's sign
-        if constexpr (std::is_same_v<V, float>)
-          r = out > 0 ? grad : grad * LeakyReLU::kNegativeSlope;
-        else
-          r = xsimd::select(out > V(0.0f), grad, grad * V(LeakyReLU::kNegativeSlope));
-      } else {
-        r = grad;
-      }
-      store(dx + i, r);
-    });
-  });
+  parallel_ranges(n, [&](std::size_t begin, std::size_t end) { activation_backward_serial(a, y, dy, dx, begin, end); });
 }
 
 }  // namespace sinew::simd

@@ -1,0 +1,354 @@
+// sinew/backend/onednn/thin_conv2d.hpp: a stride-1 Conv2d with at most 16 input and 16 output channels (LeNet-5's
+// 3->6 and 6->16), with its activation, on sinew's own kernels (backend/simd/thin_conv2d.hpp) instead of oneDNN.
+//
+// oneDNN 2.6 blocks channels by 16 and vectorises over them, so a 3->6 convolution fills vectors with padding:
+// LeNet-5's first layer ran its forward at about 60 GFLOP/s and its backward weights lower, on a 2-core Zen 4 whose
+// f32 peak is about 226, and the two thin convolutions took 1.5 of a 1.65 ms step. Here the pixels are the vector
+// dimension, so every lane does work whatever the channel count.
+//
+// Each thread takes a contiguous share of the batch and runs whole images: pad the image into its scratch, run
+// the tiles, copy the rows out and apply the activation while the image is in cache (one fork and join for the
+// convolution and its activation, where the oneDNN path had a primitive, a reorder and an activation pass). The
+// padded images stay for backward, which runs two passes: the weights' gradient, each thread summing its images
+// (in groups that stay in L2, one horizontal addition per accumulator and group) into partial sums added at the
+// end, and the input gradient, the transposed contraction whose rows are the taps, each row added into the padded
+// image's gradient at its tap's offset. The op is chosen at compile time from the node's shape (conv2d.hpp's
+// conv2d_op_for), never by net name.
+#pragma once
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "sinew/backend/generic/node_config.hpp"
+#include "sinew/backend/generic/probe.hpp"
+#include "sinew/backend/onednn/common.hpp"
+#include "sinew/backend/simd/thin_conv2d.hpp"
+#include "sinew/metrics/profile.hpp"
+#include "sinew/tensor/buffer.hpp"
+
+namespace sinew::backend::onednn {
+
+/// Whether a convolution runs on thin_conv2d_op: stride 1 and at most 16 channels on each side (where oneDNN's
+/// channel blocking leaves most of each vector empty). conv2d.hpp asks this after small_conv2d_op's test.
+constexpr bool conv_is_thin(int in_c, int out_c, int stride) noexcept {
+  return stride == 1 && in_c <= 16 && out_c <= 16;
+}
+
+/// The op of a thin convolution (see the file comment); Arch is the xsimd architecture of its kernels (the tests
+/// also run xsimd::avx2 on an AVX-512 machine).
+template <class Arch = simd::thin_conv::default_arch>
+class basic_thin_conv2d_op : public op_base {
+ public:
+  template <NodeType N>
+  void setup(context& ctx, const desc& src_md, int batch, ParamSlots p, bool need_diff_src) {
+    setup(ctx, src_md, conv2d_config<N>(batch), p, need_diff_src);
+  }
+
+  /// Sets up for configuration `c` (stride 1) reading `src_md`; `p` the layer's slots in the flat buffers.
+  void setup(context& ctx, const desc& src_md, const Conv2dConfig& c, ParamSlots p, bool need_diff_src) {
+    if (c.stride != 1)
+      throw backend_error("thin_conv2d_op: stride " + std::to_string(c.stride) +
+                          " given; it computes stride-1 convolutions only (conv_is_thin chooses it)");
+    c_ = c;
+    user_ = p;
+    need_diff_src_ = need_diff_src;
+    const auto& eng = ctx.engine();
+    const int k = c.kernel, kk = k * k;
+    threads_ = std::max(1, std::min(ctx.threads(), c.batch));
+
+    // The padded image, row stride wp_, and the output at every position p = oy * wp_ + ox.
+    wp_ = c.in_w + 2 * c.padding;
+    plane_ = std::size_t(c.in_h + 2 * c.padding) * std::size_t(wp_);
+    positions_ = round_up(std::size_t(c.out_h) * std::size_t(wp_));
+    ob_ = simd::thin_conv::block_for(c.out_c);
+    out_rows_ = (c.out_c + ob_ - 1) / ob_ * ob_;
+    taps_ = c.in_c * kk;
+    taps_padded_ = (taps_ + width(ob_) - 1) / width(ob_) * width(ob_);  // whole weights tiles (zero offsets)
+    rb_ = simd::thin_conv::block_for(taps_);
+    tap_rows_ = (taps_ + rb_ - 1) / rb_ * rb_;
+    off_.assign(std::size_t(std::max(taps_padded_, tap_rows_)), 0);
+    for (int ci = 0; ci < c.in_c; ++ci)
+      for (int ky = 0; ky < k; ++ky)
+        for (int kx = 0; kx < k; ++kx)
+          off_[std::size_t(ci * kk + ky * k + kx)] = std::ptrdiff_t(ci * plane_ + std::size_t(ky * wp_ + kx));
+    // Every tap reads (and data_tiles writes) up to its offset + positions_; a little more for the vector tails.
+    image_floats_ = round_up(std::size_t(c.in_c) * plane_ + positions_ + std::size_t(k * wp_ + k) + kVector);
+    dz_floats_ = std::size_t(out_rows_) * positions_;
+    images_ = zeroed(std::size_t(c.batch) * image_floats_);
+    dz_ = zeroed(std::size_t(c.batch) * dz_floats_);
+    group_ = int(std::max<std::size_t>(1, kGroupBytes / (sizeof(float) * (image_floats_ + dz_floats_))));
+    w_pack_ = AlignedBuffer<float>(std::size_t(out_rows_) * std::size_t(taps_));
+    w_data_ = zeroed(std::size_t(c.out_c) * std::size_t(tap_rows_));
+    bias_ = zeroed(std::size_t(out_rows_));
+
+    scratch_.clear();
+    scratch_.resize(std::size_t(threads_));
+    for (auto& s : scratch_) {
+      s.out = zeroed(std::size_t(out_rows_) * positions_);
+      s.dw = zeroed(std::size_t(out_rows_) * std::size_t(taps_padded_));
+      s.db = zeroed(std::size_t(out_rows_));
+      if (need_diff_src) s.dx = zeroed(image_floats_);
+    }
+
+    const desc plain_src = plain_desc(c.batch, c.in_c, c.in_h, c.in_w);
+    src_.setup(ctx, src_md, plain_src);
+    dst_ = memory(plain_desc(c.batch, c.out_c, c.out_h, c.out_w), eng);
+    if (need_diff_src) diff_src_ = memory(plain_src, eng);
+  }
+
+  /// The output gradient is read in dst's layout even when the input gradient is not computed (the weights'
+  /// gradient needs it).
+  void bind_diff_dst(context& ctx, const desc& d) { diff_dst_.setup(ctx, d, dst_.get_desc()); }
+
+  void forward(context& ctx, const memory& src) { forward(ctx, src, metrics::no_probe); }
+  void backward(context& ctx, const memory& src, const memory& diff_dst) {
+    backward(ctx, src, diff_dst, metrics::no_probe);
+  }
+
+  /// The convolution and its activation in one pass. A profiled run (a probe with kEnabled) applies the
+  /// activation in a pass of its own, reported as its kind as on the oneDNN path (where ReLU is a post-op inside
+  /// the convolution, the others a pass of their own: fused_activation::separate_pass).
+  template <class Probe>
+  void forward(context& ctx, const memory& src, Probe& probe) {
+    const bool split = std::remove_cvref_t<Probe>::kEnabled && c_.act != simd::activation::none &&
+                       c_.act != simd::activation::relu;
+    probe.begin(metrics::OpKind::convolution);
+    src_.run(ctx, src);
+    const float* x = static_cast<const float*>(src_.target_for(src).get_data_handle());
+    float* y = static_cast<float*>(dst_.get_data_handle());
+    pack_forward_weights();
+    for_images([&](scratch& s, int begin, int end) {
+      for (int n = begin; n < end; ++n) forward_image(s, x, y, n, !split);
+    });
+    if (split) {
+      probe.begin(activation_kind(c_.act, metrics::Direction::forward));
+      simd::activation_forward(c_.act, y, y, dst_.get_desc().get_size() / sizeof(float));
+    }
+  }
+
+  /// `src` must be the tensor of the last forward() (whose padded images backward reads). The weights' gradient
+  /// is profiled as backward weights (the activation's backward too, but in its own pass and kind in a
+  /// profiled run), the input gradient as backward data.
+  template <class Probe>
+  void backward(context& ctx, const memory&, const memory& diff_dst, Probe& probe) {
+    constexpr bool split = std::remove_cvref_t<Probe>::kEnabled;
+    diff_dst_.run(ctx, diff_dst);
+    const float* y = static_cast<const float*>(dst_.get_data_handle());
+    const float* dy = static_cast<const float*>(diff_dst_.target_for(diff_dst).get_data_handle());
+    if (split) {
+      if (c_.act != simd::activation::none) probe.begin(activation_kind(c_.act, metrics::Direction::backward));
+      for_images([&](scratch& s, int begin, int end) {
+        std::fill_n(s.db.data(), s.db.size(), 0.0f);
+        for (int n = begin; n < end; ++n) output_gradient(s, y, dy, n);
+      });
+    }
+    probe.begin(metrics::OpKind::convolution_backward_weights);
+    for_images([&](scratch& s, int begin, int end) {
+      if (!split) std::fill_n(s.db.data(), s.db.size(), 0.0f);
+      weights_images(s, y, dy, begin, end, !split);
+    });
+    sum_partials();
+    if (!need_diff_src_) return;
+    probe.begin(metrics::OpKind::convolution_backward_data);
+    float* dx = static_cast<float*>(diff_src_.get_data_handle());
+    pack_data_weights();
+    for_images([&](scratch& s, int begin, int end) {
+      for (int n = begin; n < end; ++n) data_image(s, dx, n);
+    });
+  }
+
+ private:
+  static constexpr std::size_t kVector = simd::thin_conv::kWidth<Arch>;
+  // The bytes of padded images and output gradients a thread's weights pass sums over at once (within L2).
+  static constexpr std::size_t kGroupBytes = std::size_t(384) << 10;
+  static constexpr std::size_t round_up(std::size_t n) { return (n + kVector - 1) / kVector * kVector; }
+  // The weights tile's width (taps) for a block of `block` rows.
+  static constexpr int width(int block) {
+    return block == 4 ? simd::thin_conv::kTileWidth<Arch, 4>
+                      : block == 6 ? simd::thin_conv::kTileWidth<Arch, 6> : simd::thin_conv::kTileWidth<Arch, 8>;
+  }
+  static AlignedBuffer<float> zeroed(std::size_t n) {
+    AlignedBuffer<float> b(n);
+    std::fill_n(b.data(), n, 0.0f);
+    return b;
+  }
+
+  // One thread's buffers; the zeros outside what each image writes (padding, dropped columns) stay zero.
+  struct scratch {
+    AlignedBuffer<float> out, dw, db, dx;
+  };
+
+  // Calls f(s, begin, end) on each thread with its scratch and its contiguous share [begin, end) of the batch.
+  template <class F>
+  void for_images(F&& f) {
+    const int batch = c_.batch;
+#pragma omp parallel num_threads(threads_)
+    {
+      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+      f(scratch_[std::size_t(t)], int(std::int64_t(batch) * t / nt), int(std::int64_t(batch) * (t + 1) / nt));
+    }
+  }
+
+  // Calls f with the block size `block` as a compile-time constant.
+  template <class F>
+  static void with_block(int block, F&& f) {
+    if (block == 4)
+      f(std::integral_constant<int, 4>{});
+    else if (block == 6)
+      f(std::integral_constant<int, 6>{});
+    else
+      f(std::integral_constant<int, 8>{});
+  }
+
+  // w_pack_[block][tap][row] = weight[block * ob_ + row][tap] (zero past the channels); bias_ likewise.
+  void pack_forward_weights() {
+    const float* w = user_.weights;
+    float* packed = w_pack_.data();
+    for (int b = 0; b < out_rows_ / ob_; ++b)
+      for (int t = 0; t < taps_; ++t)
+        for (int r = 0; r < ob_; ++r) {
+          const int o = b * ob_ + r;
+          packed[(std::size_t(b) * std::size_t(taps_) + std::size_t(t)) * std::size_t(ob_) + std::size_t(r)] =
+              o < c_.out_c ? w[std::size_t(o) * std::size_t(taps_) + std::size_t(t)] : 0.0f;
+        }
+    if (c_.bias) std::copy_n(user_.bias, c_.out_c, bias_.data());
+  }
+
+  // The input gradient's rows are the taps: w_data_[block][o][row] = weight[o][block * rb_ + row] (zero past them).
+  void pack_data_weights() {
+    const float* w = user_.weights;
+    float* packed = w_data_.data();
+    for (int b = 0; b < tap_rows_ / rb_; ++b)
+      for (int o = 0; o < c_.out_c; ++o)
+        for (int r = 0; r < rb_; ++r) {
+          const int t = b * rb_ + r;
+          packed[(std::size_t(b) * std::size_t(c_.out_c) + std::size_t(o)) * std::size_t(rb_) + std::size_t(r)] =
+              t < taps_ ? w[std::size_t(o) * std::size_t(taps_) + std::size_t(t)] : 0.0f;
+        }
+  }
+
+  float* image(int n) noexcept { return images_.data() + std::size_t(n) * image_floats_; }
+  float* dz(int n) noexcept { return dz_.data() + std::size_t(n) * dz_floats_; }
+
+  void forward_image(scratch& s, const float* x, float* y, int n, bool activate) {
+    // The image's channels into the interior of its zero-padded copy, kept for backward.
+    const std::size_t hw = std::size_t(c_.in_h) * std::size_t(c_.in_w);
+    const float* img = x + std::size_t(n) * std::size_t(c_.in_c) * hw;
+    float* padded = image(n);
+    for (int ci = 0; ci < c_.in_c; ++ci)
+      for (int iy = 0; iy < c_.in_h; ++iy)
+        std::memcpy(padded + std::size_t(ci) * plane_ + std::size_t((iy + c_.padding) * wp_ + c_.padding),
+                    img + std::size_t(ci) * hw + std::size_t(iy * c_.in_w), sizeof(float) * std::size_t(c_.in_w));
+    with_block(ob_, [&](auto block) {
+      constexpr int OB = decltype(block)::value;
+      for (int b = 0; b < out_rows_ / OB; ++b)
+        simd::thin_conv::forward_tiles<OB, Arch>(w_pack_.data() + std::size_t(b) * std::size_t(taps_ * OB),
+                                                 bias_.data() + b * OB, padded, off_.data(), taps_, positions_,
+                                                 s.out.data() + std::size_t(b * OB) * positions_, positions_);
+    });
+    const std::size_t ohw = std::size_t(c_.out_h) * std::size_t(c_.out_w);
+    float* out = y + std::size_t(n) * std::size_t(c_.out_c) * ohw;
+    for (int o = 0; o < c_.out_c; ++o)
+      for (int oy = 0; oy < c_.out_h; ++oy)
+        std::memcpy(out + std::size_t(o) * ohw + std::size_t(oy * c_.out_w),
+                    s.out.data() + std::size_t(o) * positions_ + std::size_t(oy * wp_),
+                    sizeof(float) * std::size_t(c_.out_w));
+    if (activate) simd::activation_forward_serial(c_.act, out, out, std::size_t(c_.out_c) * ohw);
+  }
+
+  // Image n's pre-activation gradient into dz(n), at the output positions (the dropped columns stay zero), and
+  // its sum per channel into the thread's bias gradient.
+  void output_gradient(scratch& s, const float* y, const float* dy, int n) {
+    const std::size_t ohw = std::size_t(c_.out_h) * std::size_t(c_.out_w);
+    for (int o = 0; o < c_.out_c; ++o) {
+      float sum = 0;
+      for (int oy = 0; oy < c_.out_h; ++oy) {
+        const std::size_t at = (std::size_t(n) * std::size_t(c_.out_c) + std::size_t(o)) * ohw + std::size_t(oy * c_.out_w);
+        float* row = dz(n) + std::size_t(o) * positions_ + std::size_t(oy * wp_);
+        if (c_.act == simd::activation::none)
+          std::memcpy(row, dy + at, sizeof(float) * std::size_t(c_.out_w));
+        else
+          simd::activation_backward_serial(c_.act, y + at, dy + at, row, 0, std::size_t(c_.out_w));
+        for (int ox = 0; ox < c_.out_w; ++ox) sum += row[ox];
+      }
+      s.db.data()[o] += sum;
+    }
+  }
+
+  // The thread's partial weights' gradient over images [begin, end), their output gradients first where
+  // `output_gradients` (else an earlier pass wrote them).
+  void weights_images(scratch& s, const float* y, const float* dy, int begin, int end, bool output_gradients) {
+    std::fill_n(s.dw.data(), s.dw.size(), 0.0f);
+    for (int g = begin; g < end; g += group_) {
+      const int images = std::min(group_, end - g);
+      if (output_gradients)
+        for (int n = g; n < g + images; ++n) output_gradient(s, y, dy, n);
+      with_block(ob_, [&](auto block) {
+        constexpr int OB = decltype(block)::value;
+        for (int b = 0; b < out_rows_ / OB; ++b)
+          simd::thin_conv::weights_tiles<OB, Arch>(dz(g) + std::size_t(b * OB) * positions_, positions_, dz_floats_,
+                                                   image(g), image_floats_, images, off_.data(), taps_padded_,
+                                                   positions_, s.dw.data() + std::size_t(b * OB) * std::size_t(taps_padded_),
+                                                   std::size_t(taps_padded_));
+      });
+    }
+  }
+
+  // diff_weights and diff_bias = the sum of the threads' partial sums.
+  void sum_partials() {
+    for (int o = 0; o < c_.out_c; ++o) {
+      float* dw = user_.diff_weights + std::size_t(o) * std::size_t(taps_);
+      for (int t = 0; t < taps_; ++t) {
+        float sum = 0;
+        for (const auto& s : scratch_) sum += s.dw.data()[std::size_t(o) * std::size_t(taps_padded_) + std::size_t(t)];
+        dw[t] = sum;
+      }
+      if (c_.bias) {
+        float sum = 0;
+        for (const auto& s : scratch_) sum += s.db.data()[o];
+        user_.diff_bias[o] = sum;
+      }
+    }
+  }
+
+  // Image n's input gradient from dz(n) (written by the weights pass), through its padded gradient s.dx.
+  void data_image(scratch& s, float* dx, int n) {
+    std::fill_n(s.dx.data(), std::size_t(c_.in_c) * plane_, 0.0f);
+    with_block(rb_, [&](auto block) {
+      constexpr int RB = decltype(block)::value;
+      for (int b = 0; b < tap_rows_ / RB; ++b)
+        simd::thin_conv::data_tiles<RB, Arch>(w_data_.data() + std::size_t(b) * std::size_t(c_.out_c * RB), dz(n),
+                                              positions_, c_.out_c, off_.data() + b * RB, positions_, s.dx.data());
+    });
+    const std::size_t hw = std::size_t(c_.in_h) * std::size_t(c_.in_w);
+    float* out = dx + std::size_t(n) * std::size_t(c_.in_c) * hw;
+    for (int ci = 0; ci < c_.in_c; ++ci)
+      for (int iy = 0; iy < c_.in_h; ++iy)
+        std::memcpy(out + std::size_t(ci) * hw + std::size_t(iy * c_.in_w),
+                    s.dx.data() + std::size_t(ci) * plane_ + std::size_t((iy + c_.padding) * wp_ + c_.padding),
+                    sizeof(float) * std::size_t(c_.in_w));
+  }
+
+  Conv2dConfig c_{};
+  ParamSlots user_;  // the layer's kernel and bias in the flat buffers (PyTorch's layout)
+  int threads_ = 1, group_ = 1;
+  int wp_ = 0, ob_ = 8, out_rows_ = 0, taps_ = 0, taps_padded_ = 0, rb_ = 8, tap_rows_ = 0;
+  std::size_t plane_ = 0, positions_ = 0, image_floats_ = 0, dz_floats_ = 0;
+  std::vector<std::ptrdiff_t> off_;  // each tap's offset from the output position in the padded image
+  AlignedBuffer<float> images_, dz_;  // the batch's padded images (forward) and output gradients (backward)
+  AlignedBuffer<float> w_pack_, w_data_, bias_;
+  std::vector<scratch> scratch_;
+  converter src_;
+};
+
+/// The op of thin convolutions on the widest instruction set the compiler targets.
+using thin_conv2d_op = basic_thin_conv2d_op<>;
+
+}  // namespace sinew::backend::onednn

@@ -1,0 +1,194 @@
+// sinew/backend/simd/thin_conv2d.hpp: the register tiles of a stride-1 convolution with few channels, on xsimd.
+//
+// A convolution of a "wide" image: the input plane is stored with row stride Wx (its padded width) and the output
+// is computed at every position p = oy * Wx + ox of the same row stride, ox < Wx, so that the tap (c, ky, kx)
+// reads the input at the fixed offset off[t] = c * plane + ky * Wx + kx from p: every tap is a contiguous,
+// unaligned vector load, with no im2col buffer. The K - 1 columns ox >= OW of each row are computed and dropped
+// (LeNet-5's first layer: 28 of 32). With 3 to 16 channels oneDNN 2.6 ran these layers at a quarter of peak (its
+// kernels block channels by 16 and vectorise over them); here the pixels are the vector dimension and the output
+// channels the rows of accumulators, so a thin layer fills whole vectors.
+//
+//   forward_tiles: out[o][p] = bias[o] + sum_t w[t][o] x[off[t] + p]
+//   weights_tiles: dw[o][t] += sum_p dz[o][p] x[off[t] + p]                 (summed over images too)
+//   data_tiles:    dx[off[t] + p] += sum_o w[o][t] dz[o][p]                  (the rows are taps)
+//
+// Tiles are OB output channels (or taps, data_tiles) by NV vectors, or OB channels by TB taps (weights), as many accumulators as the
+// instruction set's registers hold (32 zmm, 16 ymm). Arch is an xsimd architecture; the default is the widest
+// the compiler targets (-march=native), and the tests also run xsimd::avx2 where the compiler allows it.
+#pragma once
+
+#include <cstddef>
+
+#include "sinew/core/detail/vector_intrinsics.hpp"  // first: see its comment
+#include <xsimd/xsimd.hpp>
+
+namespace sinew::simd::thin_conv {
+
+/// The default architecture: the widest the compiler targets.
+using default_arch = xsimd::default_arch;
+
+/// Floats per vector of Arch.
+template <class Arch>
+inline constexpr std::size_t kWidth = xsimd::batch<float, Arch>::size;
+
+/// Vector registers of Arch (AVX-512 has 32, AVX2 16).
+template <class Arch>
+inline constexpr int kRegisters = kWidth<Arch> >= 16 ? 32 : 16;
+
+/// Vectors (forward) or taps (weights) a tile of OB rows holds: OB x N accumulators, N loaded operands and a
+/// broadcast fit the registers.
+template <class Arch, int OB>
+inline constexpr int kTileWidth = (kRegisters<Arch> - 1) / (OB + 1) > 0 ? (kRegisters<Arch> - 1) / (OB + 1) : 1;
+
+/// The output-channel blocks the tiles come in; rows past the layer's channels are zero weights.
+inline constexpr int kBlocks[] = {4, 6, 8};
+
+/// The block for a layer of `channels` output channels: the one that pads the fewest rows, the larger on ties.
+constexpr int block_for(int channels) noexcept {
+  int best = 8, best_rows = 1 << 30;
+  for (int b : kBlocks) {
+    const int rows = (channels + b - 1) / b * b;
+    if (rows < best_rows || (rows == best_rows && b > best)) best = b, best_rows = rows;
+  }
+  return best;
+}
+
+namespace detail {
+
+template <class Arch, int OB, int NV>
+inline void forward_tile(const float* w, const float* bias, const float* x, const std::ptrdiff_t* off, int taps,
+                         float* out, std::size_t out_stride) {
+  using B = xsimd::batch<float, Arch>;
+  constexpr std::size_t V = B::size;
+  B acc[OB][NV];
+#pragma GCC unroll 16
+  for (int o = 0; o < OB; ++o)
+#pragma GCC unroll 16
+    for (int j = 0; j < NV; ++j) acc[o][j] = B(bias ? bias[o] : 0.0f);
+  for (int t = 0; t < taps; ++t) {
+    const float* xs = x + off[t];
+    B xv[NV];
+#pragma GCC unroll 16
+    for (int j = 0; j < NV; ++j) xv[j] = B::load_unaligned(xs + std::size_t(j) * V);
+    const float* wt = w + std::size_t(t) * OB;
+#pragma GCC unroll 16
+    for (int o = 0; o < OB; ++o) {
+      const B wv(wt[o]);
+#pragma GCC unroll 16
+      for (int j = 0; j < NV; ++j) acc[o][j] = xsimd::fma(wv, xv[j], acc[o][j]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int o = 0; o < OB; ++o)
+#pragma GCC unroll 16
+    for (int j = 0; j < NV; ++j) acc[o][j].store_unaligned(out + std::size_t(o) * out_stride + std::size_t(j) * V);
+}
+
+template <class Arch, int OB, int TB>
+inline void weights_tile(const float* dz, std::size_t dz_stride, std::size_t dz_image, const float* x,
+                         std::size_t x_image, int images, const std::ptrdiff_t* off, std::size_t positions, float* dw,
+                         std::size_t dw_stride) {
+  using B = xsimd::batch<float, Arch>;
+  constexpr std::size_t V = B::size;
+  B acc[OB][TB];
+#pragma GCC unroll 16
+  for (int o = 0; o < OB; ++o)
+#pragma GCC unroll 16
+    for (int t = 0; t < TB; ++t) acc[o][t] = B(0.0f);
+  for (int i = 0; i < images; ++i) {
+    const float* xs[TB];
+#pragma GCC unroll 16
+    for (int t = 0; t < TB; ++t) xs[t] = x + std::size_t(i) * x_image + off[t];
+    const float* d = dz + std::size_t(i) * dz_image;
+    for (std::size_t p = 0; p < positions; p += V) {
+      B xv[TB];
+#pragma GCC unroll 16
+      for (int t = 0; t < TB; ++t) xv[t] = B::load_unaligned(xs[t] + p);
+#pragma GCC unroll 16
+      for (int o = 0; o < OB; ++o) {
+        const B dv = B::load_unaligned(d + std::size_t(o) * dz_stride + p);
+#pragma GCC unroll 16
+        for (int t = 0; t < TB; ++t) acc[o][t] = xsimd::fma(dv, xv[t], acc[o][t]);
+      }
+    }
+  }
+#pragma GCC unroll 16
+  for (int o = 0; o < OB; ++o)
+#pragma GCC unroll 16
+    for (int t = 0; t < TB; ++t) dw[std::size_t(o) * dw_stride + std::size_t(t)] += xsimd::hadd(acc[o][t]);
+}
+
+template <class Arch, int RB, int NV>
+inline void data_tile(const float* w, const float* dz, std::size_t dz_stride, int channels, const std::ptrdiff_t* off,
+                      float* dx) {
+  using B = xsimd::batch<float, Arch>;
+  constexpr std::size_t V = B::size;
+  B acc[RB][NV];
+#pragma GCC unroll 16
+  for (int r = 0; r < RB; ++r)
+#pragma GCC unroll 16
+    for (int j = 0; j < NV; ++j) acc[r][j] = B(0.0f);
+  for (int o = 0; o < channels; ++o) {
+    B dv[NV];
+#pragma GCC unroll 16
+    for (int j = 0; j < NV; ++j) dv[j] = B::load_unaligned(dz + std::size_t(o) * dz_stride + std::size_t(j) * V);
+    const float* wo = w + std::size_t(o) * RB;
+#pragma GCC unroll 16
+    for (int r = 0; r < RB; ++r) {
+      const B wv(wo[r]);
+#pragma GCC unroll 16
+      for (int j = 0; j < NV; ++j) acc[r][j] = xsimd::fma(wv, dv[j], acc[r][j]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < RB; ++r)
+#pragma GCC unroll 16
+    for (int j = 0; j < NV; ++j) {
+      float* to = dx + off[r] + std::ptrdiff_t(j * V);
+      (B::load_unaligned(to) + acc[r][j]).store_unaligned(to);
+    }
+}
+
+}  // namespace detail
+
+/// out[o][p] = bias[o] + sum_t w[t][o] * x[off[t] + p] for OB rows o and p in [0, positions), `positions` a
+/// multiple of kWidth<Arch>. `w` holds [taps][OB] (one block's weights, tap-major), `bias` OB floats or null
+/// (zero); `out` rows are `out_stride` apart. Reads x up to off[t] + positions - 1 for every tap.
+template <int OB, class Arch = default_arch>
+void forward_tiles(const float* w, const float* bias, const float* x, const std::ptrdiff_t* off, int taps,
+                   std::size_t positions, float* out, std::size_t out_stride) {
+  constexpr int NV = kTileWidth<Arch, OB>;
+  constexpr std::size_t V = kWidth<Arch>, step = V * std::size_t(NV);
+  std::size_t p = 0;
+  for (; p + step <= positions; p += step) detail::forward_tile<Arch, OB, NV>(w, bias, x + p, off, taps, out + p, out_stride);
+  for (; p < positions; p += V) detail::forward_tile<Arch, OB, 1>(w, bias, x + p, off, taps, out + p, out_stride);
+}
+
+/// dw[o][t] += sum over images i and p in [0, positions) of dz_i[o][p] * x_i[off[t] + p], for OB rows o and
+/// `taps` taps, a multiple of kTileWidth<Arch, OB> (pad `off` with zeros and drop those columns). Image i's dz is
+/// dz + i * dz_image (rows `dz_stride` apart), its x is x + i * x_image; dw rows are `dw_stride` apart; `positions` a
+/// multiple of kWidth<Arch>. Each accumulator sums every image before its one horizontal addition.
+template <int OB, class Arch = default_arch>
+void weights_tiles(const float* dz, std::size_t dz_stride, std::size_t dz_image, const float* x, std::size_t x_image,
+                   int images, const std::ptrdiff_t* off, int taps, std::size_t positions, float* dw,
+                   std::size_t dw_stride) {
+  constexpr int TB = kTileWidth<Arch, OB>;
+  for (int t = 0; t < taps; t += TB)
+    detail::weights_tile<Arch, OB, TB>(dz, dz_stride, dz_image, x, x_image, images, off + t, positions, dw + t,
+                                       dw_stride);
+}
+
+/// dx[off[r] + p] += sum_o w[o][r] * dz[o][p] for RB rows r (the input gradient as the transposed contraction,
+/// its rows the taps, added into the padded image gradient at each tap's offset), `channels` rows of dz
+/// `dz_stride` apart and p in [0, positions), a multiple of kWidth<Arch>. `w` holds [channels][RB].
+template <int RB, class Arch = default_arch>
+void data_tiles(const float* w, const float* dz, std::size_t dz_stride, int channels, const std::ptrdiff_t* off,
+                std::size_t positions, float* dx) {
+  constexpr int NV = kTileWidth<Arch, RB>;
+  constexpr std::size_t V = kWidth<Arch>, step = V * std::size_t(NV);
+  std::size_t p = 0;
+  for (; p + step <= positions; p += step) detail::data_tile<Arch, RB, NV>(w, dz + p, dz_stride, channels, off, dx + p);
+  for (; p < positions; p += V) detail::data_tile<Arch, RB, 1>(w, dz + p, dz_stride, channels, off, dx + p);
+}
+
+}  // namespace sinew::simd::thin_conv
