@@ -166,11 +166,18 @@ struct held_params {
   ParamSlots slots() { return {w.data(), b.data(), dw.data(), db.data(), buffers.data()}; }
 };
 
+/// The general convolution op of backend B: a stride-2 node, so that no shape rule (OneDnn's thin or small-image
+/// ops) picks a special op for the runtime shapes it is set up with; the thin shapes run on thin_conv_op below.
+template <class B>
+using conv_op = typename B::template op<sinew::Node<sinew::Conv2d<1, 1, 2>, sinew::Shape<1, 1, 1>, sinew::NoActivation, 0, 0>>;
+/// The op OneDnn takes for a stride-1 convolution of at most 16 channels each side (LeNet-5's); conv_op elsewhere.
+template <class B>
+using thin_conv_op = typename B::template op<sinew::Node<sinew::Conv2d<1, 1>, sinew::Shape<1, 1, 1>, sinew::NoActivation, 0, 0>>;
+
 /// The layout a convolution leaves an N x C x H x W activation in on backend B (oneDNN: blocked; Eigen: NHWC).
 template <class B>
 typename B::tensor_desc natural_desc(typename B::context& ctx, int n, int c, int h, int w) {
-  using conv = typename B::template op<sinew::Node<sinew::Conv2d<1, 1>, sinew::Shape<1, 1, 1>, sinew::NoActivation, 0, 0>>;
-  conv producer;
+  conv_op<B> producer;
   held_params params(std::size_t(c) * c, 0);
   producer.setup(ctx, B::plain_desc(n, c, h, w),
                  sinew::backend::Conv2dConfig{n, c, h, w, c, h, w, 1, 1, 0, false, sinew::simd::activation::none},
@@ -184,8 +191,6 @@ template <class B>
 using dense_op = typename B::template op<sinew::Node<sinew::Dense<1>, sinew::Flat<1>, sinew::NoActivation, 0, 0>>;
 template <class B>
 using flatten_op = typename B::template op<sinew::Node<sinew::Flatten, sinew::Shape<1, 1, 1>, sinew::NoActivation, 0, 0>>;
-template <class B>
-using conv_op = typename B::template op<sinew::Node<sinew::Conv2d<1, 1>, sinew::Shape<1, 1, 1>, sinew::NoActivation, 0, 0>>;
 template <class B>
 using batch_norm_op = typename B::template op<sinew::Node<sinew::BatchNorm2d, sinew::Shape<1, 1, 1>, sinew::NoActivation, 0, 0>>;
 
@@ -312,15 +317,23 @@ std::vector<Row> run_on(typename B::context& ctx, const Task& t, const Timing& t
     held_tensor<B> x, dy;
     x.make(ctx, d, std::size_t(c.batch) * c.in_c * c.in_h * c.in_w);
     held_params params(std::size_t(c.out_c) * c.in_c * c.kernel * c.kernel, std::size_t(c.out_c));
-    conv_op<B> op;
-    op.setup(ctx, d, c, params.slots(), true);
-    op.bind_diff_dst(ctx, op.dst_desc());
-    dy.make(ctx, op.dst_desc(), std::size_t(c.batch) * c.out_c * c.out_h * c.out_w);
-    row("conv_forward", median_seconds(timing, [&] { op.forward(ctx, *x.tensor); }), "sinew Conv2d op");
-    const auto parts = median_parts(timing, [&](auto& probe) { op.backward(ctx, *x.tensor, *dy.tensor, probe); });
-    row("conv_backward_data", seconds_of(parts, OpKind::convolution_backward_data), "sinew Conv2d op (probe)");
-    row("conv_backward_weights", seconds_of(parts, OpKind::convolution_backward_weights),
-        c.bias ? "sinew Conv2d op (probe), weights and bias" : "sinew Conv2d op (probe)");
+    auto run = [&](auto op) {
+      op.setup(ctx, d, c, params.slots(), true);
+      op.bind_diff_dst(ctx, op.dst_desc());
+      dy.make(ctx, op.dst_desc(), std::size_t(c.batch) * c.out_c * c.out_h * c.out_w);
+      row("conv_forward", median_seconds(timing, [&] { op.forward(ctx, *x.tensor); }), "sinew Conv2d op");
+      const auto parts = median_parts(timing, [&](auto& probe) { op.backward(ctx, *x.tensor, *dy.tensor, probe); });
+      row("conv_backward_data", seconds_of(parts, OpKind::convolution_backward_data), "sinew Conv2d op (probe)");
+      row("conv_backward_weights", seconds_of(parts, OpKind::convolution_backward_weights),
+          c.bias ? "sinew Conv2d op (probe), weights and bias" : "sinew Conv2d op (probe)");
+    };
+    bool thin = false;
+    if constexpr (std::is_same_v<B, sinew::backend::OneDnn>)
+      thin = sinew::backend::onednn::conv_is_thin(c.in_c, c.out_c, c.stride);
+    if (thin)
+      run(thin_conv_op<B>{});
+    else
+      run(conv_op<B>{});
   } else if (g == "fc") {
     const int n = int(get(t, "n")), in = int(get(t, "in")), out = int(get(t, "out"));
     held_tensor<B> x, dy;
