@@ -174,13 +174,16 @@ using conv_op = typename B::template op<sinew::Node<sinew::Conv2d<1, 1, 2>, sine
 template <class B>
 using thin_conv_op = typename B::template op<sinew::Node<sinew::Conv2d<1, 1>, sinew::Shape<1, 1, 1>, sinew::NoActivation, 0, 0>>;
 
-/// The layout a convolution leaves an N x C x H x W activation in on backend B (oneDNN: blocked; Eigen: NHWC).
+/// The layout a convolution leaves an N x C x H x W activation in on backend B (oneDNN: blocked; Eigen: NHWC):
+/// that of a 3x3 padded convolution, as before every batch norm of the zoo's nets. (A 1x1 producer
+/// left oneDNN's output plain, so the batch-norm rows timed oneDNN's plain-layout kernel, 5-10x slower than the
+/// blocked one training runs.)
 template <class B>
 typename B::tensor_desc natural_desc(typename B::context& ctx, int n, int c, int h, int w) {
   conv_op<B> producer;
-  held_params params(std::size_t(c) * c, 0);
+  held_params params(std::size_t(c) * c * 9, 0);
   producer.setup(ctx, B::plain_desc(n, c, h, w),
-                 sinew::backend::Conv2dConfig{n, c, h, w, c, h, w, 1, 1, 0, false, sinew::simd::activation::none},
+                 sinew::backend::Conv2dConfig{n, c, h, w, c, h, w, 3, 1, 1, false, sinew::simd::activation::none},
                  params.slots(), false);
   return producer.dst_desc();
 }

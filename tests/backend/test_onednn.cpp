@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -158,6 +159,45 @@ TEST(onednn_pooling, max_pool_on_plain_nchw_runs_blocked_and_matches_reference) 
         want[best] += dy[(p * kOut + oy) * kOut + ox];
       }
   expect_close(dx, want);
+}
+
+// Average pooling over non-overlapping windows of plain NCHW with at most 16 channels (what the thin convolutions
+// leave) runs on sinew's own loops (simd/avg_pool.hpp): PyTorch's output and input gradient, with the rows and
+// columns past the last whole window (9 x 11 at 2 x 2) getting no gradient; 17 channels stay on oneDNN.
+TEST(onednn_pooling, avg_pool_on_thin_plain_nchw_runs_own_loops_and_matches_reference) {
+  using namespace backend::onednn;
+  OneDnn::context ctx{BackendOptions{}};
+  for (const auto [n, c, h, w, k] : {std::array{3, 6, 9, 11, 2}, std::array{2, 16, 9, 9, 3}, std::array{2, 17, 8, 8, 2}}) {
+    SCOPED_TRACE("N " + std::to_string(n) + " C " + std::to_string(c) + " " + std::to_string(h) + "x" +
+                 std::to_string(w) + " window " + std::to_string(k));
+    Rng rng{std::uint64_t(c)};
+    std::vector<float> x(std::size_t(n) * c * h * w), dy(std::size_t(n) * c * (h / k) * (w / k));
+    for (float& v : x) v = rng.normal();
+    for (float& v : dy) v = rng.normal();
+    const desc plain({n, c, h, w}, dt::f32, tag::nchw);
+    const memory xm(plain, ctx.engine(), x.data());
+    pooling_op op;
+    op.setup(ctx, plain, n, c, h / k, w / k, k, k, 0, dnnl::algorithm::pooling_avg_include_padding, true);
+    EXPECT_EQ(op.runs_own_loops(), c <= 16);
+    op.forward(ctx, xm);
+    std::vector<float> y(dy.size());
+    to_plain(ctx, op.dst(), y.data());
+    expect_close(y, ref::pool(x, n, c, h, w, k, k, 0, false));
+
+    std::vector<float> dy_layout(physical_floats(op.dst_desc()));
+    memory dy_plain(plain_like(op.dst_desc()), ctx.engine(), dy.data()), dym(op.dst_desc(), ctx.engine(), dy_layout.data());
+    dnnl::reorder(dy_plain, dym).execute(ctx.stream(), dy_plain, dym);
+    op.bind_diff_dst(ctx, op.dst_desc());
+    op.backward(ctx, xm, dym);
+    std::vector<float> dx(x.size());
+    to_plain(ctx, op.diff_src(), dx.data());
+    std::vector<double> want(x.size(), 0.0);
+    for (int p = 0; p < n * c; ++p)
+      for (int i = 0; i < h / k * k; ++i)
+        for (int j = 0; j < w / k * k; ++j)
+          want[(std::size_t(p) * h + i) * w + j] = dy[(std::size_t(p) * (h / k) + i / k) * (w / k) + j / k] / (k * k);
+    expect_close(dx, want);
+  }
 }
 
 TEST(onednn_forward, avg_pool_counts_padding_like_pytorch) {

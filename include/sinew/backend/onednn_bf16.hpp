@@ -152,15 +152,13 @@ struct OneDnnBf16 {
 template <class Kind>
 struct op_for<Kind, OneDnnBf16> : op_for<Kind, OneDnn> {};
 
-/// Convolutions in bf16, in the same two forms as OneDnn's (conv2d.hpp).
+/// Convolutions in bf16, chosen by OneDnn's rule (onednn::conv2d_op_for). There are no bf16 thin kernels, so a thin
+/// layer takes the direct convolution (sinew's thin kernels are f32 only).
 template <>
 struct op_for<layer_kind::conv2d, OneDnnBf16> {
-  /// the small-image form where OneDnn takes it, else the direct convolution
+  /// the small-image form, else the direct convolution (also for thin layers)
   template <NodeType N>
-  using type_for = std::conditional_t<onednn::conv_is_small_image(N::input::kHeight, N::input::kWidth,
-                                                                  N::output::kHeight, N::output::kWidth,
-                                                                  N::layer::kKernel),
-                                      onednn::small_conv2d_bf16_op, onednn::conv2d_bf16_op>;
+  using type_for = onednn::conv2d_op_for<N, onednn::small_conv2d_bf16_op, onednn::conv2d_bf16_op, onednn::conv2d_bf16_op>;
 };
 
 /// Inner products in bf16.

@@ -94,14 +94,14 @@ class conv2d_op : public weighted_layer<dnnl::convolution_forward, dnnl::convolu
 
 namespace sinew::backend {
 namespace onednn {
-/// The op of a convolution node N: small_conv2d_op over an image no larger than its kernel, thin_conv2d_op for a
-/// stride-1 layer of at most 16 channels on each side (thin_conv2d.hpp), else conv2d_op on oneDNN's primitives.
-template <NodeType N>
+/// The op of a convolution node N, one rule for every precision: Small over an image no larger than its kernel,
+/// Thin for a stride-1 layer of at most 16 channels on each side (thin_conv2d.hpp), else General on oneDNN's
+/// primitives. OneDnn's ops are the defaults; OneDnnBf16 passes its own (onednn_bf16.hpp).
+template <NodeType N, class Small = small_conv2d_op, class Thin = thin_conv2d_op, class General = conv2d_op>
 using conv2d_op_for = std::conditional_t<
     conv_is_small_image(N::input::kHeight, N::input::kWidth, N::output::kHeight, N::output::kWidth, N::layer::kKernel),
-    small_conv2d_op,
-    std::conditional_t<conv_is_thin(N::input::kChannels, N::output::kChannels, N::layer::kStride), thin_conv2d_op,
-                       conv2d_op>>;
+    Small,
+    std::conditional_t<conv_is_thin(N::input::kChannels, N::output::kChannels, N::layer::kStride), Thin, General>>;
 }  // namespace onednn
 
 /// A convolution's op is chosen from its node's shape (onednn::conv2d_op_for).

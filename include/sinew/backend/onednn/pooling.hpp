@@ -1,9 +1,12 @@
-// sinew/backend/onednn/pooling.hpp: MaxPool and AvgPool; max pooling keeps its forward workspace.
+// sinew/backend/onednn/pooling.hpp: MaxPool and AvgPool; max pooling keeps its forward workspace. Average pooling
+// over non-overlapping windows of a plain NCHW input of at most 16 channels (what the thin convolutions leave) runs
+// on sinew's own loops (backend/simd/avg_pool.hpp), where oneDNN would transpose to its blocked layout and back.
 #pragma once
 
 #include <cstring>
 
 #include "sinew/backend/onednn/common.hpp"
+#include "sinew/backend/simd/avg_pool.hpp"
 
 namespace sinew::backend::onednn {
 
@@ -23,6 +26,19 @@ class pooling_op {
     using namespace dnnl;
     const auto& eng = ctx.engine();
     need_diff_src_ = need_diff_src;
+    const auto in = src_md.dims();
+    own_ = alg == algorithm::pooling_avg_include_padding && padding == 0 && kernel == stride && in.size() == 4 &&
+           in[1] <= 16 && src_md == plain_like(src_md) && oh == in[2] / kernel && ow == in[3] / kernel;
+    if (own_) {
+      threads_ = ctx.threads(), kernel_ = kernel;
+      planes_ = in[0] * in[1], in_h_ = int(in[2]), in_w_ = int(in[3]);
+      src_md_ = src_md;
+      dst_md_ = desc({batch, c, oh, ow}, dt::f32, tag::nchw);
+      bwd_diff_dst_desc_ = dst_md_;
+      dst_ = memory(dst_md_, eng);
+      if (need_diff_src) diff_src_ = memory(src_md, eng);
+      return;
+    }
     const dims strides{stride, stride}, k{kernel, kernel}, pad{padding, padding};
     const desc dst_any({batch, c, oh, ow}, dt::f32, tag::any);
     const auto forward_pd = [&](const desc& src) {
@@ -51,7 +67,8 @@ class pooling_op {
     }
     src_.setup(ctx, src_md, src_md_);
     fwd_ = pooling_forward(fwd_pd_);
-    dst_ = memory(fwd_pd_.dst_desc(), eng);
+    dst_md_ = fwd_pd_.dst_desc();
+    dst_ = memory(dst_md_, eng);
     if (alg == algorithm::pooling_max) workspace_ = memory(fwd_pd_.workspace_desc(), eng);
     if (need_diff_src) {
       auto bwd_pd = checked("pooling backward", [&] {
@@ -64,7 +81,9 @@ class pooling_op {
     }
   }
 
-  desc dst_desc() const { return fwd_pd_.dst_desc(); }
+  desc dst_desc() const { return dst_md_; }
+  /// Whether sinew's own average-pooling loops run it rather than oneDNN (see the file comment).
+  bool runs_own_loops() const noexcept { return own_; }
   /// The layout the forward reads its input in: the previous layer's, or the blocked one it is reordered to.
   desc src_desc() const { return src_md_; }
   const memory& dst() const noexcept { return dst_; }
@@ -75,6 +94,11 @@ class pooling_op {
   }
 
   void forward(context& ctx, const memory& src) {
+    if (own_) {
+      simd::avg_pool_forward(static_cast<const float*>(src.get_data_handle()),
+                             static_cast<float*>(dst_.get_data_handle()), planes_, in_h_, in_w_, kernel_, threads_);
+      return;
+    }
     if (&src != bound_src_) {
       bound_src_ = &src;
       fwd_args_ = {{DNNL_ARG_SRC, src_.target_for(src)}, {DNNL_ARG_DST, dst_}};
@@ -86,6 +110,12 @@ class pooling_op {
 
   void backward(context& ctx, const memory&, const memory& diff_dst) {
     if (!need_diff_src_) return;  // no parameters: nothing else to compute
+    if (own_) {
+      simd::avg_pool_backward(static_cast<const float*>(diff_dst_(ctx, diff_dst).get_data_handle()),
+                              static_cast<float*>(diff_src_.get_data_handle()), planes_, in_h_, in_w_, kernel_,
+                              threads_);
+      return;
+    }
     if (&diff_dst != bound_diff_dst_) {
       bound_diff_dst_ = &diff_dst;
       bwd_args_ = {{DNNL_ARG_DIFF_DST, diff_dst_.target_for(diff_dst)}, {DNNL_ARG_DIFF_SRC, diff_src_}};
@@ -97,10 +127,14 @@ class pooling_op {
 
  private:
   bool need_diff_src_ = false;
+  /// Whether sinew's own loops run it (see the file comment), and their shape.
+  bool own_ = false;
+  int threads_ = 1, kernel_ = 1, in_h_ = 0, in_w_ = 0;
+  std::ptrdiff_t planes_ = 0;
   dnnl::pooling_forward::primitive_desc fwd_pd_;
   dnnl::pooling_forward fwd_;
   dnnl::pooling_backward bwd_;
-  desc src_md_, bwd_diff_dst_desc_;
+  desc src_md_, dst_md_, bwd_diff_dst_desc_;
   memory dst_, workspace_, diff_src_;
   converter src_, diff_dst_;
   const memory* bound_src_ = nullptr;
