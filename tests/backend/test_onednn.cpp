@@ -595,12 +595,22 @@ using Act = simd::activation;
 const backend::Conv2dConfig kLeNetConv1{5, 3, 32, 32, 6, 28, 28, 5, 1, 0, true, Act::tanh};
 const backend::Conv2dConfig kLeNetConv2{5, 6, 14, 14, 16, 10, 10, 5, 1, 0, true, Act::tanh};
 const backend::Conv2dConfig kPaddedOdd{3, 5, 9, 7, 7, 9, 7, 3, 1, 1, false, Act::none};
+// Output channels that fill whole vectors (16: one AVX-512 vector, two AVX2 ones; 8: one AVX2 vector) take the
+// channel-vectorised forward and weights' gradient: padded 3x3 of odd sizes, 5x5 rows of 13 pixels (tiles of 8, 4
+// and 1)
+const backend::Conv2dConfig kChannels16Padded{3, 5, 9, 7, 16, 9, 7, 3, 1, 1, true, Act::none};
+const backend::Conv2dConfig kChannels8Wide{2, 3, 9, 17, 8, 5, 13, 5, 1, 0, false, Act::tanh};
+// and 2 output rows, fewer than some tiles have.
+const backend::Conv2dConfig kChannels16Short{2, 4, 4, 11, 16, 2, 9, 3, 1, 0, true, Act::none};
 
 TEST(onednn_thin_conv2d, lenet_layers_and_a_padded_layer_match_onednn) {
   using A = simd::thin_conv::default_arch;
   expect_thin_conv_matches_onednn<A>(kLeNetConv1, false);
   expect_thin_conv_matches_onednn<A>(kLeNetConv2, true);
   expect_thin_conv_matches_onednn<A>(kPaddedOdd, true);
+  expect_thin_conv_matches_onednn<A>(kChannels16Padded, true);
+  expect_thin_conv_matches_onednn<A>(kChannels8Wide, true);
+  expect_thin_conv_matches_onednn<A>(kChannels16Short, true);
 }
 
 #if XSIMD_WITH_AVX2
@@ -609,6 +619,9 @@ TEST(onednn_thin_conv2d, avx2_kernels_match_onednn) {
   expect_thin_conv_matches_onednn<xsimd::avx2>(kLeNetConv1, false);
   expect_thin_conv_matches_onednn<xsimd::avx2>(kLeNetConv2, true);
   expect_thin_conv_matches_onednn<xsimd::avx2>(kPaddedOdd, true);
+  expect_thin_conv_matches_onednn<xsimd::avx2>(kChannels16Padded, true);
+  expect_thin_conv_matches_onednn<xsimd::avx2>(kChannels8Wide, true);
+  expect_thin_conv_matches_onednn<xsimd::avx2>(kChannels16Short, true);
 }
 #endif
 

@@ -84,6 +84,12 @@ class basic_thin_conv2d_op : public op_base {
     images_ = zeroed(std::size_t(c.batch) * image_floats_);
     dz_ = zeroed(std::size_t(c.batch) * dz_floats_);
     group_ = int(std::max<std::size_t>(1, kGroupBytes / (sizeof(float) * (image_floats_ + dz_floats_))));
+    // Output channels that fill one or two vectors exactly, with a 3x3 or 5x5 kernel: the channel-vectorised
+    // forward and weights' gradient (simd/thin_conv2d.hpp); the input gradient stays on the wide tiles.
+    channel_vectors_ = c.out_c % int(kVector) == 0 && c.out_c / int(kVector) <= 2 && (k == 3 || k == 5)
+                           ? c.out_c / int(kVector) : 0;
+    const std::size_t pixels = std::size_t(c.out_h) * std::size_t(c.out_w);
+    if (channel_vectors_) w_channels_ = AlignedBuffer<float>(std::size_t(taps_) * std::size_t(c.out_c));
     w_pack_ = AlignedBuffer<float>(std::size_t(out_rows_) * std::size_t(taps_));
     w_data_ = zeroed(std::size_t(c.out_c) * std::size_t(tap_rows_));
     bias_ = zeroed(std::size_t(out_rows_));
@@ -95,6 +101,10 @@ class basic_thin_conv2d_op : public op_base {
       s.dw = zeroed(std::size_t(out_rows_) * std::size_t(taps_padded_));
       s.db = zeroed(std::size_t(out_rows_));
       if (need_diff_src) s.dx = zeroed(image_floats_);
+      if (channel_vectors_) {
+        s.pixels = AlignedBuffer<float>(pixels * std::size_t(c.out_c));
+        s.sums = AlignedBuffer<float>(std::size_t(taps_) * std::size_t(c.out_c));
+      }
     }
 
     const desc plain_src = plain_desc(c.batch, c.in_c, c.in_h, c.in_w);
@@ -183,6 +193,7 @@ class basic_thin_conv2d_op : public op_base {
   // One thread's buffers; the zeros outside what each image writes (padding, dropped columns) stay zero.
   struct scratch {
     AlignedBuffer<float> out, dw, db, dx;
+    AlignedBuffer<float> pixels, sums;  // the channel-vectorised path's [pixel][channel] rows and [tap][channel] sums
   };
 
   // Calls f(s, begin, end) on each thread with its scratch and its contiguous share [begin, end) of the batch.
@@ -219,6 +230,26 @@ class basic_thin_conv2d_op : public op_base {
               o < c_.out_c ? w[std::size_t(o) * std::size_t(taps_) + std::size_t(t)] : 0.0f;
         }
     if (c_.bias) std::copy_n(user_.bias, c_.out_c, bias_.data());
+    if (channel_vectors_)  // w_channels_[tap][o] = weight[o][tap]
+      for (int o = 0; o < c_.out_c; ++o)
+        for (int t = 0; t < taps_; ++t)
+          w_channels_.data()[std::size_t(t) * std::size_t(c_.out_c) + std::size_t(o)] =
+              w[std::size_t(o) * std::size_t(taps_) + std::size_t(t)];
+  }
+
+  // Calls f with the channel vectors and the kernel size of the channel-vectorised path as compile-time constants.
+  template <class F>
+  void with_channels(F&& f) const {
+    const auto kernel = [&](auto cv) {
+      if (c_.kernel == 3)
+        f(cv, std::integral_constant<int, 3>{});
+      else
+        f(cv, std::integral_constant<int, 5>{});
+    };
+    if (channel_vectors_ == 1)
+      kernel(std::integral_constant<int, 1>{});
+    else
+      kernel(std::integral_constant<int, 2>{});
   }
 
   // The input gradient's rows are the taps: w_data_[block][o][row] = weight[o][block * rb_ + row] (zero past them).
@@ -246,20 +277,29 @@ class basic_thin_conv2d_op : public op_base {
       for (int iy = 0; iy < c_.in_h; ++iy)
         std::memcpy(padded + std::size_t(ci) * plane_ + std::size_t((iy + c_.padding) * wp_ + c_.padding),
                     img + std::size_t(ci) * hw + std::size_t(iy * c_.in_w), sizeof(float) * std::size_t(c_.in_w));
-    with_block(ob_, [&](auto block) {
-      constexpr int OB = decltype(block)::value;
-      for (int b = 0; b < out_rows_ / OB; ++b)
-        simd::thin_conv::forward_tiles<OB, Arch>(w_pack_.data() + std::size_t(b) * std::size_t(taps_ * OB),
-                                                 bias_.data() + b * OB, padded, off_.data(), taps_, positions_,
-                                                 s.out.data() + std::size_t(b * OB) * positions_, positions_);
-    });
-    const std::size_t ohw = std::size_t(c_.out_h) * std::size_t(c_.out_w);
-    float* out = y + std::size_t(n) * std::size_t(c_.out_c) * ohw;
-    for (int o = 0; o < c_.out_c; ++o)
-      for (int oy = 0; oy < c_.out_h; ++oy)
-        std::memcpy(out + std::size_t(o) * ohw + std::size_t(oy * c_.out_w),
-                    s.out.data() + std::size_t(o) * positions_ + std::size_t(oy * wp_),
-                    sizeof(float) * std::size_t(c_.out_w));
+    const std::size_t ohw = std::size_t(c_.out_h) * std::size_t(c_.out_w), oc = std::size_t(c_.out_c);
+    float* out = y + std::size_t(n) * oc * ohw;
+    if (channel_vectors_) {
+      with_channels([&](auto cv, auto) {
+        simd::thin_conv::channel_forward_rows<decltype(cv)::value, Arch>(
+            w_channels_.data(), bias_.data(), padded, wp_, off_.data(), taps_, c_.out_h, c_.out_w, s.pixels.data());
+      });
+      for (std::size_t p = 0; p < ohw; ++p)  // [pixel][channel] -> NCHW
+        for (std::size_t o = 0; o < oc; ++o) out[o * ohw + p] = s.pixels.data()[p * oc + o];
+    } else {
+      with_block(ob_, [&](auto block) {
+        constexpr int OB = decltype(block)::value;
+        for (int b = 0; b < out_rows_ / OB; ++b)
+          simd::thin_conv::forward_tiles<OB, Arch>(w_pack_.data() + std::size_t(b) * std::size_t(taps_ * OB),
+                                                   bias_.data() + b * OB, padded, off_.data(), taps_, positions_,
+                                                   s.out.data() + std::size_t(b * OB) * positions_, positions_);
+      });
+      for (int o = 0; o < c_.out_c; ++o)
+        for (int oy = 0; oy < c_.out_h; ++oy)
+          std::memcpy(out + std::size_t(o) * ohw + std::size_t(oy * c_.out_w),
+                      s.out.data() + std::size_t(o) * positions_ + std::size_t(oy * wp_),
+                      sizeof(float) * std::size_t(c_.out_w));
+    }
     if (activate) simd::activation_forward_serial(c_.act, out, out, std::size_t(c_.out_c) * ohw);
   }
 
@@ -286,6 +326,10 @@ class basic_thin_conv2d_op : public op_base {
   // `output_gradients` (else an earlier pass wrote them).
   void weights_images(scratch& s, const float* y, const float* dy, int begin, int end, bool output_gradients) {
     std::fill_n(s.dw.data(), s.dw.size(), 0.0f);
+    if (channel_vectors_) {
+      weights_images_by_channels(s, y, dy, begin, end, output_gradients);
+      return;
+    }
     for (int g = begin; g < end; g += group_) {
       const int images = std::min(group_, end - g);
       if (output_gradients)
@@ -299,6 +343,34 @@ class basic_thin_conv2d_op : public op_base {
                                                    std::size_t(taps_padded_));
       });
     }
+  }
+
+  // weights_images on the channel-vectorised kernels: per image, its output gradient as [pixel][channel] rows,
+  // then each input channel's kernel rows summed into s.sums ([tap][channel]), transposed into s.dw at the end.
+  void weights_images_by_channels(scratch& s, const float* y, const float* dy, int begin, int end,
+                                  bool output_gradients) {
+    const std::size_t oc = std::size_t(c_.out_c);
+    std::fill_n(s.sums.data(), s.sums.size(), 0.0f);
+    for (int n = begin; n < end; ++n) {
+      if (output_gradients) output_gradient(s, y, dy, n);
+      const float* d = dz(n);
+      for (int oy = 0; oy < c_.out_h; ++oy)  // wide rows -> [pixel][channel]
+        for (int ox = 0; ox < c_.out_w; ++ox)
+          for (std::size_t o = 0; o < oc; ++o)
+            s.pixels.data()[std::size_t(oy * c_.out_w + ox) * oc + o] = d[o * positions_ + std::size_t(oy * wp_ + ox)];
+      with_channels([&](auto cv, auto kernel) {
+        constexpr int CV = decltype(cv)::value, K = decltype(kernel)::value;
+        constexpr int KR = simd::thin_conv::kChannelRows<Arch, CV, K>;
+        for (int ci = 0; ci < c_.in_c; ++ci)
+          for (int ky = 0; ky < K; ky += KR)
+            simd::thin_conv::channel_weights_rows<CV, K, KR, Arch>(
+                s.pixels.data(), image(n) + std::size_t(ci) * plane_ + std::size_t(ky * wp_), wp_, c_.out_h, c_.out_w,
+                s.sums.data() + std::size_t((ci * K + ky) * K) * oc);
+      });
+    }
+    for (std::size_t o = 0; o < oc; ++o)
+      for (int t = 0; t < taps_; ++t)
+        s.dw.data()[o * std::size_t(taps_padded_) + std::size_t(t)] = s.sums.data()[std::size_t(t) * oc + o];
   }
 
   // diff_weights and diff_bias = the sum of the threads' partial sums.
@@ -340,10 +412,11 @@ class basic_thin_conv2d_op : public op_base {
   ParamSlots user_;  // the layer's kernel and bias in the flat buffers (PyTorch's layout)
   int threads_ = 1, group_ = 1;
   int wp_ = 0, ob_ = 8, out_rows_ = 0, taps_ = 0, taps_padded_ = 0, rb_ = 8, tap_rows_ = 0;
+  int channel_vectors_ = 0;  // output channels in vectors on the channel-vectorised path; 0: the wide tiles
   std::size_t plane_ = 0, positions_ = 0, image_floats_ = 0, dz_floats_ = 0;
   std::vector<std::ptrdiff_t> off_;  // each tap's offset from the output position in the padded image
   AlignedBuffer<float> images_, dz_;  // the batch's padded images (forward) and output gradients (backward)
-  AlignedBuffer<float> w_pack_, w_data_, bias_;
+  AlignedBuffer<float> w_pack_, w_data_, bias_, w_channels_;
   std::vector<scratch> scratch_;
   converter src_;
 };
