@@ -4,7 +4,10 @@
 // oneDNN 2.6 blocks channels by 16 and vectorises over them, so a 3->6 convolution fills vectors with padding:
 // LeNet-5's first layer ran its forward at about 60 GFLOP/s and its backward weights lower, on a 2-core Zen 4 whose
 // f32 peak is about 226, and the two thin convolutions took 1.5 of a 1.65 ms step. Here the pixels are the vector
-// dimension, so every lane does work whatever the channel count.
+// dimension, so every lane does work whatever the channel count. Where the output channels fill whole vectors
+// (6->16 under AVX-512, 16 or 8 under AVX2) with a 3x3 or 5x5 kernel, the forward and the weights' gradient
+// vectorise over the output channels instead (the channel kernels of simd/thin_conv2d.hpp), so no lane computes
+// a dropped column; the input gradient stays on the pixel tiles.
 //
 // Each thread takes a contiguous share of the batch and runs whole images: pad the image into its scratch, run
 // the tiles, copy the rows out and apply the activation while the image is in cache (one fork and join for the
