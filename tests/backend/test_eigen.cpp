@@ -46,9 +46,9 @@ TEST(equivalence, dense_gemv_batch2_eigen_1_thread) {
 TEST(equivalence, conv2d_1x1_s1_pointwise_between_3x3) {
   expect_equivalent<Net<Input<5, 6, 6>, Conv2d<8, 1>, ReLU, Conv2d<6, 3, 1, 1>, Conv2d<4, 1>, Tanh>>(3, 8, 2);
 }
-// 5 x 7 x 7 = 245 output rows: on 2 threads, forward blocks of 62 rows and a last of 59, the weights
-// gradient's two shares of 128 and 117 rows summed, backward data's likewise; batch norm's 245 rows in 8
-// pieces of 31 and a last of 28.
+// 5 x 7 x 7 = 245 output rows: on 2 threads, forward and backward data in blocks of 62 rows and a last of
+// 59, the weights gradient's two shares of 128 and 117 rows summed; batch norm's 245 rows in 8 pieces of 31
+// and a last of 28.
 TEST(equivalence, conv2d_and_batch_norm_odd_rows_across_blocks) {
   expect_equivalent<Net<Input<4, 7, 7>, Conv2d<6, 3, 1, 1>, BatchNorm2d, ReLU, Conv2d<5, 1>, BatchNorm2d>>(5, 9, 2);
 }

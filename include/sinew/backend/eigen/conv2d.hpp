@@ -9,14 +9,15 @@
 // nothing: its NHWC input is P, multiplied in place (ResNet-50's bottlenecks have three of them in each block).
 // The matrix kernel is oneDNN's sgemm (gemm.hpp), as in TensorFlow's x86 builds, one single-threaded call per
 // block on the pool thread that packed it. On one Zen 4 core it runs ResNet-18's [rows, K*K*C] x [K*K*C, O]
-// products at 95-110 GFLOP/s (Eigen 3.4's own gebp kernel, used here before, at 0.70-0.75x of that).
+// products at 95-110 GFLOP/s (Eigen 3.4's own gebp kernel, used here before, at 0.70-0.75x of that; both
+// measured on a shared, loaded machine).
 // What remains between this forward and oneDNN's is the algorithm, not the kernel: P multiplies the zeros of
 // the padding, which oneDNN's direct convolution skips (ResNet-18's 3x3 layers at 4x4 pixels: 31% of the
 // products are zeros, at 8x8 16%), and writing P for the backward costs memory bandwidth.
 // Backward weights: P^T dZ (TensorFlow's SpatialConvolutionBackwardKernel is the same contraction), each pool
 // thread its share of P's rows into a partial sum of its own (P is read once), the partials added, shuffled
-// back to OIHW; bias: dZ summed over rows. Backward data: dP = dZ W^T, each thread its share of dZ's rows,
-// then col2im. TensorFlow instead convolves the stride-inflated, padded output gradient with the flipped
+// back to OIHW; bias: dZ summed over rows. Backward data: dP = dZ W^T in the forward's blocks of rows, then
+// col2im. TensorFlow instead convolves the stride-inflated, padded output gradient with the flipped
 // kernel; col2im does the same sums without the S^2 zeros of the inflated gradient, for any padding, and dP
 // reuses P's buffer (P is spent once the weight gradient is computed), so backward data costs no memory of
 // its own.
@@ -112,10 +113,12 @@ class conv2d_op : public op_base<diff_dst_use::always> {
           dz_m.sum(std::array<index, 1>{0});
     if (!need_diff_src_) return;
     probe.begin(metrics::OpKind::convolution_backward_data);
-    // dP = dZ W^T, each thread its share of dZ's rows in one call; P is spent, so dP takes its buffer.
-    const index O = c_.out_c;
-    for_shares(dev, rows_, 16, 2.0 * double(rows_) * depth_ * O, [&](index, index r0, index r1) {
-      gemm(r1 - r0, depth_, O, {dz + r0 * O, O}, transposed({cweights(), O}), patches_.data() + r0 * depth_, depth_);
+    // dP = dZ W^T in the forward's blocks of rows, which the pool's threads take as they come (a thread that
+    // another process slows takes fewer); P is spent, so dP takes its buffer.
+    const index O = c_.out_c, block = block_rows(dev), blocks = (rows_ + block - 1) / block;
+    on_pool(dev, blocks, [&](index b) {
+      const index r0 = b * block, n = std::min(rows_, r0 + block) - r0;
+      gemm(n, depth_, O, {dz + r0 * O, O}, transposed({cweights(), O}), patches_.data() + r0 * depth_, depth_);
     });
     patches_valid_ = false;
     col2im(dev);
