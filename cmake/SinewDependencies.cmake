@@ -5,7 +5,8 @@
 #   core    layers, nets, optimizers, data, metrics, io, the Trainer: xsimd, nlohmann_json, zlib, libjpeg-turbo,
 #           libpng, OpenMP, threads
 #   onednn  backend::OneDnn: oneDNN, and Eigen's Core module (the activation kernels' vectorised tanh/sigmoid)
-#   eigen   backend::Eigen: Eigen (its Tensor module)
+#   eigen   backend::Eigen: Eigen (its Tensor module), and oneDNN for its matrix kernel (dnnl_sgemm, as
+#           TensorFlow's x86 builds contract: backend/eigen/gemm.hpp)
 #   mpi     comm::Mpi: MPI and Boost.MPI
 #
 # Each comes from a Debian 12 package (scripts/install-deps installs them all) or from vcpkg (the sinew port's
@@ -29,6 +30,21 @@ macro(sinew_need _sinew_component _sinew_package _sinew_debian)
              "the port's feature sinew[${_sinew_component}].")
     endif()
   endif()
+endmacro()
+
+# sinew_need_dnnl(<component>): oneDNN for <component> (onednn and eigen both need it).
+# Debian builds oneDNN with its OpenCL GPU runtime, so its dnnl-config.cmake calls find_package(OpenCL
+# REQUIRED), which no QUIET stops; the headers come with ocl-icd-opencl-dev, only a Recommends of
+# libdnnl-dev. Look first there, to name the package (other builds of oneDNN, vcpkg's, need no OpenCL).
+macro(sinew_need_dnnl _sinew_dnnl_component)
+  set(_sinew_debian_dnnl /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/cmake/dnnl/dnnl-config.cmake)
+  if(EXISTS ${_sinew_debian_dnnl})
+    file(STRINGS ${_sinew_debian_dnnl} _sinew_dnnl_ocl REGEX "DNNL_GPU_RUNTIME \"OCL\"")
+    if(_sinew_dnnl_ocl)
+      sinew_need(${_sinew_dnnl_component} OpenCL ocl-icd-opencl-dev)
+    endif()
+  endif()
+  sinew_need(${_sinew_dnnl_component} dnnl libdnnl-dev 2.6)
 endmacro()
 
 # sinew_find_component(<component>): finds what <component> needs (a macro: the packages' variables and
@@ -61,20 +77,11 @@ macro(sinew_find_component _sinew_c)
     sinew_need(core OpenMP "g++ (libgomp)" COMPONENTS CXX) # parallel loops, and the runtime oneDNN is built on
     sinew_need(core Threads libc6-dev)
   elseif("${_sinew_c}" STREQUAL "onednn")
-    # Debian builds oneDNN with its OpenCL GPU runtime, so its dnnl-config.cmake calls find_package(OpenCL
-    # REQUIRED), which no QUIET stops; the headers come with ocl-icd-opencl-dev, only a Recommends of
-    # libdnnl-dev. Look first there, to name the package (other builds of oneDNN, vcpkg's, need no OpenCL).
-    set(_sinew_debian_dnnl /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/cmake/dnnl/dnnl-config.cmake)
-    if(EXISTS ${_sinew_debian_dnnl})
-      file(STRINGS ${_sinew_debian_dnnl} _sinew_dnnl_ocl REGEX "DNNL_GPU_RUNTIME \"OCL\"")
-      if(_sinew_dnnl_ocl)
-        sinew_need(onednn OpenCL ocl-icd-opencl-dev)
-      endif()
-    endif()
-    sinew_need(onednn dnnl libdnnl-dev 2.6)
+    sinew_need_dnnl(onednn)
     sinew_need(onednn Eigen3 libeigen3-dev 3.4 NO_MODULE)
   elseif("${_sinew_c}" STREQUAL "eigen")
     sinew_need(eigen Eigen3 libeigen3-dev 3.4 NO_MODULE)
+    sinew_need_dnnl(eigen)   # dnnl_sgemm, the Eigen backend's matrix kernel
   elseif("${_sinew_c}" STREQUAL "mpi")
     sinew_need(mpi MPI "libopenmpi-dev and openmpi-bin" COMPONENTS CXX)
     sinew_need(mpi Boost libboost-mpi-dev 1.74 COMPONENTS mpi serialization)

@@ -34,7 +34,7 @@ TEST(equivalence, conv2d_k3_s2_p1_eigen_1_thread) {
   expect_equivalent<Net<Input<3, 8, 8>, Conv2d<5, 3, 2, 1>, ReLU, MaxPool<3, 2, 1>>>(4, 5, 1);
 }
 
-// Forward paths of their own: batch 1 and 2 run Dense as matrix-vector products (threads split the output
+// Forward paths of their own: batch 1 to 3 run Dense as matrix-vector products (threads split the output
 // rows; 37 and 5 outputs are not multiples of the 16-row ranges), a 1x1 stride-1 convolution contracts its
 // input in place (no patches), and batch norm sums rows in pieces per thread.
 TEST(equivalence, dense_gemv_batch1_eigen_3_threads) {
@@ -46,10 +46,81 @@ TEST(equivalence, dense_gemv_batch2_eigen_1_thread) {
 TEST(equivalence, conv2d_1x1_s1_pointwise_between_3x3) {
   expect_equivalent<Net<Input<5, 6, 6>, Conv2d<8, 1>, ReLU, Conv2d<6, 3, 1, 1>, Conv2d<4, 1>, Tanh>>(3, 8, 2);
 }
-// 5 x 7 x 7 = 245 output rows: on 2 threads, blocks of 48 rows and a last block of 5; batch norm's 245 rows
-// in 8 pieces of 31 and a last of 28.
+// 5 x 7 x 7 = 245 output rows: on 2 threads, forward and backward data in blocks of 62 rows and a last of
+// 59, the weights gradient's two shares of 128 and 117 rows summed; batch norm's 245 rows in 8 pieces of 31
+// and a last of 28.
 TEST(equivalence, conv2d_and_batch_norm_odd_rows_across_blocks) {
   expect_equivalent<Net<Input<4, 7, 7>, Conv2d<6, 3, 1, 1>, BatchNorm2d, ReLU, Conv2d<5, 1>, BatchNorm2d>>(5, 9, 2);
+}
+
+// From batch 4 Dense's three products run on oneDNN's sgemm, each thread a share of columns or rows (37 and 5
+// outputs, 72 inputs: shares of 16-column granules and a short last one).
+TEST(equivalence, dense_sgemm_batch4_eigen_3_threads) {
+  expect_equivalent<Net<Input<2, 6, 6>, Conv2d<8, 3, 1, 1>, ReLU, Flatten, Dense<37>, ReLU, Dense<5>>>(4, 10, 3);
+}
+
+/// op(A) op(B) by the definition, for the gemm tests.
+std::vector<float> naive_product(int m, int n, int k, const float* a, long lda, bool ta, const float* b, long ldb,
+                                 bool tb) {
+  std::vector<float> c(std::size_t(m) * n);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int l = 0; l < k; ++l) sum += double(ta ? a[l * lda + i] : a[i * lda + l]) * (tb ? b[j * ldb + l] : b[l * ldb + j]);
+      c[std::size_t(i) * n + j] = float(sum);
+    }
+  return c;
+}
+
+// The backend's matrix kernel: every transpose, leading dimensions past the rows' length, alpha and beta, and
+// the caller's OpenMP thread count as it was after the call.
+TEST(eigen_gemm, row_major_products_with_transposes_strides_alpha_and_beta) {
+  using backend::eigen::gemm;
+  using backend::eigen::transposed;
+  const int m = 7, n = 5, k = 9;
+  const long lda = 12, ldb = 11, ldc = 8;
+  Rng rng(3);
+  std::vector<float> a(std::size_t(k) * lda), b(std::size_t(k) * ldb);
+  for (float& v : a) v = rng.normal();
+  for (float& v : b) v = rng.normal();
+  const int threads_before = omp_get_max_threads();
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      const auto want = naive_product(m, n, k, a.data(), lda, ta, b.data(), ldb, tb);
+      std::vector<float> c(std::size_t(m) * ldc, 1.0f);
+      backend::eigen::gemm_operand oa{a.data(), lda}, ob{b.data(), ldb};
+      gemm(m, n, k, ta ? transposed(oa) : oa, tb ? transposed(ob) : ob, c.data(), ldc, 2.0f, 0.5f);
+      for (int i = 0; i < m; ++i) {
+        for (int j = 0; j < n; ++j)
+          EXPECT_NEAR(c[std::size_t(i) * ldc + j], 2.0f * want[std::size_t(i) * n + j] + 0.5f, 1e-4f)
+              << "transposes " << ta << tb << " at " << i << ", " << j;
+        for (int j = n; j < ldc; ++j) EXPECT_EQ(c[std::size_t(i) * ldc + j], 1.0f) << "wrote past column n";
+      }
+    }
+  EXPECT_EQ(omp_get_max_threads(), threads_before);
+}
+
+TEST(eigen_gemm, a_too_short_leading_dimension_is_named) {
+  std::vector<float> a(16), b(16), c(16);
+  try {
+    backend::eigen::gemm(4, 4, 4, {a.data(), 2}, {b.data(), 4}, c.data(), 4);
+    FAIL() << "no error";
+  } catch (const backend_error& e) {
+    EXPECT_NE(std::string(e.what()).find("leading dimensions 2, 4, 4"), std::string::npos) << e.what();
+  }
+}
+
+// The pool's threads run OpenMP code alone: a pool thread's OpenMP ICV is 1, so its sgemm opens no team.
+TEST(eigen_context, pool_threads_have_one_openmp_thread) {
+  EigenB::context ctx{BackendOptions{.threads = 2}};
+  int seen = 0;
+  ::Eigen::Barrier done(1);
+  ctx.dev().enqueueNoNotification([&] {
+    seen = omp_get_max_threads();
+    done.Notify();
+  });
+  done.Wait();
+  EXPECT_EQ(seen, 1);
 }
 
 TEST(eigen_context, threads_default_to_the_cpus_of_this_process_and_follow_the_option) {
@@ -91,7 +162,7 @@ TEST(eigen_forward, short_last_batch_uses_its_own_plan) {
   const auto full_span = model.forward(x, 3);
   const std::vector<float> full(full_span.begin(), full_span.end());
   const auto one = model.forward(std::span<const float>(x).first(72), 1);
-  // Eigen's contraction blocks by size, so the summation order (not the result) may differ by batch.
+  // The matrix kernel blocks by size, so the summation order (not the result) may differ by batch.
   for (int i = 0; i < 3; ++i) EXPECT_NEAR(one[i], full[i], 1e-6f * std::max(1.0f, std::fabs(full[i])));
 }
 

@@ -7,8 +7,10 @@
 // one pixel has the same memory in both layouts and is always tagged NCHW, so no copy is made for it.
 //
 // Threading. Every op runs on the context's Eigen::ThreadPoolDevice: tensor expressions with
-// `.device(d) =`, hand-written loops with parallelFor. sinew's SIMD activation kernels are called on chunks
-// small enough that they never start OpenMP threads (see for_chunks), so one pool does all the work.
+// `.device(d) =`, hand-written loops with parallelFor, matrix products as one single-threaded sgemm per pool
+// thread (gemm.hpp). sinew's SIMD activation kernels are called on chunks small enough that they never start
+// OpenMP threads (see for_chunks), and the pool's threads have an OpenMP ICV of 1 (binding_environment), so
+// one pool does all the work.
 //
 // EIGEN_USE_THREADS must be seen before Eigen's Tensor module is first included in a translation unit;
 // include this header (or sinew/backend/eigen.hpp) before any other user of unsupported/Eigen/CXX11/Tensor.
@@ -53,20 +55,23 @@ using matrix = ::Eigen::TensorMap<::Eigen::Tensor<float, 2, ::Eigen::RowMajor, i
 using const_matrix = ::Eigen::TensorMap<::Eigen::Tensor<const float, 2, ::Eigen::RowMajor, index>>;
 using image = ::Eigen::TensorMap<::Eigen::Tensor<float, 4, ::Eigen::RowMajor, index>>;
 using const_image = ::Eigen::TensorMap<::Eigen::Tensor<const float, 4, ::Eigen::RowMajor, index>>;
-using pair = ::Eigen::IndexPair<index>;
-/// Which dimensions a contraction sums over: {1, 0} is A B, {0, 0} is A^T B, {1, 1} is A B^T. The pairs are
-/// runtime values of one type, so all three products instantiate Eigen's contraction once.
-using contract_dims = std::array<pair, 1>;
 
-/// Eigen's thread environment, binding the pool's thread i to cpus[i % size] when cpus is not empty.
+/// Eigen's thread environment, binding the pool's thread i to cpus[i % size] when cpus is not empty. Each
+/// thread's OpenMP ICV nthreads-var is 1: a pool thread is one of the pool's workers, and whatever OpenMP
+/// code it calls (oneDNN's sgemm in gemm.hpp) must run on it alone, not open a team of every core.
 struct binding_environment : ::Eigen::StlThreadEnvironment {
   std::vector<int> cpus;    ///< the CPUs to bind to (empty: none)
   std::size_t started = 0;  ///< threads started so far
   /// Starts the pool's next thread, bound to its CPU.
   EnvThread* CreateThread(std::function<void()> f) {
-    if (cpus.empty()) return ::Eigen::StlThreadEnvironment::CreateThread(std::move(f));
+    if (cpus.empty())
+      return ::Eigen::StlThreadEnvironment::CreateThread([f = std::move(f)] {
+        omp_set_num_threads(1);
+        f();
+      });
     const int cpu = cpus[started++ % cpus.size()];
     return ::Eigen::StlThreadEnvironment::CreateThread([cpu, f = std::move(f)] {
+      omp_set_num_threads(1);
       bind_this_thread(std::span<const int>(&cpu, 1));
       f();
     });

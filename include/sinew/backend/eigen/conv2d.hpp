@@ -1,28 +1,31 @@
 // sinew/backend/eigen/conv2d.hpp: Conv2d (+ fused activation) as TensorFlow's SpatialConvolution computes it.
 //
-// Forward: the NHWC input's patches, rows of the [N*OH*OW, K*K*C] matrix P, contracted with the weights as a
+// Forward: the NHWC input's patches, rows of the [N*OH*OW, K*K*C] matrix P, multiplied by the weights as a
 // [K*K*C, O] matrix (HWIO: PyTorch's OIHW weights are shuffled into it each step, a few KiB), then bias and
 // activation in one pass. Like TensorFlow's SpatialConvolution, which packs patches as its contraction reads
-// them, each thread packs a block of at most 256 rows of P (one memcpy per kernel row, see pack_patches) and
-// contracts it at once, while it is in the core's cache; P as a whole is never read back in the forward,
-// only kept for the backward's P^T dZ. A 1x1 convolution with stride 1 and no padding packs nothing: its
-// NHWC input is P, contracted in place (ResNet-50's bottlenecks have three of them in each block).
-// What bounds the forward is Eigen's matrix kernel (gebp, 3 x 4 registers of 16 floats): on one Zen 4 core,
-// on ResNet-18's [rows, K*K*C] x [K*K*C, O] shapes, it runs at 0.70-0.75x oneDNN's sgemm on the same
-// matrices, whether called as a Tensor contraction or a Matrix product, at blocks of 256 to 43008 rows, row-
-// or column-major output (measured side by side on a shared, loaded machine); the op itself stays at
-// 1.4-2.1x oneDNN's convolution on those layers on one thread.
-// TensorFlow's x86 builds run oneDNN's sgemm inside Eigen's contractions by default (its build option
-// tensorflow_mkldnn_contraction_kernel=0 brings back gebp); this backend keeps Eigen's own kernel.
-// Backward weights: P^T dZ (TensorFlow's SpatialConvolutionBackwardKernel is the same contraction), shuffled
-// back to OIHW; bias: dZ summed over rows. Backward data: dP = dZ W^T, then col2im. TensorFlow instead
-// convolves the stride-inflated, padded output gradient with the flipped kernel; col2im does the same sums
-// without the S^2 zeros of the inflated gradient, for any padding, and dP reuses P's buffer (P is spent once
-// the weight gradient is computed), so backward data costs no memory of its own.
+// them, each pool thread packs a block of at most kBlockRows rows of P (one memcpy per kernel row, see
+// pack_patches) and multiplies it at once, while it is in the core's cache; P as a whole is never read back
+// in the forward, only kept for the backward's P^T dZ. A 1x1 convolution with stride 1 and no padding packs
+// nothing: its NHWC input is P, multiplied in place (ResNet-50's bottlenecks have three of them in each block).
+// The matrix kernel is oneDNN's sgemm (gemm.hpp), as in TensorFlow's x86 builds, one single-threaded call per
+// block on the pool thread that packed it. On one Zen 4 core it runs ResNet-18's [rows, K*K*C] x [K*K*C, O]
+// products at 95-110 GFLOP/s (Eigen 3.4's own gebp kernel, used here before, at 0.70-0.75x of that; both
+// measured on a shared, loaded machine).
+// What remains between this forward and oneDNN's is the algorithm, not the kernel: P multiplies the zeros of
+// the padding, which oneDNN's direct convolution skips (ResNet-18's 3x3 layers at 4x4 pixels: 31% of the
+// products are zeros, at 8x8 16%), and writing P for the backward costs memory bandwidth.
+// Backward weights: P^T dZ (TensorFlow's SpatialConvolutionBackwardKernel is the same contraction), each pool
+// thread its share of P's rows into a partial sum of its own (P is read once), the partials added, shuffled
+// back to OIHW; bias: dZ summed over rows. Backward data: dP = dZ W^T in the forward's blocks of rows, then
+// col2im. TensorFlow instead convolves the stride-inflated, padded output gradient with the flipped
+// kernel; col2im does the same sums without the S^2 zeros of the inflated gradient, for any padding, and dP
+// reuses P's buffer (P is spent once the weight gradient is computed), so backward data costs no memory of
+// its own.
 // All dimensions are runtime values: the op compiles once per translation unit whatever the network.
 #pragma once
 
 #include "sinew/backend/eigen/common.hpp"
+#include "sinew/backend/eigen/gemm.hpp"
 #include "sinew/backend/generic/probe.hpp"
 
 namespace sinew::backend::eigen {
@@ -50,6 +53,8 @@ class conv2d_op : public op_base<diff_dst_use::always> {
     if (!is_pointwise() || need_diff_src) patches_ = AlignedBuffer<float>(std::size_t(rows_ * depth_));
     weights_ = AlignedBuffer<float>(std::size_t(depth_) * c.out_c);
     diff_weights_ = AlignedBuffer<float>(std::size_t(depth_) * c.out_c);
+    // The weights gradient's partial sums of every thread but the first (see weights_gradient).
+    partials_ = AlignedBuffer<float>(std::size_t(std::max(ctx.threads() - 1, 0)) * depth_ * c.out_c);
     act_.setup(c.act, dst_.desc().size());
     if (need_diff_src) diff_src_.allocate(in);
   }
@@ -70,19 +75,15 @@ class conv2d_op : public op_base<diff_dst_use::always> {
     const const_image w(p_.weights, c_.out_c, c_.in_c, c_.kernel, c_.kernel);
     image(weights_.data(), c_.kernel, c_.kernel, c_.in_c, c_.out_c).device(dev) =
         w.shuffle(std::array<index, 4>{2, 3, 1, 0});
-    // Each thread packs a block of patch rows and contracts it with the weights while the block is in its
+    // Each thread packs a block of patch rows and multiplies it by the weights while the block is in its
     // cache, as TensorFlow's SpatialConvolution packs patches as its contraction reads them. The blocks
     // stay in P for the backward's P^T dZ.
     const index O = c_.out_c, block = block_rows(dev), blocks = (rows_ + block - 1) / block;
     rows_of_p_ = is_pointwise() ? nhwc : cpatches();
-    parallel_for(dev, blocks, double(block) * depth_ * (O + 1), [&](index b, index e) {
-      for (; b < e; ++b) {
-        const index r0 = b * block, n = std::min(rows_, r0 + block) - r0;
-        if (!is_pointwise()) pack_patches(nhwc, r0, r0 + n);
-        const auto p = as_matrix(rows_of_p_ + r0 * depth_, n, depth_);
-        // On this thread (Eigen's default device).
-        as_matrix(dst_.data() + r0 * O, n, O) = p.contract(as_matrix(cweights(), depth_, O), contract_dims{pair(1, 0)});
-      }
+    on_pool(dev, blocks, [&](index b) {
+      const index r0 = b * block, n = std::min(rows_, r0 + block) - r0;
+      if (!is_pointwise()) pack_patches(nhwc, r0, r0 + n);
+      gemm(n, O, depth_, {rows_of_p_ + r0 * depth_, depth_}, {cweights(), O}, dst_.data() + r0 * O, O);
     });
     patches_valid_ = true;
     if (act_.active()) probe.begin(activation_kind(c_.act, metrics::Direction::forward));
@@ -103,8 +104,7 @@ class conv2d_op : public op_base<diff_dst_use::always> {
       if (!is_pointwise()) extract_patches(dev, nhwc);
       rows_of_p_ = is_pointwise() ? nhwc : cpatches();
     }
-    as_matrix(diff_weights_.data(), depth_, c_.out_c).device(dev) =
-        as_matrix(rows_of_p_, rows_, depth_).contract(dz_m, contract_dims{pair(0, 0)});
+    weights_gradient(dev, dz);
     // HWIO -> OIHW, into the flat gradient buffer.
     image(p_.diff_weights, c_.out_c, c_.in_c, c_.kernel, c_.kernel).device(dev) =
         const_image(diff_weights_.data(), c_.kernel, c_.kernel, c_.in_c, c_.out_c).shuffle(std::array<index, 4>{3, 2, 0, 1});
@@ -113,8 +113,13 @@ class conv2d_op : public op_base<diff_dst_use::always> {
           dz_m.sum(std::array<index, 1>{0});
     if (!need_diff_src_) return;
     probe.begin(metrics::OpKind::convolution_backward_data);
-    as_matrix(patches_.data(), rows_, depth_).device(dev) =
-        dz_m.contract(as_matrix(cweights(), depth_, c_.out_c), contract_dims{pair(1, 1)});
+    // dP = dZ W^T in the forward's blocks of rows, which the pool's threads take as they come (a thread that
+    // another process slows takes fewer); P is spent, so dP takes its buffer.
+    const index O = c_.out_c, block = block_rows(dev), blocks = (rows_ + block - 1) / block;
+    on_pool(dev, blocks, [&](index b) {
+      const index r0 = b * block, n = std::min(rows_, r0 + block) - r0;
+      gemm(n, depth_, O, {dz + r0 * O, O}, transposed({cweights(), O}), patches_.data() + r0 * depth_, depth_);
+    });
     patches_valid_ = false;
     col2im(dev);
   }
@@ -162,17 +167,46 @@ class conv2d_op : public op_base<diff_dst_use::always> {
     }
   }
 
-  /// Rows of P per block of the forward's pack-and-contract: at most 256 (a LeNet-5 block is 75 KiB, in
-  /// the core's L2 while it is contracted), and small enough for four blocks per thread on large layers.
-  /// The contraction packs the weights again for every block, so where a block has fewer rows than the
-  /// layer has outputs (the weights outweigh the block: VGG-16's last layers at batch 1, 4 to 64 rows
-  /// against 512 outputs), each thread takes one block of its share instead.
+  /// diff_weights_ = P^T dZ ([K*K*C, O]): each thread multiplies its share of P's rows into a partial sum of
+  /// its own in one call (P, the largest operand, is read once), and the partials are added.
+  void weights_gradient(const device& dev, const float* dz) {
+    const index O = c_.out_c, size = depth_ * O;
+    const auto partial = [&](index share) {
+      return share == 0 ? diff_weights_.data() : partials_.data() + (share - 1) * size;
+    };
+    const index shares = for_shares(dev, rows_, 16, 2.0 * double(rows_) * depth_ * O, [&](index share, index r0, index r1) {
+      gemm(depth_, O, r1 - r0, transposed({rows_of_p_ + r0 * depth_, depth_}), {dz + r0 * O, O}, partial(share), O);
+    });
+    if (shares > 1)
+      for_chunks(dev, std::size_t(size), [&](std::size_t b, std::size_t e) {
+        float* sum = diff_weights_.data();
+        for (index share = 1; share < shares; ++share) {
+          const float* add = partial(share);
+          simd::transform(b, e, [&](auto v, std::size_t i) {
+            using V = decltype(v);
+            simd::store(sum + i, simd::load<V>(sum + i) + simd::load<V>(add + i));
+          });
+        }
+      });
+  }
+
+  /// Rows of P per block of the forward's pack-and-multiply: at most kBlockRows, and blocks a multiple of the
+  /// threads, at least two each, so that they share out evenly. sgemm packs the weights again for every call,
+  /// so where a block has fewer rows than the layer has outputs (the weights outweigh the block: VGG-16's last
+  /// layers at batch 1, 4 to 64 rows against 512 outputs), each thread takes one block of its share instead.
   index block_rows(const device& dev) const {
     const index threads = dev.numThreads();
-    const index block = std::clamp<index>((rows_ + 4 * threads - 1) / (4 * threads), 48, 256);
+    const index blocks = (std::max<index>(2 * threads, (rows_ + kBlockRows - 1) / kBlockRows) + threads - 1) /
+                         threads * threads;
+    const index block = std::max<index>(48, (rows_ + blocks - 1) / blocks);
     if (block >= c_.out_c) return block;
     return std::max(block, (rows_ + threads - 1) / threads);
   }
+
+  /// The most rows of P in one block of the forward: blocks of 256 to 2048 rows ran ResNet-18's layers at the
+  /// same speed within the noise of a shared, loaded Zen 4 (one thread, batch 42); 512 rows of the widest patch
+  /// (layer4's 4608 floats) are 9 MiB, of layer1's 576 floats 1.2 MiB (the core's L2 holds 1 MiB).
+  static constexpr index kBlockRows = 512;
 
   /// dX[n, ih, iw, :] = sum of dP[(n, oh, ow), (kh, kw, :)] over the windows that cover (ih, iw).
   void col2im(const device& dev) {
@@ -192,7 +226,7 @@ class conv2d_op : public op_base<diff_dst_use::always> {
   const float* rows_of_p_ = nullptr;
   index rows_ = 0, depth_ = 0;
   converter src_;
-  AlignedBuffer<float> patches_, weights_, diff_weights_;
+  AlignedBuffer<float> patches_, weights_, diff_weights_, partials_;
   fused_activation act_;
 };
 

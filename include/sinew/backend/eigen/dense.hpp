@@ -1,16 +1,18 @@
-// sinew/backend/eigen/dense.hpp: Dense (+ fused activation) as Eigen Tensor contractions.
+// sinew/backend/eigen/dense.hpp: Dense (+ fused activation) as three matrix products.
 //
 // Forward Y = X W^T, backward dW = dZ^T X and dX = dZ W, all on PyTorch's [Out, In] weights in place (no
-// shuffle: a flat input has the same memory in either layout). The three products share one contraction
-// type with Conv2d's, so the translation unit compiles Eigen's contraction once.
+// shuffle: a flat input has the same memory in either layout), each on gemm.hpp's kernel (oneDNN's sgemm, as
+// TensorFlow's x86 builds contract), each pool thread one call on its share: the outputs' columns of Y, the
+// rows of dW, the columns of dX (so no thread sums what another writes).
 // Below kGemvBatch rows the forward is one matrix-vector product per row instead (Eigen's GEMV on the
-// row-major weights, the pool's threads each taking a range of output rows): a contraction with a single
-// row packs the whole weight matrix for one pass over it, and runs on one thread, while the GEMV reads each
-// weight once, and on every thread (with the batch-norm rewrite, bench/zoo's single-thread batch-1 AlexNet
+// row-major weights, the pool's threads each taking a range of output rows): a general matrix product with a
+// single row packs the whole weight matrix for one pass over it (Eigen's contraction, used here before, did so
+// on one thread), while the GEMV reads each weight once (with the batch-norm rewrite, bench/zoo's single-thread batch-1 AlexNet
 // went from 1.5 to 20 img/s, OneDnn's 13, on a shared, loaded Zen 4).
 #pragma once
 
 #include "sinew/backend/eigen/common.hpp"
+#include "sinew/backend/eigen/gemm.hpp"
 #include "sinew/backend/generic/probe.hpp"
 
 namespace sinew::backend::eigen {
@@ -50,12 +52,14 @@ class dense_op : public op_base<diff_dst_use::always> {
   void forward(context& ctx, const tensor& src, Probe& probe) {
     const device& dev = ctx.dev();
     probe.begin(metrics::OpKind::fully_connected);
+    const float* x = src.data;
     if (batch_ < kGemvBatch)
-      gemv_forward(dev, static_cast<const float*>(src.data));
-    else
-      as_matrix(dst_.data(), batch_, outputs_).device(dev) =
-          as_matrix(static_cast<const float*>(src.data), batch_, inputs_)
-              .contract(weights(), contract_dims{pair(1, 1)});
+      gemv_forward(dev, x);
+    else  // Y = X W^T, each thread the columns of its share of the outputs (its rows of W).
+      for_shares(dev, outputs_, 16, flops(), [&](index, index o0, index o1) {
+        gemm(batch_, o1 - o0, inputs_, {x, inputs_}, transposed({p_.weights + o0 * inputs_, inputs_}),
+             dst_.data() + o0, outputs_);
+      });
     if (act_.active()) probe.begin(activation_kind(act_kind_, metrics::Direction::forward));
     bias_activation(dev, dst_.data(), p_.bias, batch_, outputs_, act_kind_);
   }
@@ -68,14 +72,21 @@ class dense_op : public op_base<diff_dst_use::always> {
     const float* dz = act_.backward(dev, dst_.data(), diff_dst_(ctx, diff_dst).data);
     const auto dz_m = as_matrix(dz, batch_, outputs_);
     probe.begin(metrics::OpKind::fully_connected_backward_weights);
-    as_matrix(p_.diff_weights, outputs_, inputs_).device(dev) =
-        dz_m.contract(as_matrix(static_cast<const float*>(src.data), batch_, inputs_), contract_dims{pair(0, 0)});
+    const float* x = src.data;
+    // dW = dZ^T X, each thread its share of dW's rows (the outputs).
+    for_shares(dev, outputs_, 16, flops(), [&](index, index o0, index o1) {
+      gemm(o1 - o0, inputs_, batch_, transposed({dz + o0, outputs_}), {x, inputs_}, p_.diff_weights + o0 * inputs_,
+           inputs_);
+    });
     if (p_.diff_bias)
       ::Eigen::TensorMap<::Eigen::Tensor<float, 1, ::Eigen::RowMajor, index>>(p_.diff_bias, outputs_).device(dev) =
           dz_m.sum(std::array<index, 1>{0});
     if (!need_diff_src_) return;
     probe.begin(metrics::OpKind::fully_connected_backward_data);
-    as_matrix(diff_src_.data(), batch_, inputs_).device(dev) = dz_m.contract(weights(), contract_dims{pair(1, 0)});
+    // dX = dZ W, each thread its share of dX's columns (the inputs, W's columns).
+    for_shares(dev, inputs_, 16, flops(), [&](index, index i0, index i1) {
+      gemm(batch_, i1 - i0, outputs_, {dz, outputs_}, {p_.weights + i0, inputs_}, diff_src_.data() + i0, inputs_);
+    });
   }
 
  private:
@@ -98,7 +109,8 @@ class dense_op : public op_base<diff_dst_use::always> {
     });
   }
 
-  const_matrix weights() const { return as_matrix(static_cast<const float*>(p_.weights), outputs_, inputs_); }
+  /// The multiply-adds of one of the three products, as flops.
+  double flops() const noexcept { return 2.0 * double(batch_) * double(inputs_) * double(outputs_); }
 
   ParamSlots p_;
   index batch_ = 0, inputs_ = 0, outputs_ = 0;
