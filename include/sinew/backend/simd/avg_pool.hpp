@@ -14,6 +14,28 @@
 
 namespace sinew::simd {
 
+namespace detail {
+
+/// Floats of the stack buffer each thread of for_row_chunks gets: 16 KiB, in L1.
+inline constexpr int kRowChunkBuffer = 4096;
+
+/// Calls f(buffer, q0, q1) on chunks [q0, q1) of `rows` output rows, each thread over a contiguous share, with a
+/// buffer of kRowChunkBuffer floats on the thread's stack for as many rows of `span` floats as it holds.
+template <class F>
+void for_row_chunks(std::ptrdiff_t rows, int span, int threads, F&& f) {
+  const int rows_per_chunk = std::max(1, kRowChunkBuffer / span);
+#pragma omp parallel num_threads(threads)
+  {
+    alignas(64) float buffer[kRowChunkBuffer];
+    const std::ptrdiff_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const std::ptrdiff_t end = rows * (t + 1) / nt;
+    for (std::ptrdiff_t q0 = rows * t / nt; q0 < end; q0 += rows_per_chunk)
+      f(buffer, q0, std::min<std::ptrdiff_t>(end, q0 + rows_per_chunk));
+  }
+}
+
+}  // namespace detail
+
 /// y[p, oh, ow] = mean of x[p, oh*K .. oh*K+K-1, ow*K .. ow*K+K-1] for each of `planes` H x W planes; the output is
 /// (H / K) x (W / K) (rows or columns past the last whole window are ignored, as a floor-mode pooling does).
 /// K = 2 (LeNet-5's) runs in two passes per chunk of output rows: each pair of input rows summed into a buffer on
@@ -23,30 +45,21 @@ namespace sinew::simd {
 inline void avg_pool_forward(const float* x, float* y, std::ptrdiff_t planes, int h, int w, int k, int threads) {
   const int oh = h / k, ow = w / k;
   const float scale = 1.0f / float(k * k);
-  if (k == 2) {
-    constexpr int kBuffer = 4096;  // floats: 16 KiB of the stack, in L1
-    const int span = 2 * ow, rows_per_chunk = std::max(1, kBuffer / span);
-    const std::ptrdiff_t rows = planes * oh;
-#pragma omp parallel num_threads(threads)
-    {
-      alignas(64) float sums[kBuffer];
-      const std::ptrdiff_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-      const std::ptrdiff_t end = rows * (t + 1) / nt;
-      for (std::ptrdiff_t q0 = rows * t / nt; q0 < end; q0 += rows_per_chunk) {
-        const std::ptrdiff_t q1 = std::min<std::ptrdiff_t>(end, q0 + rows_per_chunk);
-        for (std::ptrdiff_t q = q0; q < q1; ++q) {  // output row q: plane q / oh, row q % oh
-          const float* a = x + (q / oh * h + 2 * (q % oh)) * std::ptrdiff_t(w);
-          const float* b = a + w;
-          float* o = sums + (q - q0) * span;
+  if (k == 2 && 2 * ow <= detail::kRowChunkBuffer) {  // else rows too wide for the buffer: the general loop
+    const int span = 2 * ow;
+    detail::for_row_chunks(planes * oh, span, threads, [&](float* sums, std::ptrdiff_t q0, std::ptrdiff_t q1) {
+      for (std::ptrdiff_t q = q0; q < q1; ++q) {  // output row q: plane q / oh, row q % oh
+        const float* a = x + (q / oh * h + 2 * (q % oh)) * std::ptrdiff_t(w);
+        const float* b = a + w;
+        float* o = sums + (q - q0) * span;
 #pragma omp simd
-          for (int j = 0; j < span; ++j) o[j] = a[j] + b[j];
-        }
-        float* out = y + q0 * ow;
-        const std::ptrdiff_t n = (q1 - q0) * ow;
-#pragma omp simd
-        for (std::ptrdiff_t m = 0; m < n; ++m) out[m] = scale * (sums[2 * m] + sums[2 * m + 1]);
+        for (int j = 0; j < span; ++j) o[j] = a[j] + b[j];
       }
-    }
+      float* out = y + q0 * ow;
+      const std::ptrdiff_t n = (q1 - q0) * ow;
+#pragma omp simd
+      for (std::ptrdiff_t m = 0; m < n; ++m) out[m] = scale * (sums[2 * m] + sums[2 * m + 1]);
+    });
     return;
   }
 #pragma omp parallel for schedule(static) num_threads(threads)
@@ -76,29 +89,22 @@ inline void avg_pool_backward(const float* dy, float* dx, std::ptrdiff_t planes,
       for (int i = 0; i < oh * k; ++i) std::fill(plane + i * w + ow * k, plane + (i + 1) * w, 0.0f);
     std::fill(plane + oh * k * w, plane + h * w, 0.0f);
   };
-  if (k == 2) {
-    constexpr int kBuffer = 4096;
-    const int span = 2 * ow, rows_per_chunk = std::max(1, kBuffer / span);
-    const std::ptrdiff_t rows = planes * oh;
-#pragma omp parallel num_threads(threads)
-    {
-      alignas(64) float spread[kBuffer];
-      const std::ptrdiff_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-      const std::ptrdiff_t end = rows * (t + 1) / nt;
-      for (std::ptrdiff_t q0 = rows * t / nt; q0 < end; q0 += rows_per_chunk) {
-        const std::ptrdiff_t q1 = std::min<std::ptrdiff_t>(end, q0 + rows_per_chunk);
-        const float* g = dy + q0 * ow;
-        const std::ptrdiff_t n = (q1 - q0) * ow;
+  if (k == 2 && 2 * ow <= detail::kRowChunkBuffer) {  // else rows too wide for the buffer: the general loop
+    const int span = 2 * ow;
+    detail::for_row_chunks(planes * oh, span, threads, [&](float* spread, std::ptrdiff_t q0, std::ptrdiff_t q1) {
+      const float* g = dy + q0 * ow;
+      const std::ptrdiff_t n = (q1 - q0) * ow;
 #pragma omp simd
-        for (std::ptrdiff_t m = 0; m < n; ++m) spread[2 * m] = spread[2 * m + 1] = scale * g[m];
-        for (std::ptrdiff_t q = q0; q < q1; ++q) {
-          float* a = dx + (q / oh * h + 2 * (q % oh)) * std::ptrdiff_t(w);
-          const float* src = spread + (q - q0) * span;
-          std::copy(src, src + span, a);
-          std::copy(src, src + span, a + w);
-        }
+      for (std::ptrdiff_t m = 0; m < n; ++m) spread[2 * m] = spread[2 * m + 1] = scale * g[m];
+      for (std::ptrdiff_t q = q0; q < q1; ++q) {
+        float* a = dx + (q / oh * h + 2 * (q % oh)) * std::ptrdiff_t(w);
+        const float* src = spread + (q - q0) * span;
+        std::copy(src, src + span, a);
+        std::copy(src, src + span, a + w);
       }
-#pragma omp for schedule(static)
+    });
+    if (oh * k < h || ow * k < w) {
+#pragma omp parallel for schedule(static) num_threads(threads)
       for (std::ptrdiff_t p = 0; p < planes; ++p) zero_rest(p);
     }
     return;
