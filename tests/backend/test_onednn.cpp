@@ -110,6 +110,22 @@ TEST(onednn_forward, max_pool_k3_s2_p1_matches_reference) {
   expect_close(f.run(), ref::pool(f.x, 3, 3, 7, 7, 3, 2, 1, true));
 }
 
+// The input gradient of a pooling op after its forward on xm, for the plain NCHW output gradient dy (reordered
+// into the op's output layout first), as plain NCHW.
+std::vector<float> pooling_input_gradient(OneDnn::context& ctx, backend::onednn::pooling_op& op,
+                                          const backend::onednn::memory& xm, std::vector<float> dy,
+                                          std::size_t input_floats) {
+  using namespace backend::onednn;
+  std::vector<float> dy_layout(physical_floats(op.dst_desc()));
+  memory dy_plain(plain_like(op.dst_desc()), ctx.engine(), dy.data()), dym(op.dst_desc(), ctx.engine(), dy_layout.data());
+  dnnl::reorder(dy_plain, dym).execute(ctx.stream(), dy_plain, dym);
+  op.bind_diff_dst(ctx, op.dst_desc());
+  op.backward(ctx, xm, dym);
+  std::vector<float> dx(input_floats);
+  to_plain(ctx, op.diff_src(), dx.data());
+  return dx;
+}
+
 // Max pooling on plain NCHW of 8 channels or more, which oneDNN runs only in its C++ loop (simple_nchw), reorders
 // its input to the blocked layout first (pooling.hpp; AlexNet's first pooling without AVX-512 kernels): the output
 // and the input gradient (each output's gradient at its window's maximum) are PyTorch's either way.
@@ -139,13 +155,8 @@ TEST(onednn_pooling, max_pool_on_plain_nchw_runs_blocked_and_matches_reference) 
   to_plain(ctx, op.dst(), y.data());
   expect_close(y, ref::pool(x, kN, kC, kH, kH, 3, 2, 0, true));
 
-  std::vector<float> dy = normals(y.size(), 6), dy_blocked(physical_floats(op.dst_desc()));
-  memory dy_plain(plain_like(op.dst_desc()), ctx.engine(), dy.data()), dym(op.dst_desc(), ctx.engine(), dy_blocked.data());
-  dnnl::reorder(dy_plain, dym).execute(ctx.stream(), dy_plain, dym);
-  op.bind_diff_dst(ctx, op.dst_desc());
-  op.backward(ctx, xm, dym);
-  std::vector<float> dx(x.size());
-  to_plain(ctx, op.diff_src(), dx.data());
+  const std::vector<float> dy = normals(y.size(), 6);
+  const std::vector<float> dx = pooling_input_gradient(ctx, op, xm, dy, x.size());
   std::vector<double> want(x.size(), 0.0);
   for (int p = 0; p < kN * kC; ++p)
     for (int oy = 0; oy < kOut; ++oy)
@@ -184,13 +195,7 @@ TEST(onednn_pooling, avg_pool_on_thin_plain_nchw_runs_own_loops_and_matches_refe
     to_plain(ctx, op.dst(), y.data());
     expect_close(y, ref::pool(x, n, c, h, w, k, k, 0, false));
 
-    std::vector<float> dy_layout(physical_floats(op.dst_desc()));
-    memory dy_plain(plain_like(op.dst_desc()), ctx.engine(), dy.data()), dym(op.dst_desc(), ctx.engine(), dy_layout.data());
-    dnnl::reorder(dy_plain, dym).execute(ctx.stream(), dy_plain, dym);
-    op.bind_diff_dst(ctx, op.dst_desc());
-    op.backward(ctx, xm, dym);
-    std::vector<float> dx(x.size());
-    to_plain(ctx, op.diff_src(), dx.data());
+    const std::vector<float> dx = pooling_input_gradient(ctx, op, xm, dy, x.size());
     std::vector<double> want(x.size(), 0.0);
     for (int p = 0; p < n * c; ++p)
       for (int i = 0; i < h / k * k; ++i)
