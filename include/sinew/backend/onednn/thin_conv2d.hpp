@@ -34,6 +34,7 @@
 #include "sinew/backend/generic/node_config.hpp"
 #include "sinew/backend/generic/probe.hpp"
 #include "sinew/backend/onednn/common.hpp"
+#include "sinew/backend/simd/elementwise.hpp"
 #include "sinew/backend/simd/thin_conv2d.hpp"
 #include "sinew/metrics/profile.hpp"
 #include "sinew/tensor/buffer.hpp"
@@ -323,17 +324,17 @@ class basic_thin_conv2d_op : public op_base {
   void output_gradient(scratch& s, const float* y, const float* dy, int n) {
     const std::size_t ohw = std::size_t(c_.out_h) * std::size_t(c_.out_w);
     for (int o = 0; o < c_.out_c; ++o) {
-      float sum = 0;
+      float* rows = dz(n) + std::size_t(o) * positions_;
       for (int oy = 0; oy < c_.out_h; ++oy) {
         const std::size_t at = (std::size_t(n) * std::size_t(c_.out_c) + std::size_t(o)) * ohw + std::size_t(oy * c_.out_w);
-        float* row = dz(n) + std::size_t(o) * positions_ + std::size_t(oy * wp_);
+        float* row = rows + std::size_t(oy * wp_);
         if (c_.act == simd::activation::none)
           std::memcpy(row, dy + at, sizeof(float) * std::size_t(c_.out_w));
         else
           simd::activation_backward_serial(c_.act, y + at, dy + at, row, 0, std::size_t(c_.out_w));
-        for (int ox = 0; ox < c_.out_w; ++ox) sum += row[ox];
       }
-      s.db.data()[o] += sum;
+      // The bias' gradient: the wide rows' sum (the dropped columns and the rows' tail are zeros).
+      if (c_.bias) s.db.data()[o] += simd::sum(rows, positions_);
     }
   }
 
