@@ -48,4 +48,15 @@ inline void add(const float* a, const float* b, float* out, std::size_t n) {
   });
 }
 
+/// The sum of n floats, in vector lanes (a scalar loop's one accumulator waits out an addition's latency per
+/// float: LeNet-5's first layer's bias gradient took 0.1 ms of a step that way).
+inline float sum(const float* p, std::size_t n) {
+  batch acc(0.0f);
+  std::size_t i = 0;
+  for (; i + kWidth <= n; i += kWidth) acc += batch::load_unaligned(p + i);
+  float total = xsimd::hadd(acc);
+  for (; i < n; ++i) total += p[i];
+  return total;
+}
+
 }  // namespace sinew::simd

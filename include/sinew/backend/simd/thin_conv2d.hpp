@@ -56,6 +56,17 @@ constexpr int block_for(int channels) noexcept {
 
 namespace detail {
 
+/// Keeps `v` in a register: GCC otherwise folds a loaded or broadcast operand that several FMAs share into each
+/// of them as a memory operand, so the tile loads it once per FMA and becomes bound by loads instead of FMAs (the
+/// weights' tile of LeNet-5's first layer, OB 6 x TB 4: 28 loads per 24 FMAs and one accumulator spilled; with
+/// the operand kept, 0.31 -> 0.17 ms for 21 images on one Zen 4 core).
+template <class B>
+inline void in_register([[maybe_unused]] B& v) noexcept {
+#if defined(__GNUC__)
+  asm("" : "+v"(v.data));
+#endif
+}
+
 template <class Arch, int OB, int NV>
 inline void forward_tile(const float* w, const float* bias, const float* x, const std::ptrdiff_t* off, int taps,
                          float* out, std::size_t out_stride) {
@@ -107,7 +118,8 @@ inline void weights_tile(const float* dz, std::size_t dz_stride, std::size_t dz_
       for (int t = 0; t < TB; ++t) xv[t] = B::load_unaligned(xs[t] + p);
 #pragma GCC unroll 16
       for (int o = 0; o < OB; ++o) {
-        const B dv = B::load_unaligned(d + std::size_t(o) * dz_stride + p);
+        B dv = B::load_unaligned(d + std::size_t(o) * dz_stride + p);
+        in_register(dv);
 #pragma GCC unroll 16
         for (int t = 0; t < TB; ++t) acc[o][t] = xsimd::fma(dv, xv[t], acc[o][t]);
       }
