@@ -167,3 +167,98 @@ TEST(eigen_forward, short_last_batch_uses_its_own_plan) {
 }
 
 }  // namespace
+
+// Conv2d's forward groups the output pixels by the kernel taps inside the image (eigen/conv2d.hpp): each
+// grouping against the convolution by its definition, forward (bias and ReLU applied per block) and backward
+// (which packs P again block by block), from plain NCHW input (the op keeps its NHWC copy for the backward).
+struct conv_case {
+  backend::Conv2dConfig c;
+  int threads;
+  backend::eigen::conv2d_op::grouping expected;
+};
+
+void expect_conv_by_definition(const conv_case& t) {
+  const backend::Conv2dConfig& c = t.c;
+  EigenB::context ctx{BackendOptions{.threads = t.threads}};
+  const int C = c.in_c, H = c.in_h, W = c.in_w, O = c.out_c, OH = c.out_h, OW = c.out_w, K = c.kernel;
+  const std::size_t in = std::size_t(c.batch) * C * H * W, out = std::size_t(c.batch) * O * OH * OW;
+  const std::size_t weights = std::size_t(O) * C * K * K, outputs = std::size_t(O);
+  Rng rng(11);
+  std::vector<float> x(in), w(weights), b(outputs), dy(out), dw(weights), db(outputs);
+  for (float& v : x) v = rng.normal();
+  for (float& v : w) v = 0.3f * rng.normal();
+  for (float& v : b) v = 0.1f * rng.normal();
+  for (float& v : dy) v = rng.normal();
+  backend::eigen::conv2d_op op;
+  const auto plain = EigenB::plain_desc(c.batch, C, H, W);
+  op.setup(ctx, plain, c, {w.data(), b.data(), dw.data(), db.data(), nullptr}, true);
+  EXPECT_EQ(op.pixel_grouping(), t.expected);
+  const auto out_plain = EigenB::plain_desc(c.batch, O, OH, OW);
+  op.bind_diff_dst(ctx, out_plain);
+  backend::eigen::tensor src{x.data(), plain}, diff{dy.data(), out_plain};
+  op.forward(ctx, src);
+  std::vector<float> y(out), dx(in);
+  backend::eigen::to_plain(ctx, op.dst(), y.data());
+  op.backward(ctx, src, diff);
+  backend::eigen::to_plain(ctx, op.diff_src(), dx.data());
+
+  // By the definition, in double.
+  std::vector<double> ry(out), rdw(w.size()), rdb(b.size()), rdx(in);
+  const auto xi = [&](int n, int ch, int ih, int iw) { return ((std::size_t(n) * C + ch) * H + ih) * W + iw; };
+  const auto wi = [&](int o, int ch, int kh, int kw) { return ((std::size_t(o) * C + ch) * K + kh) * K + kw; };
+  for (int n = 0; n < c.batch; ++n)
+    for (int o = 0; o < O; ++o)
+      for (int oh = 0; oh < OH; ++oh)
+        for (int ow = 0; ow < OW; ++ow) {
+          const std::size_t yi = ((std::size_t(n) * O + o) * OH + oh) * OW + ow;
+          double z = b[o];
+          const auto each_tap = [&](auto&& f) {
+            for (int ch = 0; ch < C; ++ch)
+              for (int kh = 0; kh < K; ++kh)
+                for (int kw = 0; kw < K; ++kw) {
+                  const int ih = oh * c.stride - c.padding + kh, iw = ow * c.stride - c.padding + kw;
+                  if (ih >= 0 && ih < H && iw >= 0 && iw < W) f(xi(n, ch, ih, iw), wi(o, ch, kh, kw));
+                }
+          };
+          each_tap([&](std::size_t i, std::size_t j) { z += double(x[i]) * w[j]; });
+          ry[yi] = std::max(z, 0.0);
+          const double dz = z > 0 ? double(dy[yi]) : 0.0;
+          rdb[o] += dz;
+          each_tap([&](std::size_t i, std::size_t j) {
+            rdw[j] += dz * x[i];
+            rdx[i] += dz * w[j];
+          });
+        }
+  const auto expect_close = [](const std::vector<float>& got, const std::vector<double>& ref, const char* what) {
+    double worst = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::fabs(got[i] - ref[i]) / std::max(1.0, std::fabs(ref[i])));
+    EXPECT_LT(worst, 2e-5) << what;
+  };
+  expect_close(y, ry, "output");
+  expect_close(dw, rdw, "weights' gradient");
+  expect_close(db, rdb, "bias' gradient");
+  expect_close(dx, rdx, "input gradient");
+}
+
+using grouping = backend::eigen::conv2d_op::grouping;
+constexpr auto relu = simd::activation::relu;
+// A 5x5 kernel with padding 2 on a 3x4 image: every output pixel is a border pixel, each group of its taps
+// packed apart where it pays (3 of 5 kernel columns: one product per kernel row, accumulated) and the others
+// with their zeros in the group of all taps.
+TEST(eigen_conv2d_groups, taps_5x5_p2_on_3x4_every_pixel_at_the_border) {
+  expect_conv_by_definition({{40, 3, 3, 4, 6, 3, 4, 5, 1, 2, true, relu}, 1, grouping::taps});
+}
+// Stride 2 over odd sizes (7x9 -> 4x5), on 2 threads: blocks of several groups shared out.
+TEST(eigen_conv2d_groups, taps_3x3_s2_p1_odd_sizes_2_threads) {
+  expect_conv_by_definition({{32, 32, 7, 9, 8, 4, 5, 3, 2, 1, true, relu}, 2, grouping::taps});
+}
+// 34x34 pixels: the first and last output rows pack two kernel rows, the others all three, each a run of
+// whole output rows multiplied in place; the interior's runs of 1088 rows are cut into blocks of 362 and 363
+// rows, on 3 threads.
+TEST(eigen_conv2d_groups, kernel_rows_3x3_p1_runs_across_blocks_3_threads) {
+  expect_conv_by_definition({{2, 4, 34, 34, 8, 34, 34, 3, 1, 1, true, relu}, 3, grouping::kernel_rows});
+}
+// Batch 1 at 4x4: no border group pays for re-reading its weights, so all pixels make one group.
+TEST(eigen_conv2d_groups, none_at_batch_1_the_zeros_multiplied) {
+  expect_conv_by_definition({{1, 16, 4, 4, 32, 4, 4, 3, 1, 1, true, relu}, 2, grouping::none});
+}

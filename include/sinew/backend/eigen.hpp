@@ -1,7 +1,8 @@
 // sinew/backend/eigen.hpp: the Eigen backend, computing every layer the way TensorFlow does on CPUs, with Eigen
 // Tensor expressions and hand-written loops on an Eigen thread pool: convolutions as image patches packed
-// block by block and multiplied by the weights, NHWC between ops, activations fused into the Conv2d, Dense or
-// BatchNorm2d before them.
+// block by block into each thread's buffer (never a whole im2col matrix) and multiplied by the weights, the
+// padding's zeros skipped where that pays (eigen/conv2d.hpp), NHWC between ops, activations fused into the
+// Conv2d, Dense or BatchNorm2d before them (a convolution's applied to each block of outputs after its product).
 //
 // Matrix kernel. The products of Conv2d and Dense run on oneDNN's sgemm (eigen/gemm.hpp), one single-threaded
 // call per pool thread, as TensorFlow's x86 builds run Eigen's contractions on it by default: Eigen's own gebp
