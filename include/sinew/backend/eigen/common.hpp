@@ -316,8 +316,15 @@ inline void to_plain(context& ctx, const tensor& t, float* out) {
   convert(ctx.dev(), t.desc, t.data, plain_like(t.desc), out);
 }
 
-/// out[r, :] = act(out[r, :] + bias) for a [rows, cols] matrix, on the pool: the bias add and the fused
-/// activation make one pass over the layer's output while it is still in cache.
+/// out[r, :] = act(out[r, :] + bias) for a [rows, cols] matrix (bias may be null), on the calling thread.
+inline void serial_bias_activation(float* out, const float* bias, index rows, index cols, simd::activation act) {
+  if (bias)
+    for (index r = 0; r < rows; ++r) simd::add(out + r * cols, bias, out + r * cols, std::size_t(cols));
+  if (act != simd::activation::none) serial_activation_forward(act, out, out, std::size_t(rows * cols));
+}
+
+/// serial_bias_activation on the pool: the bias add and the fused activation make one pass over the layer's
+/// output while it is still in cache.
 inline void bias_activation(const device& dev, float* out, const float* bias, index rows, index cols,
                             simd::activation act) {
   if (!bias && act == simd::activation::none) return;
@@ -325,17 +332,7 @@ inline void bias_activation(const device& dev, float* out, const float* bias, in
   const index chunks = (rows + rows_per_chunk - 1) / rows_per_chunk;
   parallel_for(dev, chunks, double(rows_per_chunk * cols) * 4, [&](index b, index e) {
     const index r0 = b * rows_per_chunk, r1 = std::min(rows, e * rows_per_chunk);
-    float* p = out + r0 * cols;
-    if (bias) {
-      for (index r = r0; r < r1; ++r) {
-        float* row = out + r * cols;
-        simd::transform(0, std::size_t(cols), [&](auto v, std::size_t i) {
-          using V = decltype(v);
-          simd::store(row + i, simd::load<V>(row + i) + simd::load<V>(bias + i));
-        });
-      }
-    }
-    serial_activation_forward(act, p, p, std::size_t((r1 - r0) * cols));
+    serial_bias_activation(out + r0 * cols, bias, r1 - r0, cols, act);
   });
 }
 

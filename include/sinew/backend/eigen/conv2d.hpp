@@ -329,10 +329,7 @@ class conv2d_op : public op_base<diff_dst_use::always> {
 
   /// rows[r, :] += bias and, with `activate`, the activation, for n rows of O outputs.
   void add_bias_activate(float* rows, index n, bool activate) const {
-    const index O = c_.out_c;
-    if (const float* bias = p_.bias)
-      for (index r = 0; r < n; ++r) simd::add(rows + r * O, bias, rows + r * O, std::size_t(O));
-    if (activate && act_.active()) serial_activation_forward(c_.act, rows, rows, std::size_t(n * O));
+    serial_bias_activation(rows, p_.bias, n, c_.out_c, activate ? c_.act : simd::activation::none);
   }
 
   /// Rows [begin, end) of a group packed one after another into `out`: each row the taps [kh0, kh1) x
