@@ -200,6 +200,65 @@ TEST(onednn_bf16, two_epochs_reach_the_f32_accuracy_within_3_points) {
   EXPECT_NEAR(bf16.accuracy, f32.accuracy, 0.03);
 }
 
+// A bf16 convolution with its input gradient (a layer after the first, as every ResNet convolution but the stem):
+// backward data reads the bf16 output gradient that backward weights converted (one reorder per step, not two),
+// and all three results are the f32 sums of the bf16-rounded operands: the output of x and W, the weights'
+// gradient of dy and x, the input gradient of dy and W. oneDNN accumulates in f32 in another order, so they agree
+// to f32's rounding of sums of 144 products (1e-4 of the largest entry); reading dy unconverted, or another
+// layer's gradient, would be off by the whole value.
+TEST(onednn_bf16, conv_backward_data_reads_the_shared_bf16_output_gradient) {
+  SKIP_WITHOUT_BF16();
+  using namespace backend::onednn;
+  OneDnnBf16::context ctx({.threads = 2});
+  constexpr int N = 3, C = 16, O = 16, H = 6, K = 3;
+  const backend::Conv2dConfig c{N, C, H, H, O, H, H, K, 1, 1, false, simd::activation::none};
+  Rng rng(11);
+  std::vector<float> x(N * C * H * H), w(O * C * K * K), dw(w.size(), -1.0f), dy(N * O * H * H);
+  for (float& v : x) v = rng.normal();
+  for (float& v : w) v = 0.2f * rng.normal();
+  for (float& v : dy) v = rng.normal();
+  conv2d_bf16_op op;
+  const desc src_md = plain_desc(N, C, H, H), dst_md = plain_desc(N, O, H, H);
+  op.conv2d_op::setup(ctx, src_md, c, ParamSlots{w.data(), nullptr, dw.data(), nullptr}, true, dt::bf16);
+  EXPECT_TRUE(op.backward_data_shares_diff_dst());
+  op.bind_diff_dst(ctx, dst_md);
+  const memory src(src_md, ctx.engine(), x.data()), diff_dst(dst_md, ctx.engine(), dy.data());
+  for (int pass = 0; pass < 2; ++pass) {  // twice: the second reuses the bound conversions
+    op.forward(ctx, src);
+    op.backward(ctx, src, diff_dst);
+  }
+  ctx.stream().wait();
+  std::vector<float> y(dy.size()), dx(x.size());
+  to_plain(ctx, op.dst(), y.data());
+  to_plain(ctx, op.diff_src(), dx.data());
+  // References in double on the rounded operands; at(n, ch, i, j) is NCHW.
+  const auto at = [](int ch_count, int n, int ch, int i, int j) { return ((n * ch_count + ch) * H + i) * H + j; };
+  std::vector<double> want_y(y.size()), want_dx(x.size()), want_dw(w.size());
+  for (int n = 0; n < N; ++n)
+    for (int o = 0; o < O; ++o)
+      for (int i = 0; i < H; ++i)
+        for (int j = 0; j < H; ++j)
+          for (int ch = 0; ch < C; ++ch)
+            for (int ki = 0; ki < K; ++ki)
+              for (int kj = 0; kj < K; ++kj) {
+                const int ii = i + ki - 1, jj = j + kj - 1;
+                if (ii < 0 || ii >= H || jj < 0 || jj >= H) continue;
+                const double xv = to_bf16(x[at(C, n, ch, ii, jj)]), wv = to_bf16(w[((o * C + ch) * K + ki) * K + kj]);
+                const double dyv = to_bf16(dy[at(O, n, o, i, j)]);
+                want_y[at(O, n, o, i, j)] += xv * wv;
+                want_dx[at(C, n, ch, ii, jj)] += dyv * wv;
+                want_dw[((o * C + ch) * K + ki) * K + kj] += dyv * xv;
+              }
+  const auto near = [](const std::vector<float>& got, const std::vector<double>& want, const char* what) {
+    double scale = 0;
+    for (double v : want) scale = std::max(scale, std::fabs(v));
+    for (std::size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4 * scale) << what << " at " << i;
+  };
+  near(y, want_y, "output");
+  near(dw, want_dw, "weights' gradient");
+  near(dx, want_dx, "input gradient");
+}
+
 // A bf16 run saves its f32 master weights, running statistics and momentum; a new trainer that resumes ends
 // bit for bit where the run that was not stopped ends (oneDNN's bf16 kernels are deterministic on fixed threads).
 TEST(onednn_bf16, checkpoint_round_trip_resumes_bit_for_bit) {

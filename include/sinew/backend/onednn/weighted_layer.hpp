@@ -253,7 +253,13 @@ class weighted_layer {
     if (bwd) {
       bwd_ = BackwardData(*bwd);
       bwd_w_.setup(ctx, fwd.weights_desc(), bwd->weights_desc());
-      bwd_diff_dst_.setup(ctx, fwd.dst_desc(), bwd->diff_dst_desc());
+      // Backward data reads the output gradient that backward weights converted where both want the same
+      // layout (OneDnnBf16's bf16 copy of it: one reorder per layer and step instead of two).
+      bwd_shares_diff_dst_ = bww_diff_dst_.needed() && bwd->diff_dst_desc() == bww.diff_dst_desc();
+      if (bwd_shares_diff_dst_)
+        bwd_diff_dst_ = {};
+      else
+        bwd_diff_dst_.setup(ctx, fwd.dst_desc(), bwd->diff_dst_desc());
       diff_src_ = memory(bwd->diff_src_desc(), eng);
       // dy reaches the split as the forward's dst layout, unconverted.
       if constexpr (kInnerProduct)
@@ -267,6 +273,10 @@ class weighted_layer {
   dnnl::primitive::kind forward_primitive_kind() const {
     return matmul_ ? dnnl::primitive::kind::matmul : fwd_.get_kind();
   }
+  /// Whether backward data reads the output gradient as backward weights converted it (one reorder of it per
+  /// step, not two): where both primitives want the same layout and it differs from the forward's output, as
+  /// OneDnnBf16's bf16 copy of an f32 gradient does.
+  bool backward_data_shares_diff_dst() const noexcept { return bwd_shares_diff_dst_; }
   /// The primitive the backward-data pass executes: matmul where inner_product_split_backward_data took it, else
   /// the layer's own backward-data primitive; undef without an input gradient.
   dnnl::primitive::kind backward_data_primitive_kind() const {
@@ -289,12 +299,14 @@ class weighted_layer {
     const memory& dz = act_.target_for(diff_dst_.target_for(diff_dst));
     bww_args_.set(DNNL_ARG_DIFF_DST, bww_diff_dst_.target_for(dz));
     if (bwd_)
-      bwd_args_ = {{DNNL_ARG_DIFF_DST, bwd_diff_dst_.target_for(dz)},
+      bwd_args_ = {{DNNL_ARG_DIFF_DST, bwd_shares_diff_dst_ ? bww_diff_dst_.target_for(dz) : bwd_diff_dst_.target_for(dz)},
                    {DNNL_ARG_WEIGHTS, bwd_w_.target_for(w_.target_for(user_w_))},
                    {DNNL_ARG_DIFF_SRC, diff_src_}};
   }
 
   bool has_bias_ = true;
+  /// Whether backward data reads bww_diff_dst_'s conversion of the output gradient (bwd_diff_dst_ unused).
+  bool bwd_shares_diff_dst_ = false;
   forward_pd fwd_pd_;
   Forward fwd_;
   BackwardWeights bww_;
