@@ -7,14 +7,18 @@
 // A timed step is what PyTorch's is: forward, softmax cross-entropy, backward, SGD-with-momentum update, on one
 // fixed synthetic batch. The best of --repeats runs is reported on both sides. --precision bf16 runs sinew on
 // backend::OneDnnBf16 and compares it with PyTorch in f32 and with PyTorch under
-// torch.autocast("cpu", dtype=torch.bfloat16), both in the same run.
+// torch.autocast("cpu", dtype=torch.bfloat16), both in the same run. Each row shows sinew's GFLOP/s (6 x forward
+// multiply-adds x images / s: sinew/metrics/flops.hpp) and its share of its precision's peak on the same threads,
+// measured in this run with oneDNN's matmul before the steps (bench/support/peak.hpp).
 #include <cstdio>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "sinew/sinew.hpp"
 #include "support/anchor.hpp"
+#include "support/peak.hpp"
 #include "cli/cli.hpp"
 
 using Net     = sinew::nets::LeNet5<sinew::Input<3, 32, 32>>;  // 62,006 parameters
@@ -106,10 +110,13 @@ int main(int argc, char** argv) try {
 
   // Each precision's results, batch by batch; OneDnnBf16's context refuses with a sentence on a CPU without bf16.
   std::map<std::string, std::vector<Result>> results;
+  std::map<std::string, double> peaks;  // GFLOP/s of oneDNN's matmul in each precision, on the same threads
   int context_threads = 0;
   auto measure_all = [&]<class B>() {
     typename B::context ctx({.threads = threads});
     context_threads = ctx.threads();
+    const std::string precision = std::is_same_v<B, Bf16> ? "bf16" : "f32";
+    peaks[precision] = sinew::bench::matmul_peak_gflops(precision, context_threads);
     std::vector<Result> rs;
     for (int b : batches) {
       rs.push_back(measure<B>(ctx, b, warmup, steps, repeats));
@@ -141,8 +148,9 @@ int main(int argc, char** argv) try {
 
   std::printf("LeNet-5 3x32x32 training, %d threads, %d warm-up + %d timed steps, best of %d\n", context_threads,
               warmup, steps, repeats);
-  std::printf("%6s %5s %12s %12s %7s %13s %9s   %s\n", "batch", "prec", "sinew img/s", "torch img/s", "ratio",
-              "torch bf16/s", "ratio", "sinew ms/step: fwd bwd upd");
+  std::printf("%6s %5s %12s %12s %7s %13s %9s %8s %5s   %s\n", "batch", "prec", "sinew img/s", "torch img/s", "ratio",
+              "torch bf16/s", "ratio", "GFLOP/s", "peak", "sinew ms/step: fwd bwd upd");
+  constexpr double kFlopsPerImage = 6.0 * sinew::metrics::forward_macs<Net>;
   auto out = sinew::metrics::Json::array();
   for (const auto& [precision, rs] : results) {
     for (std::size_t i = 0; i < batches.size(); ++i) {
@@ -151,9 +159,10 @@ int main(int argc, char** argv) try {
       const double torch = torch_at("f32", b), torch_bf16 = precision == "bf16" ? torch_at("bf16", b) : 0;
       const double ratio = torch > 0 ? r.images_per_second / torch : 0;
       const double ratio_bf16 = torch_bf16 > 0 ? r.images_per_second / torch_bf16 : 0;
-      std::printf("%6d %5s %12.0f %12.0f %7.2f %13.0f %9.2f   %.3f %.3f %.3f\n", b, precision.c_str(),
-                  r.images_per_second, torch, ratio, torch_bf16, ratio_bf16, 1e3 * r.phases.forward,
-                  1e3 * r.phases.backward, 1e3 * r.phases.update);
+      const double gflops = kFlopsPerImage * r.images_per_second / 1e9, peak = peaks[precision];
+      std::printf("%6d %5s %12.0f %12.0f %7.2f %13.0f %9.2f %8.1f %4.0f%%   %.3f %.3f %.3f\n", b, precision.c_str(),
+                  r.images_per_second, torch, ratio, torch_bf16, ratio_bf16, gflops, peak > 0 ? 100 * gflops / peak : 0.0,
+                  1e3 * r.phases.forward, 1e3 * r.phases.backward, 1e3 * r.phases.update);
       auto j = sinew::metrics::Json::object();
       j["net"] = "lenet5";
       j["input"] = "3x32x32";
@@ -167,6 +176,11 @@ int main(int argc, char** argv) try {
       j["pytorch_bf16_autocast_images_per_second"] =
           torch_bf16 > 0 ? sinew::metrics::Json(torch_bf16) : sinew::metrics::Json();
       j["ratio_to_pytorch_bf16_autocast"] = ratio_bf16 > 0 ? sinew::metrics::Json(ratio_bf16) : sinew::metrics::Json();
+      j["forward_macs_per_image"] = sinew::metrics::forward_macs<Net>;
+      j["gflops"] = gflops;
+      j["peak_gflops"] = peak > 0 ? sinew::metrics::Json(peak) : sinew::metrics::Json();
+      j["share_of_peak"] = peak > 0 ? sinew::metrics::Json(gflops / peak) : sinew::metrics::Json();
+      j["pytorch_gflops"] = torch > 0 ? sinew::metrics::Json(kFlopsPerImage * torch / 1e9) : sinew::metrics::Json();
       auto ph = sinew::metrics::Json::object();
       ph["forward"] = r.phases.forward;
       ph["backward"] = r.phases.backward;

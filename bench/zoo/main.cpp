@@ -13,6 +13,9 @@
 // fixed synthetic batch (see measure.hpp); dropout and batch norm are in training mode on both sides.
 // --precision bf16 runs the onednn backend as backend::OneDnnBf16 (the other backends have no bf16) and adds
 // PyTorch under torch.autocast("cpu", dtype=torch.bfloat16) as a second anchor; ratios are to PyTorch f32.
+// Every row shows sinew's GFLOP/s (6 x forward multiply-adds x images / s for training, 2 x for inference;
+// sinew/metrics/flops.hpp) and its share of the peak of its precision on its thread count, which a process of
+// its own measures once per run with oneDNN's matmul (bench/support/peak.hpp). The JSON also has PyTorch's GFLOP/s.
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +26,7 @@
 
 #include "support/anchor.hpp"
 #include "support/child.hpp"
+#include "support/peak.hpp"
 #include "cli/cli.hpp"
 #include "zoo/measure.hpp"
 
@@ -107,7 +111,14 @@ int main(int argc, char** argv) try {
   // One measurement in a process of its own: this program started again by itself.
   app.add_flag("--child", child_mode)->group("");
   app.add_flag("--inference", base.inference)->group("");
+  // The measured peak of a precision on --threads threads, in a process of its own: --peak f32|bf16.
+  std::string peak_precision;
+  app.add_option("--peak", peak_precision)->group("");
   sinew::cli::parse(app, argc, argv);
+  if (!peak_precision.empty()) {
+    zoo::result("peak_gflops", sinew::bench::matmul_peak_gflops(peak_precision, base.threads));
+    return 0;
+  }
   if (child_mode) {
     zoo::Config c = base;
     c.net = sinew::cli::single(app, nets, "--net");
@@ -134,9 +145,22 @@ int main(int argc, char** argv) try {
   }
 
   const bool bf16 = std::ranges::find(precisions, "bf16") != precisions.end();
-  fmt::print("{:<15} {:<9} {:>6} {:>3} {:<7} {:<4} {:>10} {:>10} {:>6} {:>9} {:>9} {:>9}{}\n", "net", "mode", "batch",
-             "thr", "backend", "prec", "sinew/s", "torch/s", "ratio", "RSS MiB", "torch MiB", bf16 ? "torch bf16/s" : "",
-             bf16 ? " ratio" : "");
+  // The peak of each precision and thread count, measured once in this run (bench/support/peak.hpp).
+  std::map<std::pair<std::string, int>, double> peaks;
+  const auto peak_of = [&](const std::string& precision, int threads) {
+    auto [it, added] = peaks.try_emplace({precision, threads}, 0.0);
+    if (added) {
+      const Measurement m =
+          run_child(fmt::format("/proc/{}/exe --peak {} --threads {}", getpid(), precision, threads));
+      if (!m.failure.empty()) fmt::print(stderr, "zoo: measuring the {} peak failed: {}\n", precision, m.failure);
+      const auto v = m.values.find("peak_gflops");
+      it->second = v == m.values.end() ? 0.0 : v->second;
+    }
+    return it->second;
+  };
+  fmt::print("{:<15} {:<9} {:>6} {:>3} {:<7} {:<4} {:>10} {:>10} {:>6} {:>9} {:>9} {:>8} {:>5}{}\n", "net", "mode",
+             "batch", "thr", "backend", "prec", "sinew/s", "torch/s", "ratio", "RSS MiB", "torch MiB", "GFLOP/s",
+             "peak", bf16 ? " torch bf16/s ratio" : "");
   auto out = Json::array();
   for (const zoo::Config& c : configs) {
     // PyTorch in f32 (every ratio's anchor) and, when bf16 is measured, under bf16 autocast.
@@ -167,9 +191,13 @@ int main(int argc, char** argv) try {
         const double ratio = tips > 0 ? ips / tips : 0;
         const double tips_bf16 = precision == "bf16" ? get(torch_bf16, "images_per_second") : 0;
         const double ratio_bf16 = tips_bf16 > 0 ? ips / tips_bf16 : 0;
-        fmt::print("{:<15} {:<9} {:>6} {:>3} {:<7} {:<4} {:>10.1f} {:>10.1f} {:>6.2f} {:>9.0f} {:>9.0f}", c.net,
-                   c.inference ? "inference" : "train", c.batch, c.threads, backend, precision, ips, tips, ratio,
-                   get(m, "peak_rss_bytes") / 1048576.0, get(torch, "peak_rss_bytes") / 1048576.0);
+        // Training: 6 x forward MACs per image (forward, backward data, backward weights); inference: 2 x.
+        const double flops_per_image = (c.inference ? 2.0 : 6.0) * get(m, "forward_macs");
+        const double gflops = flops_per_image * ips / 1e9, peak = peak_of(precision, c.threads);
+        fmt::print("{:<15} {:<9} {:>6} {:>3} {:<7} {:<4} {:>10.1f} {:>10.1f} {:>6.2f} {:>9.0f} {:>9.0f} {:>8.1f} {:>4.0f}%",
+                   c.net, c.inference ? "inference" : "train", c.batch, c.threads, backend, precision, ips, tips, ratio,
+                   get(m, "peak_rss_bytes") / 1048576.0, get(torch, "peak_rss_bytes") / 1048576.0, gflops,
+                   peak > 0 ? 100.0 * gflops / peak : 0.0);
         if (bf16) fmt::print(" {:>12.1f} {:>5.2f}", tips_bf16, ratio_bf16);
         fmt::print("\n");
         for (const auto& op : m.operators) fmt::print("    {}\n", op);
@@ -192,6 +220,12 @@ int main(int argc, char** argv) try {
             tips > 0 ? Json(get(torch, "images_per_second_channels_last")) : Json();
         j["pytorch_bf16_autocast_images_per_second"] = tips_bf16 > 0 ? Json(tips_bf16) : Json();
         j["ratio_to_pytorch_bf16_autocast"] = ratio_bf16 > 0 ? Json(ratio_bf16) : Json();
+        j["forward_macs_per_image"] = get(m, "forward_macs");
+        j["gflops"] = gflops;
+        j["peak_gflops"] = peak > 0 ? Json(peak) : Json();
+        j["share_of_peak"] = peak > 0 ? Json(gflops / peak) : Json();
+        j["pytorch_gflops"] = tips > 0 ? Json(flops_per_image * tips / 1e9) : Json();
+        j["pytorch_bf16_autocast_gflops"] = tips_bf16 > 0 ? Json(flops_per_image * tips_bf16 / 1e9) : Json();
         if (!m.operators.empty()) {
           auto ops = Json::array();
           for (const auto& op : m.operators) ops.push_back(op);

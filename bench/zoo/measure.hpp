@@ -96,6 +96,7 @@ int measure(const Config& c) {
       Model<Net, B> model(ctx, {.seed = 1});
       seconds = time_steps(ctx, c, model);
       result("parameters", double(Net::kParams));
+      result("forward_macs", metrics::forward_macs<Net>);
     }
     result("images_per_second", double(c.batch) * c.steps / seconds);
     result("peak_rss_bytes", double(metrics::peak_rss_bytes()));

@@ -1,5 +1,6 @@
-// sinew/metrics.hpp: timers, the step breakdown, memory and JSON reports.
+// sinew/metrics.hpp: timers, the step breakdown, memory, flop counts and JSON reports.
 #pragma once
+#include "sinew/metrics/flops.hpp"
 #include "sinew/metrics/json.hpp"
 #include "sinew/metrics/memory.hpp"
 #include "sinew/metrics/profile.hpp"
