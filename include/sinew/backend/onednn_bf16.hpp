@@ -14,7 +14,11 @@
 //   - the primitives' outputs, the tensors between layers, batch norm (its statistics and its arithmetic), the
 //     activations, pooling and the loss are f32 (oneDNN 2.6's bf16 convolutions write f32 outputs and f32 input
 //     gradients). Keeping the tensors between layers in bf16 as well would halve their memory traffic but needs
-//     every other op in bf16; the compute-bound layers are the ones converted here.
+//     every other op in bf16; the compute-bound layers are the ones converted here. What the f32 tensors cost, on
+//     the CIFAR-stem ResNet-18 at batch 42 (2 Zen 4 cores, oneDNN's verbose times): the reorders of each
+//     convolution's input and output gradient into bf16 took 22 ms and the f32 batch norm 32 ms of a 408 ms
+//     step, where PyTorch's autocast keeps convolution outputs, batch norm and ReLU in bf16. Backward data reads
+//     the bf16 output gradient that backward weights converted (weighted_layer.hpp), so each is converted once.
 //
 // Why a backend and not a parameter of OneDnn: `backend::OneDnn` is named in hundreds of places (tables,
 // presets, forward declarations), and a precision is a choice of the whole backend as a Mix's base is: a
