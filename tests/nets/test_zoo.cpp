@@ -51,6 +51,8 @@ static_assert(metrics::forward_macs<ResNet18Cifar> == 32.0 * 32 * 64 * 3 * 9 + 4
                                                           stage_macs(128, 16) + stage_macs(256, 8) + stage_macs(512, 4) +
                                                           512 * 10);
 static_assert(metrics::training_flops<ResNet18Cifar>(42) == 6.0 * 42 * 555422720.0);
+// torchvision documents ResNet-18 (ImageNet stem, 224x224, 1000 classes) at 1.81 GFLOPS, its multiply-adds.
+static_assert(metrics::forward_macs<ResNet18<Input<3, 224, 224>, 1000>> == 1814073344.0);
 
 TEST(zoo, forward_multiply_adds_count_convolutions_inner_products_and_residual_branches) {
   EXPECT_EQ(metrics::forward_macs<nets::LeNet5<Cifar>>, 651720.0);
