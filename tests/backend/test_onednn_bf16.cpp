@@ -23,6 +23,7 @@
 #include "sinew/backend/onednn_bf16.hpp"
 #include "sinew/data.hpp"
 #include "sinew/io/checkpoint.hpp"
+#include "sinew/nets/resnet.hpp"
 #include "sinew/optim/sgd.hpp"
 #include "sinew/trainer.hpp"
 
@@ -43,6 +44,19 @@ using ConvNode = Node<Conv2d<4, 3>, Shape<2, 8, 8>, NoActivation, 0, 0>;
 using NormNode = Node<BatchNorm2d, Shape<2, 8, 8>, NoActivation, 0, 0>;
 static_assert(std::is_same_v<OneDnnBf16::op<ConvNode>, backend::onednn::conv2d_bf16_op>);
 static_assert(std::is_same_v<OneDnnBf16::op<NormNode>, OneDnn::op<NormNode>>);
+// Between layers the tensors are bf16 where the next op reads bf16 (a convolution without an activation in its layer
+// writes bf16; batch norm with or without its ReLU, the ReLU after a residual addition and the addition keep the
+// type they are given) and f32 where the op reads f32 only (sinew's SIMD activations, pooling, inner products).
+using NormReluNode = Node<BatchNorm2d, Shape<2, 8, 8>, ReLU, 0, 0>;
+using NormTanhNode = Node<BatchNorm2d, Shape<2, 8, 8>, Tanh, 0, 0>;
+using ReluNode = Node<ReLU, Shape<2, 8, 8>, NoActivation, 0, 0>;
+using TanhNode = Node<Tanh, Shape<2, 8, 8>, NoActivation, 0, 0>;
+using PoolNode = Node<MaxPool<2, 2>, Shape<2, 8, 8>, NoActivation, 0, 0>;
+static_assert(std::is_same_v<OneDnnBf16::op<NormReluNode>, backend::onednn::batch_norm_op>);
+static_assert(std::is_same_v<OneDnnBf16::op<NormTanhNode>, backend::onednn::f32_input<backend::onednn::batch_norm_op>>);
+static_assert(std::is_same_v<OneDnnBf16::op<ReluNode>, backend::onednn::activation_op>);
+static_assert(std::is_same_v<OneDnnBf16::op<TanhNode>, backend::onednn::f32_input<backend::onednn::activation_op>>);
+static_assert(std::is_same_v<OneDnnBf16::op<PoolNode>, backend::onednn::f32_input<OneDnn::op<PoolNode>>>);
 // A backend like any other: a Mix's base, with Eigen's batch norm.
 static_assert(Backend<backend::Mix<OneDnnBf16, backend::Use<BatchNorm2d, backend::Eigen>>>);
 
@@ -83,6 +97,22 @@ TEST(onednn_bf16, refuses_without_bf16_kernels) {
 TEST(onednn_bf16, gradients_of_conv_norm_dense_equal_f32_within_bf16_rounding) {
   SKIP_WITHOUT_BF16();
   const double worst = test::expect_equivalent<Net, OneDnn, OneDnnBf16>(
+      {.batch = 8, .seed = 7, .tol = 4.0 / 256, .batch_norm_bias_shift = 3});
+  EXPECT_GT(worst, 1e-5) << "no bf16 rounding visible: are the primitives still f32?";
+}
+
+// Residual blocks with bf16 tensors between their layers: the additions (of two bf16 tensors, and of a bf16 tensor
+// and a projection's), the ReLU after each on bf16, a batch norm before a Tanh that reads f32, average pooling fed
+// f32 (max pooling would move its windows' maxima under rounding, see Net), and the conversions at each boundary. Each bf16 tensor between layers adds one rounding (2^-9 relative) per
+// layer to the bound of the test above, forward and backward: 4 x 2^-8 still holds with room on this depth
+// (measured below 1%), while an addition or ReLU that read bf16 as f32 would be off by the whole value.
+using ResidualNet = Sequential<Input<3, 12, 12>, Conv2d<16, 3, 1, 1, false>, BatchNorm2d, ReLU, nets::BasicBlock<16>,
+                               nets::BasicBlock<32, 2>, Conv2d<16, 1, 1, 0, false>, BatchNorm2d, Tanh, AvgPool<2, 2>,
+                               Flatten, Dense<4>>;
+
+TEST(onednn_bf16, gradients_of_residual_blocks_with_bf16_tensors_equal_f32_within_bf16_rounding) {
+  SKIP_WITHOUT_BF16();
+  const double worst = test::expect_equivalent<ResidualNet, OneDnn, OneDnnBf16>(
       {.batch = 8, .seed = 7, .tol = 4.0 / 256, .batch_norm_bias_shift = 3});
   EXPECT_GT(worst, 1e-5) << "no bf16 rounding visible: are the primitives still f32?";
 }
@@ -200,18 +230,20 @@ TEST(onednn_bf16, two_epochs_reach_the_f32_accuracy_within_3_points) {
   EXPECT_NEAR(bf16.accuracy, f32.accuracy, 0.03);
 }
 
-// A bf16 convolution with its input gradient (a layer after the first, as every ResNet convolution but the stem):
-// backward data reads the bf16 output gradient that backward weights converted (one reorder per step, not two),
-// and all three results are the f32 sums of the bf16-rounded operands: the output of x and W, the weights'
-// gradient of dy and x, the input gradient of dy and W. oneDNN accumulates in f32 in another order, so they agree
-// to f32's rounding of sums of 144 products (1e-4 of the largest entry); reading dy unconverted, or another
-// layer's gradient, would be off by the whole value.
-TEST(onednn_bf16, conv_backward_data_reads_the_shared_bf16_output_gradient) {
-  SKIP_WITHOUT_BF16();
+// A bf16 convolution with its input gradient (a layer after the first, as every ResNet convolution but the stem),
+// in both of its forms. Without an activation in the layer (ResNet's, before batch norm) it writes its output in
+// bf16 for the next op to read as it is; with a ReLU (AlexNet's, VGG's) the output stays f32, and backward data
+// reads the bf16 output gradient that backward weights converted (one reorder per step, not two). All three
+// results are the f32 sums of the bf16-rounded operands: the output of x and W, the weights' gradient of dy and x,
+// the input gradient of dy and W. oneDNN accumulates in f32 in another order, so they agree to f32's rounding of
+// sums of 144 products (1e-4 of the largest entry), and a bf16 output to one rounding more (2^-8 of the value);
+// reading dy unconverted, or another layer's gradient, would be off by the whole value.
+void check_bf16_convolution(simd::activation act) {
   using namespace backend::onednn;
   OneDnnBf16::context ctx({.threads = 2});
   constexpr int N = 3, C = 16, O = 16, H = 6, K = 3;
-  const backend::Conv2dConfig c{N, C, H, H, O, H, H, K, 1, 1, false, simd::activation::none};
+  const bool relu = act == simd::activation::relu;
+  const backend::Conv2dConfig c{N, C, H, H, O, H, H, K, 1, 1, false, act};
   Rng rng(11);
   std::vector<float> x(N * C * H * H), w(O * C * K * K), dw(w.size(), -1.0f), dy(N * O * H * H);
   for (float& v : x) v = rng.normal();
@@ -220,7 +252,9 @@ TEST(onednn_bf16, conv_backward_data_reads_the_shared_bf16_output_gradient) {
   conv2d_bf16_op op;
   const desc src_md = plain_desc(N, C, H, H), dst_md = plain_desc(N, O, H, H);
   op.conv2d_op::setup(ctx, src_md, c, ParamSlots{w.data(), nullptr, dw.data(), nullptr}, true, dt::bf16);
-  EXPECT_TRUE(op.backward_data_shares_diff_dst());
+  EXPECT_EQ(op.dst_desc().data_type(), relu ? dt::f32 : dt::bf16);
+  EXPECT_EQ(op.diff_src_desc().data_type(), dt::f32) << "the input gradient takes the input's type";
+  EXPECT_EQ(op.backward_data_shares_diff_dst(), relu);
   op.bind_diff_dst(ctx, dst_md);
   const memory src(src_md, ctx.engine(), x.data()), diff_dst(dst_md, ctx.engine(), dy.data());
   for (int pass = 0; pass < 2; ++pass) {  // twice: the second reuses the bound conversions
@@ -234,29 +268,49 @@ TEST(onednn_bf16, conv_backward_data_reads_the_shared_bf16_output_gradient) {
   // References in double on the rounded operands; at(n, ch, i, j) is NCHW.
   const auto at = [](int ch_count, int n, int ch, int i, int j) { return ((n * ch_count + ch) * H + i) * H + j; };
   std::vector<double> want_y(y.size()), want_dx(x.size()), want_dw(w.size());
-  for (int n = 0; n < N; ++n)
-    for (int o = 0; o < O; ++o)
-      for (int i = 0; i < H; ++i)
-        for (int j = 0; j < H; ++j)
-          for (int ch = 0; ch < C; ++ch)
-            for (int ki = 0; ki < K; ++ki)
-              for (int kj = 0; kj < K; ++kj) {
-                const int ii = i + ki - 1, jj = j + kj - 1;
-                if (ii < 0 || ii >= H || jj < 0 || jj >= H) continue;
-                const double xv = to_bf16(x[at(C, n, ch, ii, jj)]), wv = to_bf16(w[((o * C + ch) * K + ki) * K + kj]);
-                const double dyv = to_bf16(dy[at(O, n, o, i, j)]);
-                want_y[at(O, n, o, i, j)] += xv * wv;
-                want_dx[at(C, n, ch, ii, jj)] += dyv * wv;
-                want_dw[((o * C + ch) * K + ki) * K + kj] += dyv * xv;
-              }
-  const auto near = [](const std::vector<float>& got, const std::vector<double>& want, const char* what) {
+  const auto for_each_product = [&](auto&& f) {
+    for (int n = 0; n < N; ++n)
+      for (int o = 0; o < O; ++o)
+        for (int i = 0; i < H; ++i)
+          for (int j = 0; j < H; ++j)
+            for (int ch = 0; ch < C; ++ch)
+              for (int ki = 0; ki < K; ++ki)
+                for (int kj = 0; kj < K; ++kj) {
+                  const int ii = i + ki - 1, jj = j + kj - 1;
+                  if (ii < 0 || ii >= H || jj < 0 || jj >= H) continue;
+                  f(at(O, n, o, i, j), at(C, n, ch, ii, jj), ((o * C + ch) * K + ki) * K + kj);
+                }
+  };
+  for_each_product([&](int yi, int xi, int wi) { want_y[yi] += double(to_bf16(x[xi])) * to_bf16(w[wi]); });
+  // The gradient of the pre-activation: dy where the ReLU passed its input (the f32 output says where), in bf16.
+  std::vector<double> dz(dy.size());
+  for (std::size_t i = 0; i < dy.size(); ++i) dz[i] = relu && y[i] <= 0 ? 0.0 : to_bf16(dy[i]);
+  if (relu)
+    for (double& v : want_y) v = std::max(v, 0.0);
+  for_each_product([&](int yi, int xi, int wi) {
+    want_dx[xi] += dz[yi] * to_bf16(w[wi]);
+    want_dw[wi] += dz[yi] * to_bf16(x[xi]);
+  });
+  const auto near = [](const std::vector<float>& got, const std::vector<double>& want, double rounding,
+                       const char* what) {
     double scale = 0;
     for (double v : want) scale = std::max(scale, std::fabs(v));
-    for (std::size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4 * scale) << what << " at " << i;
+    for (std::size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 1e-4 * scale + rounding * std::fabs(want[i])) << what << " at " << i;
   };
-  near(y, want_y, "output");
-  near(dw, want_dw, "weights' gradient");
-  near(dx, want_dx, "input gradient");
+  near(y, want_y, relu ? 0.0 : 0x1p-8, "output");
+  near(dw, want_dw, 0.0, "weights' gradient");
+  near(dx, want_dx, 0.0, "input gradient");
+}
+
+TEST(onednn_bf16, conv_without_activation_writes_bf16_output) {
+  SKIP_WITHOUT_BF16();
+  check_bf16_convolution(simd::activation::none);
+}
+
+TEST(onednn_bf16, conv_with_relu_writes_f32_and_backward_data_reads_the_shared_bf16_output_gradient) {
+  SKIP_WITHOUT_BF16();
+  check_bf16_convolution(simd::activation::relu);
 }
 
 // A bf16 run saves its f32 master weights, running statistics and momentum; a new trainer that resumes ends

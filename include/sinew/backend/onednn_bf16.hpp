@@ -1,30 +1,37 @@
 // sinew/backend/onednn_bf16.hpp: OneDnnBf16, the OneDnn backend with its convolutions and inner products in bf16.
 //
-//   using Backend = sinew::backend::OneDnnBf16;  // bf16 convolutions and inner products, f32 everything else
+//   using Backend = sinew::backend::OneDnnBf16;  // bf16 convolutions and inner products, f32 weights and statistics
 //
 // What is bf16 and what stays f32. The convolutions (Conv2d, in either of OneDnn's forms) and inner products
 // (Dense) read their input and their weights in bf16 and accumulate in f32: forward, backward data and backward
-// weights each run oneDNN's bf16 kernels (AVX512_BF16's vdpbf16ps, or AMX), twice the f32 peak. Everything
-// else is f32, as in mixed-precision training (PyTorch's autocast keeps the same split):
+// weights each run oneDNN's bf16 kernels (AVX512_BF16's vdpbf16ps, or AMX), twice the f32 peak. The state and
+// the arithmetic that precision matters to stay f32, as in mixed-precision training (PyTorch's autocast keeps the
+// same split):
 //   - the master weights are the network's flat f32 parameters, which the optimizer updates in f32 with its
 //     f32 state; the bf16 weights are re-derived from them before every forward (a reorder that is part of the
 //     layer's forward), so an update too small for bf16's 8-bit mantissa still accumulates;
 //   - the weight and bias gradients are written in f32 straight into the flat gradient buffer, so every strategy,
 //     compressor and checkpoint sees what it sees with OneDnn;
-//   - the primitives' outputs, the tensors between layers, batch norm (its statistics and its arithmetic), the
-//     activations, pooling and the loss are f32 (oneDNN 2.6's bf16 convolutions write f32 outputs and f32 input
-//     gradients). Keeping the tensors between layers in bf16 as well would halve their memory traffic but needs
-//     every other op in bf16; the compute-bound layers are the ones converted here. What the f32 tensors cost, on
-//     the CIFAR-stem ResNet-18 at batch 42 (2 Zen 4 cores, oneDNN's verbose times): the reorders of each
-//     convolution's input and output gradient into bf16 took 22 ms and the f32 batch norm 32 ms of a 408 ms
-//     step, where PyTorch's autocast keeps convolution outputs, batch norm and ReLU in bf16. Backward data reads
-//     the bf16 output gradient that backward weights converted (weighted_layer.hpp), so each is converted once.
+//   - the tensors between layers are bf16 wherever the op that reads them computes in bf16, as under PyTorch's
+//     autocast: a convolution without an activation in its layer writes its output in bf16 (ResNet's, before batch
+//     norm), batch norm runs in the type it is given (oneDNN's bf16 kernel, with f32 statistics, scale and shift,
+//     its ReLU fused), and so do the residual addition (oneDNN's binary) and the ReLU after it (oneDNN's eltwise).
+//     Backward, each op writes its input gradient in its input's type. Every op that reads f32 only (sinew's SIMD
+//     activations, a convolution's Tanh, pooling, flattening, dropout, inner products, the loss) is given f32:
+//     OneDnnBf16's table wraps it in f32_input, which reorders a bf16 input into f32 in the same layout. So a
+//     network of ReLUs after convolutions (AlexNet, VGG without batch norm) keeps f32 outputs, and LeNet-5 (Tanh)
+//     runs as before. What it saves, on the CIFAR-stem ResNet-18 at batch 42 (2 Zen 4 cores, oneDNN's verbose
+//     times per step): with f32 tensors the reorders of each convolution's input and output gradient into bf16 took
+//     22 ms and batch norm 32 ms of 396 ms; with bf16 tensors batch norm takes 15 ms, the reorders of activations
+//     nearly nothing, and the step 359 ms (120 images/s against 107). Backward data reads the bf16 output
+//     gradient that backward weights converted where the output is f32 (weighted_layer.hpp), so each is
+//     converted once.
 //
 // Why a backend and not a parameter of OneDnn: `backend::OneDnn` is named in hundreds of places (tables,
 // presets, forward declarations), and a precision is a choice of the whole backend as a Mix's base is: a
-// policy of its own keeps OneDnn as it is and reads as one word in a configuration. Every layer kind but
-// conv2d and dense gets exactly OneDnn's op (the table below inherits OneDnn's entries), and Mix works with
-// OneDnnBf16 as with any backend.
+// policy of its own keeps OneDnn as it is and reads as one word in a configuration. Every layer kind gets
+// OneDnn's op: convolutions and inner products with bf16 operands, batch norm and ReLU as they are (they run in the
+// type they are given), every other op behind f32_input; and Mix works with OneDnnBf16 as with any backend.
 //
 // The CPU. oneDNN runs bf16 on its reference kernels where the CPU lacks AVX512_BF16 and AMX (hundreds of times
 // slower), so OneDnnBf16's context refuses to start there with a sentence. It asks oneDNN for its effective ISA,
@@ -89,6 +96,43 @@ class bf16_context : public context {
   }
 };
 
+/// Op as it is, fed f32 whatever type its input arrives in: a bf16 input is reordered into f32 in its own layout
+/// before the op runs, and the op's input gradient stays f32 (the producing op's bind_diff_dst reorders it into
+/// its own type). OneDnnBf16 wraps every op that reads f32 only (sinew's SIMD kernels, the f32 pooling and
+/// flattening, an inner product's matmul); an f32 input passes through.
+template <class Op>
+class f32_input : public Op {
+ public:
+  /// The op contract's setup (backend_spec.hpp).
+  template <NodeType N>
+  void setup(context& ctx, const desc& src_md, int batch, ParamSlots p, bool need_diff_src) {
+    const desc f32 = with_data_type(src_md, dt::f32);
+    in_.setup(ctx, src_md, f32);
+    Op::template setup<N>(ctx, f32, batch, p, need_diff_src);
+  }
+  /// @{ The op's passes on the f32 input.
+  void forward(context& ctx, const memory& src) { Op::forward(ctx, in_(ctx, src)); }
+  void backward(context& ctx, const memory& src, const memory& diff_dst) {
+    Op::backward(ctx, in_.target_for(src), diff_dst);
+  }
+  template <class Probe>
+    requires requires(Op& op, context& c, const memory& m, Probe& probe) { op.forward(c, m, probe); }
+  void forward(context& ctx, const memory& src, Probe& probe) {
+    Op::forward(ctx, in_(ctx, src), probe);
+  }
+  template <class Probe>
+    requires requires(Op& op, context& c, const memory& m, Probe& probe) { op.backward(c, m, m, probe); }
+  void backward(context& ctx, const memory& src, const memory& diff_dst, Probe& probe) {
+    Op::backward(ctx, in_.target_for(src), diff_dst, probe);
+  }
+  /// @}
+  /// Whether the input arrives in another type and is reordered (what tests check).
+  bool converts_input() const noexcept { return in_.needed(); }
+
+ private:
+  converter in_;
+};
+
 /// conv2d_op with bf16 input and weights (see conv2d_op::setup's `compute`).
 class conv2d_bf16_op : public conv2d_op {
  public:
@@ -151,25 +195,54 @@ struct OneDnnBf16 {
   /// @}
 };
 
-/// Every kind OneDnnBf16 does not override is OneDnn's entry, the same op type (and OneDnn's trap for a kind
-/// OneDnn lacks).
+/// A kind OneDnn lacks: OneDnn's trap.
 template <class Kind>
 struct op_for<Kind, OneDnnBf16> : op_for<Kind, OneDnn> {};
 
+/// Every kind OneDnnBf16 does not override runs OneDnn's op on f32 input (onednn::f32_input).
+template <class Kind>
+  requires has_op_for<Kind, OneDnn>
+struct op_for<Kind, OneDnnBf16> {
+  /// OneDnn's op, fed f32
+  template <NodeType N>
+  using type_for = onednn::f32_input<op_of<OneDnn, N>>;
+};
+
 /// Convolutions in bf16, chosen by OneDnn's rule (onednn::conv2d_op_for). There are no bf16 thin kernels, so a thin
-/// layer takes the direct convolution (sinew's thin kernels are f32 only).
+/// layer takes the direct convolution (sinew's thin kernels are f32 only). The small-image form reads f32.
 template <>
 struct op_for<layer_kind::conv2d, OneDnnBf16> {
   /// the small-image form, else the direct convolution (also for thin layers)
   template <NodeType N>
-  using type_for = onednn::conv2d_op_for<N, onednn::small_conv2d_bf16_op, onednn::conv2d_bf16_op, onednn::conv2d_bf16_op>;
+  using type_for = onednn::conv2d_op_for<N, onednn::f32_input<onednn::small_conv2d_bf16_op>, onednn::conv2d_bf16_op,
+                                         onednn::conv2d_bf16_op>;
 };
 
-/// Inner products in bf16.
+/// Inner products in bf16, on f32 input (the matmul form of the forward reads plain f32).
 template <>
 struct op_for<layer_kind::dense, OneDnnBf16> {
   /// see onednn::dense_bf16_op
-  using type = onednn::dense_bf16_op;
+  using type = onednn::f32_input<onednn::dense_bf16_op>;
+};
+
+/// Batch norm in the type of its input (oneDNN's, with f32 statistics, scale and shift), fused ReLU included;
+/// a Tanh or Sigmoid after it runs on sinew's f32 kernels, so that node reads f32.
+template <>
+struct op_for<layer_kind::batch_norm, OneDnnBf16> {
+  /// OneDnn's op, on bf16 where its activation allows
+  template <NodeType N>
+  using type_for = std::conditional_t<activation_of<typename N::activation>() == simd::activation::none ||
+                                          activation_of<typename N::activation>() == simd::activation::relu,
+                                      onednn::batch_norm_op, onednn::f32_input<onednn::batch_norm_op>>;
+};
+
+/// ReLU in the type of its input (oneDNN's eltwise on bf16); other activations on sinew's f32 kernels.
+template <>
+struct op_for<layer_kind::activation, OneDnnBf16> {
+  /// OneDnn's op, on bf16 for ReLU
+  template <NodeType N>
+  using type_for = std::conditional_t<activation_of<typename N::layer>() == simd::activation::relu,
+                                      onednn::activation_op, onednn::f32_input<onednn::activation_op>>;
 };
 
 /// Residual blocks run their branches on OneDnnBf16 (OneDnn's entry would run them in f32).

@@ -98,6 +98,13 @@ inline bool onednn_runs_avx512() {
   return (static_cast<unsigned>(dnnl::get_effective_cpu_isa()) & core) == core;
 }
 
+/// The same dimensions and layout with elements of type `type` (OneDnnBf16's tensors between layers are bf16).
+inline desc with_data_type(const desc& d, dt type) {
+  desc out = d;
+  out.data.data_type = static_cast<dnnl_data_type_t>(type);
+  return out;
+}
+
 /// Plain NCHW f32 descriptor.
 inline desc plain_desc(int batch, int c, int h, int w) { return desc({batch, c, h, w}, dt::f32, tag::nchw); }
 
@@ -291,21 +298,35 @@ class op_base {
   converter diff_dst_;
 };
 
-/// dst = a + b, in a's layout (b is reordered first when its layout differs): residual additions and the
-/// sum of two gradients. Padding entries of blocked layouts are zero in both and stay zero.
+/// dst = a + b, in a's layout and type (b is reordered first when its layout or type differs): residual additions
+/// and the sum of two gradients. Padding entries of blocked layouts are zero in both and stay zero. f32 runs on
+/// sinew's SIMD loop; other types (OneDnnBf16's bf16 tensors) on oneDNN's binary primitive.
 class adder {
  public:
   void setup(context& ctx, const desc& a, const desc& b) {
     b_.setup(ctx, b, a);
     dst_ = memory(a, ctx.engine());
-    floats_ = physical_floats(a);
+    floats_ = a.data_type() == dt::f32 ? physical_floats(a) : 0;
+    if (floats_ == 0)
+      binary_ = dnnl::binary(checked("residual addition", [&] {
+        return dnnl::binary::primitive_desc({dnnl::algorithm::binary_add, a, a, a}, ctx.engine());
+      }));
   }
   desc dst_desc() const { return dst_.get_desc(); }
   const memory& dst() const noexcept { return dst_; }
   void run(context& ctx, const memory& a, const memory& b) {
     b_.run(ctx, b);
+    const memory& bb = b_.target_for(b);
+    if (floats_ == 0) {
+      if (&a != bound_a_ || &bb != bound_b_) {
+        bound_a_ = &a, bound_b_ = &bb;
+        args_ = {{DNNL_ARG_SRC_0, a}, {DNNL_ARG_SRC_1, bb}, {DNNL_ARG_DST, dst_}};
+      }
+      onednn::run(ctx, binary_, args_);
+      return;
+    }
     const float* pa = static_cast<const float*>(a.get_data_handle());
-    const float* pb = static_cast<const float*>(b_.target_for(b).get_data_handle());
+    const float* pb = static_cast<const float*>(bb.get_data_handle());
     float* out = static_cast<float*>(dst_.get_data_handle());
     parallel_ranges(floats_, [&](std::size_t begin, std::size_t end) { simd::add(pa + begin, pb + begin, out + begin, end - begin); });
   }
@@ -313,7 +334,11 @@ class adder {
  private:
   converter b_;
   memory dst_;
-  std::size_t floats_ = 0;
+  std::size_t floats_ = 0;  // 0: not f32, the binary primitive adds
+  dnnl::binary binary_;
+  const memory* bound_a_ = nullptr;
+  const memory* bound_b_ = nullptr;
+  bound_args args_;
 };
 
 }  // namespace sinew::backend::onednn

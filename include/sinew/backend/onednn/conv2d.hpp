@@ -47,8 +47,10 @@ class conv2d_op : public weighted_layer<dnnl::convolution_forward, dnnl::convolu
   }
 
   /// `compute` is the type the primitives read their input and weights in: f32, or bf16 for backend::OneDnnBf16
-  /// (onednn_bf16.hpp), whose output, input gradient and weight gradient stay f32 (the reorders from the f32
-  /// tensors and the f32 master weights into bf16 are the converters of weighted_layer.hpp, run every step).
+  /// (onednn_bf16.hpp). In bf16 the weight gradient stays f32; the output is bf16 unless an activation follows
+  /// in the layer (sinew's SIMD kernels, which read f32, run it), and the input gradient takes the input's type.
+  /// The reorders from other tensors and from the f32 master weights into bf16 are the converters of
+  /// weighted_layer.hpp, run every step.
   void setup(context& ctx, const desc& src_md, const config& c, ParamSlots p, bool need_diff_src,
              dt compute = dt::f32) {
     using namespace dnnl;
@@ -61,9 +63,12 @@ class conv2d_op : public weighted_layer<dnnl::convolution_forward, dnnl::convolu
     const dims w_dims = trim ? dims{c.out_c, c.in_c, ty.count, tx.count} : full_w_dims;
     const dims pad = trim ? dims{ty.pad_l, tx.pad_l} : dims{c.padding, c.padding};
     const dims pad_r = trim ? dims{ty.pad_r, tx.pad_r} : pad;
-    const desc src_any(src_dims, compute, tag::any), dst_any(dst_dims, dt::f32, tag::any);
+    const bool bf16 = compute == dt::bf16;
+    const dt out = bf16 && c.act == simd::activation::none ? dt::bf16 : dt::f32;
+    const dt diff_in = bf16 && src_md.data_type() == dt::bf16 ? dt::bf16 : dt::f32;
+    const desc src_any(src_dims, compute, tag::any), dst_any(dst_dims, out, tag::any);
     const desc w_any(w_dims, compute, tag::any), diff_w_any(w_dims, dt::f32, tag::any);
-    const desc diff_src_any(src_dims, dt::f32, tag::any), diff_dst_any(dst_dims, compute, tag::any);
+    const desc diff_src_any(src_dims, diff_in, tag::any), diff_dst_any(dst_dims, compute, tag::any);
     // The weights as they lie in the flat buffer: all of them, or the block of taps that are used. The unused
     // taps' gradients are zero; they are set once here and nothing else writes them.
     desc user_w(full_w_dims, dt::f32, tag::oihw);
