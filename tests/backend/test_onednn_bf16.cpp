@@ -117,6 +117,16 @@ TEST(onednn_bf16, gradients_of_residual_blocks_with_bf16_tensors_equal_f32_withi
   EXPECT_GT(worst, 1e-5) << "no bf16 rounding visible: are the primitives still f32?";
 }
 
+// The same blocks with Eigen's batch norm in a Mix over OneDnnBf16: each boundary converts the bf16 tensors to the
+// other backend's f32 and back (backend/mix.hpp), forward and backward.
+TEST(onednn_bf16, residual_blocks_in_a_mix_with_eigen_batch_norm_equal_f32_within_bf16_rounding) {
+  SKIP_WITHOUT_BF16();
+  using Mixed = backend::Mix<OneDnnBf16, backend::Use<BatchNorm2d, backend::Eigen>>;
+  const double worst = test::expect_equivalent<ResidualNet, OneDnn, Mixed>(
+      {.batch = 8, .seed = 7, .tol = 4.0 / 256, .batch_norm_bias_shift = 3});
+  EXPECT_GT(worst, 1e-5) << "no bf16 rounding visible: are the primitives still f32?";
+}
+
 // The optimizer updates the f32 master copy: an update 1/8 of bf16's half-resolution at the weights' scale
 // must change the parameters by exactly that in f32, and after enough such steps the weights the bf16 forward
 // reads must have moved. Stored only in bf16, each step would round back to the same value.
