@@ -245,8 +245,8 @@ std::vector<Row> run_on(typename B::context& ctx, const Task& t, const Timing& t
     if constexpr (kOneDnn) {
       if (g == "softsign") return rows;  // oneDNN 2.6 has no softsign
       const onednn::desc d({n}, onednn::dt::f32, onednn::tag::x);
-      const auto pd = dnnl::eltwise_forward::primitive_desc(
-          {dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_soft_relu, d, 0.f, 0.f}, ctx.engine());
+      const auto pd = onednn::compat::eltwise_forward(ctx.engine(), dnnl::prop_kind::forward_inference,
+                                                      dnnl::algorithm::eltwise_soft_relu, d, 1.f);  // alpha 1: log(1 + e^x)
       dnnl::eltwise_forward prim(pd);
       onednn::memory src(d, ctx.engine(), x.data()), dst(d, ctx.engine(), y.data());
       const onednn::bound_args args{{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};
@@ -288,8 +288,8 @@ std::vector<Row> run_on(typename B::context& ctx, const Task& t, const Timing& t
     fill_values(x.data(), x.size());
     if constexpr (kOneDnn) {
       const onednn::desc d({rows_n, cols}, onednn::dt::f32, onednn::tag::ab);
-      const auto pd = dnnl::layer_normalization_forward::primitive_desc(
-          {dnnl::prop_kind::forward_inference, d, 1e-5f, dnnl::normalization_flags::none}, ctx.engine());
+      const auto pd = onednn::compat::layer_norm_forward(ctx.engine(), dnnl::prop_kind::forward_inference, d, 1e-5f,
+                                                         dnnl::normalization_flags::none);
       dnnl::layer_normalization_forward prim(pd);
       onednn::memory src(d, ctx.engine(), x.data()), dst(d, ctx.engine(), y.data());
       onednn::memory mean(pd.mean_desc(), ctx.engine()), var(pd.variance_desc(), ctx.engine());
@@ -354,8 +354,8 @@ std::vector<Row> run_on(typename B::context& ctx, const Task& t, const Timing& t
       // The anchor of the Dense op's matmul forward: the inner product it replaced, on the same memories.
       using namespace dnnl;
       const onednn::desc w_rows({out, in}, onednn::dt::f32, onednn::tag::oi), b({out}, onednn::dt::f32, onednn::tag::x);
-      const auto pd = inner_product_forward::primitive_desc(
-          {prop_kind::forward_training, flat.dst_desc(), w_rows, b, op.dst_desc()}, ctx.engine());
+      const auto pd = onednn::compat::forward<inner_product_forward>(ctx.engine(), {}, prop_kind::forward_training,
+                                                                     flat.dst_desc(), w_rows, b, op.dst_desc());
       const inner_product_forward ip(pd);
       const onednn::bound_args args{{DNNL_ARG_SRC, flat.dst()},
                                     {DNNL_ARG_WEIGHTS, onednn::memory(w_rows, ctx.engine(), params.slots().weights)},
@@ -370,10 +370,10 @@ std::vector<Row> run_on(typename B::context& ctx, const Task& t, const Timing& t
       // The anchor of the Dense op's backward data: the inner product's own, on the same memories.
       using namespace dnnl;
       const onednn::desc w_rows({out, in}, onednn::dt::f32, onednn::tag::oi);
-      const auto fwd = inner_product_forward::primitive_desc(
-          {prop_kind::forward_training, flat.dst_desc(), w_rows, op.dst_desc()}, ctx.engine());
-      const auto pd =
-          inner_product_backward_data::primitive_desc({op.diff_src_desc(), w_rows, op.dst_desc()}, ctx.engine(), fwd);
+      const auto fwd = onednn::compat::forward<inner_product_forward>(ctx.engine(), {}, prop_kind::forward_training,
+                                                                      flat.dst_desc(), w_rows, op.dst_desc());
+      const auto pd = onednn::compat::backward<inner_product_backward_data>(ctx.engine(), fwd, op.diff_src_desc(), w_rows,
+                                                                            op.dst_desc());
       const inner_product_backward_data ip(pd);
       const onednn::bound_args args{{DNNL_ARG_DIFF_DST, *dy.tensor},
                                     {DNNL_ARG_WEIGHTS, onednn::memory(w_rows, ctx.engine(), params.slots().weights)},

@@ -17,7 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include <oneapi/dnnl/dnnl.hpp>
+#include "sinew/backend/onednn/compat.hpp"
 
 namespace sinew::bench {
 
@@ -37,7 +37,7 @@ inline double matmul_peak_gflops(const std::string& precision, int threads, long
   dnnl::stream stream(eng);
   const dt in = bf16 ? dt::bf16 : dt::f32;
   const dnnl::memory::desc a_md({n, n}, in, tag::ab), b_md({n, n}, in, tag::any), c_md({n, n}, dt::f32, tag::ab);
-  const dnnl::matmul::primitive_desc pd({a_md, b_md, c_md}, eng);
+  const auto pd = sinew::backend::onednn::compat::forward<dnnl::matmul>(eng, {}, a_md, b_md, c_md);
   const dnnl::matmul mm(pd);
   dnnl::memory a(a_md, eng), b(pd.weights_desc(), eng), c(c_md, eng);
   // Ones (0x3f80 in bf16) in every float of the buffers, whatever their layout: every page touched, nothing that

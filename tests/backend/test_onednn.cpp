@@ -144,10 +144,10 @@ TEST(onednn_pooling, max_pool_on_plain_nchw_runs_blocked_and_matches_reference) 
   const memory xm(plain, ctx.engine(), x.data());
   pooling_op op;
   op.setup(ctx, plain, kN, kC, kOut, kOut, 3, 2, 0, dnnl::algorithm::pooling_max, true);
-  const dnnl::pooling_forward::primitive_desc on_plain(
-      {dnnl::prop_kind::forward_training, dnnl::algorithm::pooling_max, plain,
-       desc({kN, kC, kOut, kOut}, dt::f32, tag::any), {2, 2}, {3, 3}, {0, 0}, {0, 0}},
-      ctx.engine());
+  const auto on_plain =
+      backend::onednn::compat::pooling_forward(ctx.engine(), dnnl::prop_kind::forward_training, dnnl::algorithm::pooling_max,
+                                               plain, desc({kN, kC, kOut, kOut}, dt::f32, tag::any), {2, 2}, {3, 3},
+                                               {0, 0}, {0, 0});
   const bool loop_on_plain = std::string(on_plain.impl_info_str()).starts_with("simple");
   EXPECT_EQ(op.src_desc() == plain, !loop_on_plain) << "oneDNN on plain NCHW: " << on_plain.impl_info_str();
   op.forward(ctx, xm);

@@ -262,8 +262,9 @@ void check_bf16_convolution(simd::activation act) {
   conv2d_bf16_op op;
   const desc src_md = plain_desc(N, C, H, H), dst_md = plain_desc(N, O, H, H);
   op.conv2d_op::setup(ctx, src_md, c, ParamSlots{w.data(), nullptr, dw.data(), nullptr}, true, dt::bf16);
-  EXPECT_EQ(op.dst_desc().data_type(), relu ? dt::f32 : dt::bf16);
-  EXPECT_EQ(op.diff_src_desc().data_type(), dt::f32) << "the input gradient takes the input's type";
+  using backend::onednn::compat::data_type_of;
+  EXPECT_EQ(data_type_of(op.dst_desc()), relu ? dt::f32 : dt::bf16);
+  EXPECT_EQ(data_type_of(op.diff_src_desc()), dt::f32) << "the input gradient takes the input's type";
   EXPECT_EQ(op.backward_data_shares_diff_dst(), relu);
   op.bind_diff_dst(ctx, dst_md);
   const memory src(src_md, ctx.engine(), x.data()), diff_dst(dst_md, ctx.engine(), dy.data());

@@ -51,22 +51,7 @@ struct OneDnnBf16;
 namespace sinew::backend::onednn {
 
 /// The name of oneDNN's effective ISA (what ONEDNN_MAX_CPU_ISA and the CPU allow), for messages.
-inline std::string isa_name(dnnl::cpu_isa isa) {
-  using I = dnnl::cpu_isa;
-  switch (isa) {
-    case I::sse41: return "sse41";
-    case I::avx: return "avx";
-    case I::avx2: return "avx2";
-    case I::avx2_vnni: return "avx2_vnni";
-    case I::avx512_mic: return "avx512_mic";
-    case I::avx512_mic_4ops: return "avx512_mic_4ops";
-    case I::avx512_core: return "avx512_core";
-    case I::avx512_core_vnni: return "avx512_core_vnni";
-    case I::avx512_core_bf16: return "avx512_core_bf16";
-    case I::avx512_core_amx: return "avx512_core_amx";
-    default: return "cpu_isa " + std::to_string(unsigned(isa));
-  }
-}
+inline std::string isa_name(dnnl::cpu_isa isa) { return compat::cpu_isa_name(isa); }
 
 /// Whether oneDNN runs bf16 convolutions and inner products on jit kernels here: its effective ISA includes
 /// avx512_core_bf16 (AMX includes it). oneDNN's ISA values are nested bit sets, so inclusion is a mask test.

@@ -23,19 +23,19 @@ class activation_op : public op_base {
     floats_ = physical_floats(src_md);
     dst_ = memory(src_md, ctx.engine());
     if (need_diff_src) diff_src_ = memory(src_md, ctx.engine());
-    eltwise_ = src_md.data_type() != dt::f32;
+    eltwise_ = compat::data_type_of(src_md) != dt::f32;
     if (!eltwise_) return;
     if (kind != simd::activation::relu)
       throw backend_error("onednn: an activation other than ReLU reads f32 tensors only, and this one arrives in another "
                           "type (OneDnnBf16 converts such an input to f32 first: see onednn_bf16.hpp)");
     const auto alg = algorithm::eltwise_relu_use_dst_for_bwd;
     const auto fwd_pd = checked("relu forward", [&] {
-      return eltwise_forward::primitive_desc({prop_kind::forward_training, alg, src_md, 0.f, 0.f}, ctx.engine());
+      return compat::eltwise_forward(ctx.engine(), prop_kind::forward_training, alg, src_md);
     });
     fwd_ = eltwise_forward(fwd_pd);
     if (need_diff_src)
       bwd_ = eltwise_backward(checked("relu backward", [&] {
-        return eltwise_backward::primitive_desc({alg, src_md, src_md, 0.f, 0.f}, ctx.engine(), fwd_pd);
+        return compat::eltwise_backward(ctx.engine(), alg, src_md, src_md, fwd_pd);
       }));
   }
 

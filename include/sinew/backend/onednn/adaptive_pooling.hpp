@@ -25,7 +25,7 @@ class adaptive_pool_op : public op_base {
   void setup(context& ctx, const desc& src_md, const config& c, bool need_diff_src) {
     config_ = c;
     need_diff_src_ = need_diff_src;
-    uniform_ = src_md.dims().size() == 4 && c.in_h % c.out_h == 0 && c.in_w % c.out_w == 0;
+    uniform_ = compat::dims_of(src_md).size() == 4 && c.in_h % c.out_h == 0 && c.in_w % c.out_w == 0;
     if (uniform_)
       setup_onednn(ctx, src_md);
     else
@@ -69,16 +69,13 @@ class adaptive_pool_op : public op_base {
     const dims kernel{c.in_h / c.out_h, c.in_w / c.out_w}, pad{0, 0};
     const desc dst_any({c.batch, c.channels, c.out_h, c.out_w}, dt::f32, tag::any);
     auto fwd_pd = checked("adaptive average pooling forward", [&] {
-      return pooling_forward::primitive_desc({prop_kind::forward_training, alg, src_md, dst_any, kernel, kernel, pad,
-                                              pad},
-                                             eng);
+      return compat::pooling_forward(eng, prop_kind::forward_training, alg, src_md, dst_any, kernel, kernel, pad, pad);
     });
     fwd_ = pooling_forward(fwd_pd);
     dst_ = memory(fwd_pd.dst_desc(), eng);
     if (need_diff_src_) {
       auto bwd_pd = checked("adaptive average pooling backward", [&] {
-        return pooling_backward::primitive_desc({alg, src_md, fwd_pd.dst_desc(), kernel, kernel, pad, pad}, eng,
-                                                fwd_pd);
+        return compat::pooling_backward(eng, alg, src_md, fwd_pd.dst_desc(), kernel, kernel, pad, pad, fwd_pd);
       });
       bwd_ = pooling_backward(bwd_pd);
       diff_src_ = memory(bwd_pd.diff_src_desc(), eng);

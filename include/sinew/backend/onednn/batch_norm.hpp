@@ -43,13 +43,12 @@ class batch_norm_op {
       const bool training = m == kTrain;
       mode& s = modes_[m];
       s.fwd_pd = checked("batch_norm2d forward", [&] {
-        return batch_normalization_forward::primitive_desc(
-            {prop_kind::forward_training, src_md, c.eps, training ? train : eval}, eng);
+        return compat::batch_norm_forward(eng, prop_kind::forward_training, src_md, c.eps, training ? train : eval);
       });
       s.fwd = batch_normalization_forward(s.fwd_pd);
       auto bwd_pd = checked("batch_norm2d backward", [&] {
-        return batch_normalization_backward::primitive_desc(
-            {prop_kind::backward, src_md, src_md, c.eps, training ? train : eval}, eng, s.fwd_pd);
+        return compat::batch_norm_backward(eng, prop_kind::backward, src_md, src_md, c.eps, training ? train : eval,
+                                           s.fwd_pd);
       });
       s.bwd = batch_normalization_backward(bwd_pd);
       if (relu) s.workspace = memory(s.fwd_pd.workspace_desc(), eng);

@@ -11,11 +11,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "sinew/core/detail/vector_intrinsics.hpp"  // first: see its comment
-#include <oneapi/dnnl/dnnl.hpp>
-
 #include "sinew/backend/backend_spec.hpp"
 #include "sinew/backend/generic/node_config.hpp"
+#include "sinew/backend/onednn/compat.hpp"
 #include "sinew/backend/op_table.hpp"
 #include "sinew/backend/simd/activation.hpp"
 #include "sinew/core/error.hpp"
@@ -99,18 +97,14 @@ inline bool onednn_runs_avx512() {
 }
 
 /// The same dimensions and layout with elements of type `type` (OneDnnBf16's tensors between layers are bf16).
-inline desc with_data_type(const desc& d, dt type) {
-  desc out = d;
-  out.data.data_type = static_cast<dnnl_data_type_t>(type);
-  return out;
-}
+inline desc with_data_type(const desc& d, dt type) { return compat::with_data_type(d, type); }
 
 /// Plain NCHW f32 descriptor.
 inline desc plain_desc(int batch, int c, int h, int w) { return desc({batch, c, h, w}, dt::f32, tag::nchw); }
 
 /// The plain (row-major) layout of the same dimensions: nc for 2-D, nchw for 4-D.
 inline desc plain_like(const desc& d) {
-  const auto shape = d.dims();
+  const auto shape = compat::dims_of(d);
   return desc(shape, dt::f32, shape.size() == 2 ? tag::nc : tag::nchw);
 }
 
@@ -250,7 +244,7 @@ class fused_activation {
     dnnl::primitive_attr attr;
     if (a == simd::activation::relu) {
       dnnl::post_ops ops;
-      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+      compat::append_eltwise(ops, dnnl::algorithm::eltwise_relu);
       attr.set_post_ops(ops);
     }
     return attr;
@@ -306,10 +300,10 @@ class adder {
   void setup(context& ctx, const desc& a, const desc& b) {
     b_.setup(ctx, b, a);
     dst_ = memory(a, ctx.engine());
-    floats_ = a.data_type() == dt::f32 ? physical_floats(a) : 0;
+    floats_ = compat::data_type_of(a) == dt::f32 ? physical_floats(a) : 0;
     if (floats_ == 0)
       binary_ = dnnl::binary(checked("residual addition", [&] {
-        return dnnl::binary::primitive_desc({dnnl::algorithm::binary_add, a, a, a}, ctx.engine());
+        return compat::forward<dnnl::binary>(ctx.engine(), {}, dnnl::algorithm::binary_add, a, a, a);
       }));
   }
   desc dst_desc() const { return dst_.get_desc(); }

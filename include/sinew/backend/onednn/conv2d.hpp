@@ -65,7 +65,7 @@ class conv2d_op : public weighted_layer<dnnl::convolution_forward, dnnl::convolu
     const dims pad_r = trim ? dims{ty.pad_r, tx.pad_r} : pad;
     const bool bf16 = compute == dt::bf16;
     const dt out = bf16 && c.act == simd::activation::none ? dt::bf16 : dt::f32;
-    const dt diff_in = bf16 && src_md.data_type() == dt::bf16 ? dt::bf16 : dt::f32;
+    const dt diff_in = bf16 && compat::data_type_of(src_md) == dt::bf16 ? dt::bf16 : dt::f32;
     const desc src_any(src_dims, compute, tag::any), dst_any(dst_dims, out, tag::any);
     const desc w_any(w_dims, compute, tag::any), diff_w_any(w_dims, dt::f32, tag::any);
     const desc diff_src_any(src_dims, diff_in, tag::any), diff_dst_any(dst_dims, compute, tag::any);
@@ -80,16 +80,18 @@ class conv2d_op : public weighted_layer<dnnl::convolution_forward, dnnl::convolu
     const auto alg = algorithm::convolution_direct;
 
     const auto fwd = checked("conv2d forward", [&] {
-      return forward_pd({prop_kind::forward_training, alg, src_any, w_any, bias, dst_any, strides, pad, pad_r},
-                        fused_activation::attr(c.act), eng);
+      return compat::forward<convolution_forward>(eng, fused_activation::attr(c.act), prop_kind::forward_training, alg,
+                                                  src_any, w_any, bias, dst_any, strides, pad, pad_r);
     });
     const auto bww = checked("conv2d backward weights", [&] {
-      return backward_weights_pd({alg, src_any, diff_w_any, bias, diff_dst_any, strides, pad, pad_r}, eng, fwd);
+      return compat::backward<convolution_backward_weights>(eng, fwd, alg, src_any, diff_w_any, bias, diff_dst_any,
+                                                            strides, pad, pad_r);
     });
     std::optional<backward_data_pd> bwd;
     if (need_diff_src)
       bwd = checked("conv2d backward data", [&] {
-        return backward_data_pd({alg, diff_src_any, w_any, diff_dst_any, strides, pad, pad_r}, eng, fwd);
+        return compat::backward<convolution_backward_data>(eng, fwd, alg, diff_src_any, w_any, diff_dst_any, strides,
+                                                           pad, pad_r);
       });
     finish_setup(ctx, src_md, fwd, bww, bwd, user_w, bias, c.act, p);
   }

@@ -22,7 +22,7 @@ class dense_op : public weighted_layer<dnnl::inner_product_forward, dnnl::inner_
              ParamSlots p, bool need_diff_src, dt compute = dt::f32) {
     using namespace dnnl;
     const auto& eng = ctx.engine();
-    const dims in = src_md.dims();
+    const dims in = compat::dims_of(src_md);
     dims w_dims = in;
     w_dims[0] = outputs;
     // The weights stay in PyTorch's row-major layout for all three primitives (gemm reads either orientation):
@@ -39,15 +39,17 @@ class dense_op : public weighted_layer<dnnl::inner_product_forward, dnnl::inner_
     const desc bias = has_bias ? desc({outputs}, dt::f32, tag::x) : desc();
 
     const auto fwd = checked("dense forward", [&] {
-      return forward_pd({prop_kind::forward_training, src_any, w_rows, bias, dst_any}, fused_activation::attr(act),
-                        eng);
+      return compat::forward<inner_product_forward>(eng, fused_activation::attr(act), prop_kind::forward_training,
+                                                    src_any, w_rows, bias, dst_any);
     });
     const auto bww = checked("dense backward weights", [&] {
-      return backward_weights_pd({src_any, user_w, bias, diff_dst_any}, eng, fwd);
+      return compat::backward<inner_product_backward_weights>(eng, fwd, src_any, user_w, bias, diff_dst_any);
     });
     std::optional<backward_data_pd> bwd;
     if (need_diff_src)
-      bwd = checked("dense backward data", [&] { return backward_data_pd({diff_src_any, w_rows, diff_dst_any}, eng, fwd); });
+      bwd = checked("dense backward data", [&] {
+        return compat::backward<inner_product_backward_data>(eng, fwd, diff_src_any, w_rows, diff_dst_any);
+      });
     finish_setup(ctx, src_md, fwd, bww, bwd, user_w, bias, act, p);
   }
 };

@@ -14,7 +14,7 @@ class flatten_op {
   }
 
   void setup(context& ctx, const desc& src_md, int batch, bool need_diff_src) {
-    const dims in = src_md.dims();
+    const dims in = compat::dims_of(src_md);
     dnnl::memory::dim features = 1;
     for (std::size_t i = 1; i < in.size(); ++i) features *= in[i];
     need_diff_src_ = need_diff_src;

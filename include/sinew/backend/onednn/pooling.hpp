@@ -26,7 +26,7 @@ class pooling_op {
     using namespace dnnl;
     const auto& eng = ctx.engine();
     need_diff_src_ = need_diff_src;
-    const auto in = src_md.dims();
+    const auto in = compat::dims_of(src_md);
     own_ = alg == algorithm::pooling_avg_include_padding && padding == 0 && kernel == stride && in.size() == 4 &&
            in[1] <= 16 && src_md == plain_like(src_md) && oh == in[2] / kernel && ow == in[3] / kernel;
     if (own_) {
@@ -43,8 +43,7 @@ class pooling_op {
     const desc dst_any({batch, c, oh, ow}, dt::f32, tag::any);
     const auto forward_pd = [&](const desc& src) {
       return checked("pooling forward", [&] {
-        return pooling_forward::primitive_desc({prop_kind::forward_training, alg, src, dst_any, strides, k, pad, pad},
-                                               eng);
+        return compat::pooling_forward(eng, prop_kind::forward_training, alg, src, dst_any, strides, k, pad, pad);
       });
     };
     // The input keeps the layout the previous layer produced: pooling runs on any layout. Except plain NCHW of 8
@@ -55,7 +54,7 @@ class pooling_op {
     // one thread, a shared, loaded Zen 4 under ONEDNN_MAX_CPU_ISA=AVX2).
     src_md_ = src_md;
     fwd_pd_ = forward_pd(src_md);
-    const auto dims_of_src = src_md.dims();
+    const auto dims_of_src = compat::dims_of(src_md);
     if (dims_of_src.size() == 4 && dims_of_src[1] >= 8 && src_md == plain_like(src_md) &&
         std::strncmp(fwd_pd_.impl_info_str(), "simple", 6) == 0) {
       const desc blocked(dims_of_src, dt::f32, onednn_runs_avx512() ? tag::nChw16c : tag::nChw8c);
@@ -72,8 +71,7 @@ class pooling_op {
     if (alg == algorithm::pooling_max) workspace_ = memory(fwd_pd_.workspace_desc(), eng);
     if (need_diff_src) {
       auto bwd_pd = checked("pooling backward", [&] {
-        return pooling_backward::primitive_desc({alg, src_md_, fwd_pd_.dst_desc(), strides, k, pad, pad}, eng,
-                                                fwd_pd_);
+        return compat::pooling_backward(eng, alg, src_md_, fwd_pd_.dst_desc(), strides, k, pad, pad, fwd_pd_);
       });
       bwd_ = pooling_backward(bwd_pd);
       bwd_diff_dst_desc_ = bwd_pd.diff_dst_desc();

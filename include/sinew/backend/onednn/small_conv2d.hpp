@@ -61,15 +61,16 @@ class small_conv2d_op : public weighted_layer<dnnl::inner_product_forward, dnnl:
     const desc diff_dst_nc({c.batch, rows}, compute, tag::nc);
     const desc bias = c.bias ? desc({rows}, dt::f32, tag::x) : desc();
     const auto fwd = checked("conv2d (small image) forward", [&] {
-      return forward_pd({prop_kind::forward_training, src_any, w_rows, bias, dst_nc}, fused_activation::attr(c.act),
-                        eng);
+      return compat::forward<inner_product_forward>(eng, fused_activation::attr(c.act), prop_kind::forward_training,
+                                                    src_any, w_rows, bias, dst_nc);
     });
-    const auto bww = checked("conv2d (small image) backward weights",
-                             [&] { return backward_weights_pd({src_any, user_w, bias, diff_dst_nc}, eng, fwd); });
+    const auto bww = checked("conv2d (small image) backward weights", [&] {
+      return compat::backward<inner_product_backward_weights>(eng, fwd, src_any, user_w, bias, diff_dst_nc);
+    });
     std::optional<backward_data_pd> bwd;
     if (need_diff_src)
       bwd = checked("conv2d (small image) backward data",
-                    [&] { return backward_data_pd({diff_src_any, w_rows, diff_dst_nc}, eng, fwd); });
+                    [&] { return compat::backward<inner_product_backward_data>(eng, fwd, diff_src_any, w_rows, diff_dst_nc); });
     finish_setup(ctx, src_md, fwd, bww, bwd, user_w, bias, c.act, expanded);
 
     image_desc_ = desc({c.batch, c.out_c, c.out_h, c.out_w}, dt::f32, tag::nchw);

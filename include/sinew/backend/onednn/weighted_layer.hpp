@@ -40,7 +40,7 @@ class inner_product_matmul {
              const memory& bias, const memory& dst, simd::activation act) {
     const desc src_md = ip.src_desc(), dst_md = ip.dst_desc(), w_md = ip.weights_desc();
     if (!(src_md == plain_like(src_md) && dst_md == plain_like(dst_md) && w_md == plain_like(w_md))) return;
-    const auto src_dims = src_md.dims(), dst_dims = dst_md.dims();
+    const auto src_dims = compat::dims_of(src_md), dst_dims = compat::dims_of(dst_md);
     memory::dim in = 1;
     for (std::size_t i = 1; i < src_dims.size(); ++i) in *= src_dims[i];
     const memory::dim batch = src_dims[0], out = dst_dims[1];
@@ -51,7 +51,7 @@ class inner_product_matmul {
     const bool has_bias = bool(bias);
     const desc bias2 = has_bias ? desc({1, out}, dt::f32, tag::ab) : desc();
     const auto pd = checked("inner product forward as matmul", [&] {
-      return dnnl::matmul::primitive_desc({src2, w2, bias2, dst2}, fused_activation::attr(act), eng);
+      return compat::forward<dnnl::matmul>(eng, fused_activation::attr(act), src2, w2, bias2, dst2);
     });
     matmul_ = dnnl::matmul(pd);
     src_ = memory(src2, eng, DNNL_MEMORY_NONE);
@@ -116,7 +116,7 @@ class inner_product_split_backward_data {
              const memory& diff_src) {
     const desc dx_md = bwd.diff_src_desc(), dy_md = bwd.diff_dst_desc(), w_md = bwd.weights_desc();
     if (!(dx_md == plain_like(dx_md) && dy_md == plain_like(dy_md) && w_md == plain_like(w_md))) return;
-    const auto dx_dims = dx_md.dims(), dy_dims = dy_md.dims();
+    const auto dx_dims = compat::dims_of(dx_md), dy_dims = compat::dims_of(dy_md);
     memory::dim in = 1;
     for (std::size_t i = 1; i < dx_dims.size(); ++i) in *= dx_dims[i];
     const memory::dim batch = dx_dims[0], out = dy_dims[1];
@@ -130,7 +130,7 @@ class inner_product_split_backward_data {
     const auto part = [&](memory::dim first, memory::dim cols) {
       const desc w_part({out, cols}, dt::f32, dims{in, 1}), dx_part({batch, cols}, dt::f32, dims{in, 1});
       const auto pd = checked("inner product backward data as matmul",
-                              [&] { return dnnl::matmul::primitive_desc({dy2, w_part, dx_part}, eng); });
+                              [&] { return compat::forward<dnnl::matmul>(eng, {}, dy2, w_part, dx_part); });
       return std::pair{dnnl::matmul(pd), bound_args{{DNNL_ARG_SRC, dy_},
                                                      {DNNL_ARG_WEIGHTS, memory(w_part, eng, w + first)},
                                                      {DNNL_ARG_DST, memory(dx_part, eng, dx + first)}}};
