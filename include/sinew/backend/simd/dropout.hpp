@@ -42,7 +42,7 @@ inline void dropout_apply(const float* src, float* dst, std::size_t n, float p, 
         dst[i] = u >= threshold ? src[i] * scale : 0.0f;
       } else {
         const index_batch idx = index_batch(std::uint32_t(i)) + index_batch::load_aligned(kIota);
-        const V u = xsimd::to_float(xsimd::bitwise_cast<xsimd::batch<std::int32_t>>(dropout_bits(idx, seed) >> 8));
+        const V u = xsimd::to_float(simd_compat::bitwise_cast<std::int32_t>(dropout_bits(idx, seed) >> 8));
         store(dst + i, xsimd::select(u >= V(threshold), load<V>(src + i) * V(scale), V(0.0f)));
       }
     });
@@ -65,7 +65,7 @@ inline void dropout_apply_indexed(const float* src, float* dst, std::size_t coun
       dst[k] = u >= threshold ? src[k] * scale : 0.0f;
     } else {
       const index_batch idx = index_batch(at) + offsets;
-      const V u = xsimd::to_float(xsimd::bitwise_cast<xsimd::batch<std::int32_t>>(dropout_bits(idx, seed) >> 8));
+      const V u = xsimd::to_float(simd_compat::bitwise_cast<std::int32_t>(dropout_bits(idx, seed) >> 8));
       store(dst + k, xsimd::select(u >= V(threshold), load<V>(src + k) * V(scale), V(0.0f)));
     }
   });

@@ -10,8 +10,7 @@
 #include <cmath>
 #include <cstddef>
 
-#include "sinew/core/detail/vector_intrinsics.hpp"  // first: see its comment
-#include <xsimd/xsimd.hpp>
+#include "sinew/core/detail/xsimd_compat.hpp"
 
 namespace sinew::simd {
 
@@ -54,7 +53,7 @@ inline float sum(const float* p, std::size_t n) {
   batch acc(0.0f);
   std::size_t i = 0;
   for (; i + kWidth <= n; i += kWidth) acc += batch::load_unaligned(p + i);
-  float total = xsimd::hadd(acc);
+  float total = simd_compat::reduce_add(acc);
   for (; i < n; ++i) total += p[i];
   return total;
 }

@@ -20,8 +20,7 @@
 #include <cstddef>
 #include <type_traits>
 
-#include "sinew/core/detail/vector_intrinsics.hpp"  // first: see its comment
-#include <xsimd/xsimd.hpp>
+#include "sinew/core/detail/xsimd_compat.hpp"
 
 namespace sinew::simd::thin_conv {
 
@@ -128,7 +127,7 @@ inline void weights_tile(const float* dz, std::size_t dz_stride, std::size_t dz_
 #pragma GCC unroll 16
   for (int o = 0; o < OB; ++o)
 #pragma GCC unroll 16
-    for (int t = 0; t < TB; ++t) dw[std::size_t(o) * dw_stride + std::size_t(t)] += xsimd::hadd(acc[o][t]);
+    for (int t = 0; t < TB; ++t) dw[std::size_t(o) * dw_stride + std::size_t(t)] += simd_compat::reduce_add(acc[o][t]);
 }
 
 template <class Arch, int RB, int NV>
