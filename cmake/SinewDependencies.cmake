@@ -9,8 +9,10 @@
 #           TensorFlow's x86 builds contract: backend/eigen/gemm.hpp)
 #   mpi     comm::Mpi: MPI and Boost.MPI
 #
-# Each comes from a Debian 12 package (scripts/install-deps installs them all) or from vcpkg (the sinew port's
-# features). A missing one is one sentence naming the component and the package, left in
+# Each comes from a Debian 12 or 13 package (scripts/install-deps installs them all) or from vcpkg (the sinew
+# port's features). xsimd and oneDNN are accepted in the majors sinew is written against: xsimd 8 (Debian 12) to 13
+# (Debian 13, vcpkg), oneDNN 2.6 (Debian 12) and 3 (Debian 13: 3.7, vcpkg); their differences live in one header
+# each (core/detail/xsimd_compat.hpp, backend/onednn/compat.hpp). A missing one is one sentence naming the component and the package, left in
 # sinew_<component>_NOT_FOUND_MESSAGE: the project's own configure stops with it, a consumer's
 # find_package(sinew) reports it as sinew's NOT_FOUND_MESSAGE when that component is required.
 include(CMakeFindDependencyMacro)
@@ -26,8 +28,24 @@ macro(sinew_need _sinew_component _sinew_package _sinew_debian)
     if(NOT ${_sinew_package}_FOUND)
       string(CONCAT sinew_${_sinew_component}_NOT_FOUND_MESSAGE
              "sinew's component ${_sinew_component} needs ${_sinew_package}, which was not found: install the "
-             "Debian 12 package ${_sinew_debian} (scripts/install-deps installs every dependency), or with vcpkg "
+             "Debian package ${_sinew_debian} (scripts/install-deps installs every dependency), or with vcpkg "
              "the port's feature sinew[${_sinew_component}].")
+    endif()
+  endif()
+endmacro()
+
+# sinew_need_majors(<component> <package> <debian-package> <lowest version> <highest major> [arguments...])
+# As sinew_need, for a package whose config file accepts only its own major (xsimd's and oneDNN's do): found
+# without a version, then its version checked against the range sinew is written against.
+macro(sinew_need_majors _sinew_component _sinew_package _sinew_debian _sinew_lowest _sinew_highest_major)
+  sinew_need(${_sinew_component} ${_sinew_package} ${_sinew_debian} ${ARGN})
+  if(${_sinew_package}_FOUND AND NOT DEFINED sinew_${_sinew_component}_NOT_FOUND_MESSAGE)
+    string(REGEX MATCH "^[0-9]+" _sinew_major "${${_sinew_package}_VERSION}")
+    if(${_sinew_package}_VERSION VERSION_LESS ${_sinew_lowest} OR _sinew_major GREATER ${_sinew_highest_major})
+      string(CONCAT sinew_${_sinew_component}_NOT_FOUND_MESSAGE
+             "sinew's component ${_sinew_component} needs ${_sinew_package} ${_sinew_lowest} to "
+             "${_sinew_highest_major}.x, and found ${${_sinew_package}_VERSION}: install Debian 12's or 13's "
+             "${_sinew_debian}, or point CMAKE_PREFIX_PATH at a ${_sinew_package} in that range.")
     endif()
   endif()
 endmacro()
@@ -44,15 +62,15 @@ macro(sinew_need_dnnl _sinew_dnnl_component)
       sinew_need(${_sinew_dnnl_component} OpenCL ocl-icd-opencl-dev)
     endif()
   endif()
-  sinew_need(${_sinew_dnnl_component} dnnl libdnnl-dev 2.6)
+  sinew_need_majors(${_sinew_dnnl_component} dnnl libdnnl-dev 2.6 3)
 endmacro()
 
 # sinew_find_component(<component>): finds what <component> needs (a macro: the packages' variables and
 # targets land in the caller's scope).
 macro(sinew_find_component _sinew_c)
   if("${_sinew_c}" STREQUAL "core")
-    sinew_need(core xsimd libxsimd-dev 8)
-    # Debian 12's xsimd target links "xtl" although xsimd 8 is used here without it and Debian ships no xtl
+    sinew_need_majors(core xsimd libxsimd-dev 8 13)
+    # Debian 12's xsimd target links "xtl" although xsimd 8 is used here without it and Debian 12 ships no xtl
     # package: drop that link so consumers do not fail with "cannot find -lxtl".
     if(TARGET xsimd AND NOT TARGET xtl)
       get_target_property(_sinew_xsimd_links xsimd INTERFACE_LINK_LIBRARIES)
@@ -84,7 +102,7 @@ macro(sinew_find_component _sinew_c)
     sinew_need_dnnl(eigen)   # dnnl_sgemm, the Eigen backend's matrix kernel
   elseif("${_sinew_c}" STREQUAL "mpi")
     sinew_need(mpi MPI "libopenmpi-dev and openmpi-bin" COMPONENTS CXX)
-    sinew_need(mpi Boost libboost-mpi-dev 1.74 COMPONENTS mpi serialization)
+    sinew_need(mpi Boost libboost-mpi-dev 1.74 CONFIG COMPONENTS mpi serialization)
   else()
     string(REPLACE ";" ", " _sinew_known "${SINEW_COMPONENTS}")
     set(sinew_${_sinew_c}_NOT_FOUND_MESSAGE
