@@ -74,6 +74,88 @@ def autocast(torch, precision):
     return contextlib.nullcontext()
 
 
+def torch_version_tuple(torch):
+    """(major, minor) of torch.__version__ ("1.13.0a0+git..." or "2.6.0+debian")."""
+    m = re.match(r"(\d+)\.(\d+)", torch.__version__)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def add_compile(p):
+    """--compile auto|on|off: torch.compile (inductor) as one more candidate besides eager NCHW and channels_last."""
+    p.add_argument("--compile", choices=("auto", "on", "off"), default="auto",
+                   help="also time torch.compile(model) (inductor, NCHW) where torch has it (2.x): auto (default) "
+                        "where available, on (exit 2 where not), off")
+
+
+def compile_available(torch):
+    """None when torch.compile can be tried, else why not (PyTorch 1.x has no torch.compile)."""
+    if torch_version_tuple(torch) < (2, 0) or not hasattr(torch, "compile"):
+        return "torch %s has no torch.compile" % torch.__version__
+    return None
+
+
+def compile_wanted(torch, mode):
+    """Whether to run the torch.compile candidate for --compile `mode`, and a status for the results."""
+    if mode == "off":
+        return False, "off"
+    why = compile_available(torch)
+    if why is None:
+        cold_compile_cache()
+        return True, "ok"
+    if mode == "on":
+        sys.stderr.write("--compile on: %s\n" % why)
+        sys.exit(2)
+    return False, "unavailable: " + why
+
+
+def cold_compile_cache():
+    """Inductor keeps compiled graphs and kernels on disk (/tmp/torchinductor_USER) and reuses them across runs, which
+    would make compile_seconds depend on what ran before. Unless TORCHINDUCTOR_CACHE_DIR is set, this process gets
+    an empty cache of its own, removed at exit, so that compile_seconds is a cold compile."""
+    if os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
+        return
+    import atexit
+    import shutil
+    import tempfile
+    path = tempfile.mkdtemp(prefix="sinew_inductor_")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = path
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+
+
+def compile_model(torch, model):
+    """torch.compile(model) with the default inductor backend, on a fresh dynamo cache (each candidate builds a new
+    model, so that earlier candidates' graphs neither count toward recompile limits nor shorten compile time)."""
+    import torch._dynamo
+    torch._dynamo.reset()
+    return torch.compile(model, backend="inductor")
+
+
+def compile_failure(exc):
+    """A one-line status for a torch.compile candidate that raised: inductor's BackendCompilerFailed says what failed
+    on its second line ("backend='inductor' raised:" / "CalledProcessError: ...")."""
+    lines = [l.strip() for l in str(exc).splitlines() if l.strip()]
+    text = " ".join(lines[:2])
+    return "failed: %s: %s" % (type(exc).__name__, text[:300])
+
+
+def first_step_seconds(step):
+    """The first call of a compiled step: dynamo traces and inductor compiles forward and backward here."""
+    t0 = time.perf_counter()
+    step()
+    return time.perf_counter() - t0
+
+
+def init_gloo(dist, port, rank, world_size):
+    """dist.init_process_group("gloo") with a TCP rendezvous on loopback. PyTorch >= 2.4 asks for the libuv TCPStore
+    by default, which Debian's python3-torch is built without ("use_libuv was requested but PyTorch was build without
+    libuv support"); USE_LIBUV=0 selects the store 1.13 has always used (older versions ignore the variable). Every
+    rank is on this host, so Gloo binds to the loopback interface (GLOO_SOCKET_IFNAME=lo; unset, 2.x warns when the
+    hostname does not resolve and falls back to it anyway)."""
+    os.environ.setdefault("USE_LIBUV", "0")
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port, rank=rank, world_size=world_size)
+
+
 def setup_threads(torch, threads):
     # Inter-op must be set before any inter-op parallel work has started.
     try:

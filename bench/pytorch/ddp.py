@@ -38,7 +38,7 @@ def worker(rank, args, port):
     if args.bind == "core":
         os.sched_setaffinity(0, {rank % os.cpu_count()})
     common.setup_threads(torch, args.threads)
-    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port, rank=rank, world_size=args.ranks)
+    common.init_gloo(dist, port, rank, args.ranks)
     torch.manual_seed(1234)
     model = getattr(models, args.net)(num_classes=10)
     assert sum(p.numel() for p in model.parameters()) == NETS[args.net]

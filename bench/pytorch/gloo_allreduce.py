@@ -34,7 +34,7 @@ def worker(rank, args, port):
     if args.bind == "core":
         os.sched_setaffinity(0, {rank % os.cpu_count()})
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port, rank=rank, world_size=args.ranks)
+    common.init_gloo(dist, port, rank, args.ranks)
     size = args.min
     while size <= args.max:
         data = torch.ones(size // 4)

@@ -3,11 +3,13 @@
 
 Timed step = zero_grad + forward + CrossEntropyLoss + backward + SGD(lr=0.01, momentum=0.9).step.
 Synthetic data is generated once with a fixed seed. Both NCHW (contiguous) and channels_last
-memory formats are measured; the best is reported as images_per_second.
+memory formats are measured and, on PyTorch 2.x, torch.compile(model) (inductor, NCHW) too, its first
+step (tracing and compilation) reported apart as compile_seconds; the best is reported as images_per_second.
 
 --precision bf16 runs forward and loss under torch.autocast("cpu", dtype=torch.bfloat16).
 
-Usage: /usr/bin/python3 bench/pytorch/lenet5.py [--batch 42,128] [--threads 2] [--precision f32|bf16] [--json FILE]
+Usage: /usr/bin/python3 bench/pytorch/lenet5.py [--batch 42,128] [--threads 2] [--precision f32|bf16]
+       [--compile auto|on|off] [--json FILE]
 Exit code 3 if torch cannot be imported.
 """
 
@@ -34,7 +36,8 @@ def build_model(nn):
     )
 
 
-def measure(torch, batch, memory_format, args):
+def measure(torch, batch, memory_format, args, compiled=False):
+    """Images/s of the best repeat, and the compiled model's first-step seconds (None when eager)."""
     nn = torch.nn
     torch.manual_seed(SEED)
     model = build_model(nn)
@@ -57,12 +60,18 @@ def measure(torch, batch, memory_format, args):
         loss.backward()
         opt.step()
 
+    compile_seconds = None
+    if compiled:
+        model = common.compile_model(torch, model)
+        compile_seconds = common.first_step_seconds(step)
     times = common.time_steps(step, args.warmup, args.steps, args.repeats)
-    return batch * args.steps / min(times)
+    return batch * args.steps / min(times), compile_seconds
 
 
 def main():
-    args = common.base_arg_parser(__doc__.splitlines()[0], DEFAULT_BATCHES).parse_args()
+    p = common.base_arg_parser(__doc__.splitlines()[0], DEFAULT_BATCHES)
+    common.add_compile(p)
+    args = p.parse_args()
     batches = common.parse_batches(args.batch, DEFAULT_BATCHES)
     if args.threads < 1 or args.steps < 1 or args.repeats < 1 or args.warmup < 0:
         raise SystemExit("--threads/--steps/--repeats must be >= 1 and --warmup >= 0")
@@ -70,20 +79,32 @@ def main():
     torch = common.import_torch()
     common.setup_threads(torch, args.threads)
     blas = common.blas_info(torch)
+    use_compile, compile_status = common.compile_wanted(torch, args.compile)
 
     results = []
     for batch in batches:
-        ips = {}
+        ips, compile_seconds, status = {}, None, compile_status
         for name, fmt in (("nchw", torch.contiguous_format), ("channels_last", torch.channels_last)):
-            ips[name] = measure(torch, batch, fmt, args)
+            ips[name] = measure(torch, batch, fmt, args)[0]
+        if use_compile:
+            try:
+                ips["compile"], compile_seconds = measure(torch, batch, torch.contiguous_format, args, compiled=True)
+            except Exception as exc:  # a backend error (no C++ compiler, an unsupported op): eager figures only
+                status = common.compile_failure(exc)
+                sys.stderr.write("lenet5: torch.compile candidate %s\n" % status)
+        best = max(ips, key=ips.get)
         results.append({
             "net": "lenet5",
             "batch": batch,
             "precision": args.precision,
             "threads": torch.get_num_threads(),
-            "images_per_second": round(max(ips.values()), 1),
+            "images_per_second": round(ips[best], 1),
+            "best": best,
             "images_per_second_nchw": round(ips["nchw"], 1),
             "images_per_second_channels_last": round(ips["channels_last"], 1),
+            "images_per_second_compile": round(ips["compile"], 1) if "compile" in ips else None,
+            "compile_seconds": round(compile_seconds, 3) if compile_seconds is not None else None,
+            "compile": status,
             "torch_version": torch.__version__,
             "blas": blas,
             "peak_rss_bytes": common.peak_rss_bytes(),

@@ -64,7 +64,10 @@ def main():
             return image, record[0]
 
     loader = torch.utils.data.DataLoader(CifarRecords(), batch_size=args.batch, shuffle=True, drop_last=True,
-                                         num_workers=args.workers)
+                                         num_workers=args.workers,
+                                         # fork, as on Linux by default up to Python 3.13 (3.14 starts forkserver,
+                                         # which cannot pickle this local Dataset class)
+                                         multiprocessing_context="fork" if args.workers > 0 else None)
     nn = torch.nn
     if args.net == "lenet5":
         model = nn.Sequential(nn.Conv2d(3, 6, 5), nn.Tanh(), nn.AvgPool2d(2), nn.Conv2d(6, 16, 5), nn.Tanh(),
@@ -94,6 +97,7 @@ def main():
     elapsed = time.perf_counter() - start if start is not None else 0.0
     del it  # ends the worker processes, so that RUSAGE_CHILDREN counts them
     timed = steps - WARMUP
+    print("info torch %s, torchvision %s, %d workers" % (torch.__version__, torchvision.__version__, args.workers))
     print("result images_per_second %.6g" % (timed * args.batch / elapsed if elapsed > 0 else 0.0))
     print("result waited %.6g" % waited)
     print("result peak_rss_bytes %d" % common.peak_rss_bytes())

@@ -3,8 +3,9 @@
 
 Each plan line is `group<TAB>shape<TAB>key=value,...` (see bench/ops.cpp). For each group this script times
 what PyTorch runs for it (the operator a PyTorch training step calls) and writes CSV rows
-`group,operation,shape,seconds,impl`. Each figure is the median of at least 3 calls, and of as many as fit in
---min-time seconds (at most --max-calls), after one untimed call: the same rule as the C++ side.
+`group,operation,shape,seconds,impl`, impl ending with "[torch VERSION]". Each figure is the median of at least 3
+calls, and of as many as fit in --min-time seconds (at most --max-calls), after one untimed call: the same rule as
+the C++ side.
 
 Usage: /usr/bin/python3 bench/pytorch/ops.py --plan PLAN.tsv --out ROWS.csv [--threads 2] [--min-time 0.3]
 Exit code 3 if torch cannot be imported.
@@ -152,7 +153,9 @@ def main():
     with open(args.out, "w") as f:
         f.write("group,operation,shape,seconds,impl\n")
         for group, operation, shape, seconds, impl in rows:
-            f.write("%s,%s,%s,%.9g,%s\n" % (group, operation, shape, seconds, impl))
+            # impl is the last column (it may hold commas); it ends with the torch version, so that bench/ops's
+            # merged CSV says which PyTorch each row is from.
+            f.write("%s,%s,%s,%.9g,%s [torch %s]\n" % (group, operation, shape, seconds, impl, torch.__version__))
     print("pytorch %s, BLAS %s, %d threads" % (torch.__version__, common.blas_info(torch), torch.get_num_threads()))
     return 0
 

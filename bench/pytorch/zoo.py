@@ -9,12 +9,15 @@ Networks (torchvision 0.14, num_classes=10):
   vgg16_bn        on 3x32x32
 Training step = zero_grad + forward + CrossEntropyLoss + backward + SGD(lr=0.01, momentum=0.9).step, in train()
 mode (dropout and batch statistics on); --precision bf16 runs forward and loss under
-torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's CPU mixed precision. Inference = eval() forward under torch.no_grad(). Both NCHW and
-channels_last are measured; images_per_second is the better of the two.
+torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's CPU mixed precision. Inference = eval() forward under
+torch.no_grad(). Both NCHW and channels_last are measured and, on PyTorch 2.x, torch.compile(model) (inductor, NCHW)
+too, its first step (tracing and compilation, on an empty inductor cache) reported apart as compile_seconds;
+images_per_second is the best of them.
 
-Prints "result KEY VALUE" lines (read by bench/zoo); --json FILE also writes them as one JSON object.
+Prints "result KEY VALUE" lines (read by bench/zoo), "info torch VERSION, ..." and "info compile STATUS";
+--json FILE also writes them as one JSON object, with torch_version.
 Usage: /usr/bin/python3 bench/pytorch/zoo.py --net resnet18 --batch 42 [--threads 2] [--warmup 10] [--steps 10]
-       [--inference] [--precision f32|bf16]
+       [--inference] [--precision f32|bf16] [--compile auto|on|off]
 Exit code 3 if torch cannot be imported.
 """
 
@@ -48,7 +51,8 @@ def build(torch, name):
     return getattr(models, name)(num_classes=10)
 
 
-def measure(torch, args, memory_format):
+def measure(torch, args, memory_format, compiled=False):
+    """Images/s, the parameter count and the compiled model's first-step seconds (None when eager)."""
     torch.manual_seed(SEED)
     model = build(torch, args.net)
     size, expected = NETS[args.net]
@@ -76,8 +80,12 @@ def measure(torch, args, memory_format):
             loss.backward()
             opt.step()
 
+    compile_seconds = None
+    if compiled:
+        model = common.compile_model(torch, model)
+        compile_seconds = common.first_step_seconds(step)
     times = common.time_steps(step, args.warmup, args.steps, 1)
-    return args.batch * args.steps / min(times), nparams
+    return args.batch * args.steps / min(times), nparams, compile_seconds
 
 
 def main():
@@ -90,29 +98,44 @@ def main():
     p.add_argument("--inference", action="store_true")
     p.add_argument("--json", metavar="FILE")
     common.add_precision(p)
+    common.add_compile(p)
     args = p.parse_args()
     if args.batch < 1 or args.threads < 1 or args.steps < 1 or args.warmup < 0:
         raise SystemExit("--batch/--threads/--steps must be >= 1 and --warmup >= 0")
     torch = common.import_torch()
     common.setup_threads(torch, args.threads)
-    ips = {}
+    use_compile, status = common.compile_wanted(torch, args.compile)
+    ips, compile_seconds = {}, None
     for name, fmt in (("nchw", torch.contiguous_format), ("channels_last", torch.channels_last)):
-        ips[name], nparams = measure(torch, args, fmt)
+        ips[name], nparams, _ = measure(torch, args, fmt)
+    if use_compile:
+        try:
+            ips["compile"], _, compile_seconds = measure(torch, args, torch.contiguous_format, compiled=True)
+        except Exception as exc:  # a backend error (no C++ compiler, an unsupported op): eager figures only
+            status = common.compile_failure(exc)
+            sys.stderr.write("zoo: torch.compile candidate %s\n" % status)
+    best = max(ips, key=ips.get)
     result = {
-        "images_per_second": max(ips.values()),
+        "images_per_second": ips[best],
         "images_per_second_nchw": ips["nchw"],
         "images_per_second_channels_last": ips["channels_last"],
         "parameters": nparams,
         "threads": torch.get_num_threads(),
         "peak_rss_bytes": common.peak_rss_bytes(),
     }
+    if "compile" in ips:
+        result["images_per_second_compile"] = ips["compile"]
+        result["compile_seconds"] = compile_seconds
     for k, v in result.items():
         print("result %s %.9g" % (k, v), flush=True)
     print("info torch %s, BLAS %s" % (torch.__version__, common.blas_info(torch)), flush=True)
+    print("info compile %s; best %s" % (status, best), flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(result, net=args.net, batch=args.batch, inference=args.inference,
-                           precision=args.precision), f, indent=2)
+                           precision=args.precision, best=best, compile=status, torch_version=torch.__version__),
+                      f, indent=2)
+            f.write("\n")
     return 0
 
 

@@ -12,9 +12,13 @@
 namespace sinew::bench {
 
 /// Anchor results keyed by batch size; empty when torch cannot be imported (the script exits with 3).
+/// images_per_second is the best candidate's: eager NCHW, channels_last or (PyTorch 2.x) torch.compile, named in
+/// best; compile_seconds (the compiled model's first step) is there only where torch.compile ran.
 struct Anchor {
   std::map<int, double> images_per_second;
   std::map<int, double> peak_rss_bytes;
+  std::map<int, double> images_per_second_compile, compile_seconds;
+  std::map<int, std::string> best;
   std::string torch_version, blas, note;
 };
 
@@ -49,6 +53,11 @@ inline Anchor run_pytorch_anchor(const std::string& script, const std::string& a
     const int batch = j["batch"].get<int>();
     a.images_per_second[batch] = number("images_per_second");
     a.peak_rss_bytes[batch] = number("peak_rss_bytes");
+    if (number("compile_seconds") > 0) {
+      a.images_per_second_compile[batch] = number("images_per_second_compile");
+      a.compile_seconds[batch] = number("compile_seconds");
+    }
+    a.best[batch] = text("best");
     a.torch_version = text("torch_version");
     a.blas = text("blas");
   }

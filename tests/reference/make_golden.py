@@ -10,13 +10,14 @@ reference_nets.py, on BATCH images from the same formula and fixed labels:
   num_batches_tracked after the forward pass
 
 The values are float64 results (see run()); torch_float32_error is how far PyTorch's own float32 run is from
-them. No weights are stored: sinew's test recomputes them from the formula by name. Run from anywhere:
-  /usr/bin/python3 tests/reference/make_golden.py [net ...]
+them. No weights are stored: sinew's test recomputes them from the formula by name. Run from anywhere, with
+PyTorch 1.13 (Debian 12) or 2.x (Debian 13); --out DIR writes elsewhere than golden/ (to compare, say):
+  /usr/bin/python3 tests/reference/make_golden.py [--out DIR] [net ...]
 """
 
+import argparse
 import json
 import os
-import sys
 
 import numpy as np
 
@@ -89,7 +90,7 @@ def compare(table, tensors, worst):
             worst.add(float(flat[i]), v, floor)
 
 
-def run(net):
+def run(net, out_dir):
     """The golden values are computed in float64 from the same float32 weights and input: the exact answer, up
     to float64 rounding. PyTorch's own float32 run is compared with them by the C++ test's metric and its error
     kept as torch_float32_error: where BatchNorm normalises a handful of nearly equal values (the ImageNet stem
@@ -129,7 +130,7 @@ def run(net):
     compare(golden["buffers"], dict(model32.named_buffers()), b32)
     golden["torch_float32_error"] = {"logits": logits.error, "grads": g32.error, "buffers": b32.error}
 
-    path = os.path.join(rn.HERE, "golden", net + ".json")
+    path = os.path.join(out_dir, net + ".json")
     with open(path, "w") as f:
         f.write(dump(golden))
     print("%s: loss %.6f, %d keys, PyTorch float32's error: logits %.1e, gradients %.1e, running statistics %.1e"
@@ -138,8 +139,17 @@ def run(net):
 
 
 def main():
-    for net in sys.argv[1:] or rn.NETS:
-        run(net)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", metavar="DIR", default=os.path.join(rn.HERE, "golden"),
+                    help="where <net>.json goes (default tests/reference/golden)")
+    ap.add_argument("nets", nargs="*", metavar="net", help="default: all of %s" % ", ".join(rn.NETS))
+    args = ap.parse_args()
+    unknown = [n for n in args.nets if n not in rn.NETS]
+    if unknown:
+        ap.error("unknown net %s; one of %s" % (", ".join(unknown), ", ".join(rn.NETS)))
+    os.makedirs(args.out, exist_ok=True)
+    for net in args.nets or rn.NETS:
+        run(net, args.out)
 
 
 if __name__ == "__main__":
