@@ -54,8 +54,8 @@ inline memory::desc with_data_type(const memory::desc& d, memory::data_type type
   if (d.get_inner_nblks() == 0) return memory::desc(shape, type, d.get_strides());
   for (int t = dnnl_a; t < dnnl_format_tag_last; ++t) {
     const auto tag = static_cast<memory::format_tag>(t);
-    const memory::desc same(shape, d.get_data_type(), tag, /*allow_empty=*/true);
-    if (!same.is_zero() && same == d) return memory::desc(shape, type, tag);
+    const memory::desc same(shape, d.get_data_type(), tag, /*allow_empty=*/true);  // empty where the tag does not fit
+    if (bool(same) && same == d) return memory::desc(shape, type, tag);
   }
   throw dnnl::error(dnnl_unimplemented, "no format tag names this blocked layout");
 #else
