@@ -48,7 +48,8 @@ def main():
         killed = args.save_ranks - 1
         if code == 0 or code is None:
             problems.append(f"the saving job exited with {code}, not with the killed rank's failure")
-        if not re.search(rf"rank {killed} .*exited on signal 9", output):
+        # Open MPI 4.1's mpirun says it on one line; Open MPI 5's prterun breaks the line after "exited on".
+        if not re.search(rf"rank {killed} .*exited on\s+signal 9", output):
             problems.append(f"the saving job's output does not name rank {killed} as killed by signal 9")
         for name in ("ps", "ring", "ring-odd"):
             if not os.path.exists(os.path.join(directory, name, "checkpoint.json")):
