@@ -189,6 +189,15 @@ int main(int argc, char** argv) try {
       if (profile) j["operators"] = r.operators;
       const auto& anchor = anchors["f32"];
       j["pytorch"] = anchor.torch_version.empty() ? sinew::metrics::Json() : sinew::metrics::Json(anchor.torch_version + ", BLAS " + anchor.blas);
+      // The best of eager NCHW, channels_last and (PyTorch 2) torch.compile, and the compile's own figures.
+      const auto at = [b](const std::map<int, double>& by_batch) {
+        const auto it = by_batch.find(b);
+        return it == by_batch.end() ? sinew::metrics::Json() : sinew::metrics::Json(it->second);
+      };
+      const auto best_it = anchor.best.find(b);
+      j["pytorch_best"] = best_it == anchor.best.end() ? sinew::metrics::Json() : sinew::metrics::Json(best_it->second);
+      j["pytorch_images_per_second_compile"] = at(anchor.images_per_second_compile);
+      j["pytorch_compile_seconds"] = at(anchor.compile_seconds);
       out.push_back(std::move(j));
     }
   }

@@ -46,11 +46,20 @@ struct Measurement {
   std::map<std::string, double> values;  // images_per_second, peak_rss_bytes, ...
   std::vector<std::string> operators;    // "convolution 23.64 ms" with --profile
   std::string failure;
+  std::vector<std::string> info;         // bench/pytorch/zoo.py's "info torch VERSION, BLAS ..." and "info compile ..."
 };
 
 Measurement run_child(const std::string& command) {
   sinew::bench::ChildOutput c = sinew::bench::run_child(command);
-  return {std::move(c.results), std::move(c.lines["operator"]), std::move(c.failure)};
+  return {std::move(c.results), std::move(c.lines["operator"]), std::move(c.failure), std::move(c.lines["info"])};
+}
+
+/// The text after "info KEY " in a PyTorch child's output ("torch": its version and BLAS; "compile": how
+/// torch.compile went and which candidate was best), or empty.
+std::string info_of(const Measurement& m, const std::string& key) {
+  for (const auto& line : m.info)
+    if (line.rfind(key + " ", 0) == 0) return line.substr(key.size() + 1);
+  return "";
 }
 
 std::string child_command(const zoo::Config& c, const std::string& backend, const std::string& precision) {
@@ -226,6 +235,12 @@ int main(int argc, char** argv) try {
         j["share_of_peak"] = peak > 0 ? Json(gflops / peak) : Json();
         j["pytorch_gflops"] = tips > 0 ? Json(flops_per_image * tips / 1e9) : Json();
         j["pytorch_bf16_autocast_gflops"] = tips_bf16 > 0 ? Json(flops_per_image * tips_bf16 / 1e9) : Json();
+        // Which PyTorch the anchor ran (1.13 on Debian 12, 2.6 on 13) and its torch.compile candidate, on 2.x.
+        j["pytorch"] = tips > 0 ? Json(info_of(torch, "torch")) : Json();
+        j["pytorch_compile"] = tips > 0 ? Json(info_of(torch, "compile")) : Json();
+        j["pytorch_images_per_second_compile"] =
+            get(torch, "images_per_second_compile") > 0 ? Json(get(torch, "images_per_second_compile")) : Json();
+        j["pytorch_compile_seconds"] = get(torch, "compile_seconds") > 0 ? Json(get(torch, "compile_seconds")) : Json();
         if (!m.operators.empty()) {
           auto ops = Json::array();
           for (const auto& op : m.operators) ops.push_back(op);
