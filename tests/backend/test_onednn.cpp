@@ -43,6 +43,31 @@ void expect_close(const std::vector<float>& got, const std::vector<double>& want
   for (std::size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], tol * (1 + std::fabs(want[i]))) << "at " << i;
 }
 
+// compat::with_data_type re-types a descriptor in its own layout, plain or blocked, on either major of oneDNN (3 has
+// no setter; compat.hpp finds the layout again among the format tags): the bytes a bf16 tensor takes between layers
+// and the f32 copy that f32_input reorders it into.
+TEST(onednn_compat, with_data_type_keeps_plain_and_blocked_layouts) {
+  using backend::onednn::compat::with_data_type;
+  using backend::onednn::compat::data_type_of;
+  using backend::onednn::compat::dims_of;
+  using tag = backend::onednn::tag;
+  using dt = backend::onednn::dt;
+  const dnnl::memory::dims shape{3, 20, 5, 7};
+  for (const tag t : {tag::nchw, tag::nhwc, tag::nChw8c, tag::nChw16c}) {
+    const backend::onednn::desc f32(shape, dt::f32, t);
+    const backend::onednn::desc bf16 = with_data_type(f32, dt::bf16);
+    EXPECT_EQ(data_type_of(bf16), dt::bf16);
+    EXPECT_EQ(dims_of(bf16), shape);
+    EXPECT_TRUE(bf16 == backend::onednn::desc(shape, dt::bf16, t)) << "format tag " << int(t);
+    EXPECT_EQ(bf16.get_size() * 2, f32.get_size()) << "format tag " << int(t);
+    EXPECT_TRUE(with_data_type(bf16, dt::f32) == f32) << "format tag " << int(t);
+  }
+  // A strided sub-tensor has no tag: its strides carry over.
+  const backend::onednn::desc whole({4, 8}, dt::f32, tag::ab);
+  const backend::onednn::desc part = whole.submemory_desc({4, 3}, {0, 2});
+  EXPECT_TRUE(with_data_type(part, dt::f32) == part);
+}
+
 TEST(onednn_forward, conv2d_k3_s2_p1_matches_reference) {
   Fixture<Sequential<Input<3, 9, 9>, Conv2d<5, 3, 2, 1>>> f;
   const float* w = f.params();
