@@ -51,7 +51,9 @@ class batch_norm_op {
                                            s.fwd_pd);
       });
       s.bwd = batch_normalization_backward(bwd_pd);
-      if (relu) s.workspace = memory(s.fwd_pd.workspace_desc(), eng);
+      // Not every implementation keeps a workspace (oneDNN 3.7's AVX2 kernel in eval mode has none), and oneDNN 3
+      // refuses an argument the primitive does not take.
+      if (relu && s.fwd_pd.workspace_desc().get_size() > 0) s.workspace = memory(s.fwd_pd.workspace_desc(), eng);
     }
     const auto& pd = modes_[kTrain].fwd_pd;
     const desc channel_md({c.channels}, dt::f32, tag::x);
