@@ -131,7 +131,8 @@ class batch_norm_op {
       s.bwd_args.set(DNNL_ARG_SRC, src);
       s.bwd_args.set(DNNL_ARG_MEAN, mean);
       s.bwd_args.set(DNNL_ARG_VARIANCE, variance);
-      s.bwd_args.set(DNNL_ARG_SCALE, scale_);  // backward reads no shift: oneDNN 3 refuses an argument it does not use
+      s.bwd_args.set(DNNL_ARG_SCALE, scale_);
+      if constexpr (compat::kBatchNormBackwardTakesShift) s.bwd_args.set(DNNL_ARG_SHIFT, shift_);
       s.bwd_args.set(DNNL_ARG_DIFF_SRC, diff_src_);
       s.bwd_args.set(DNNL_ARG_DIFF_SCALE, diff_scale_);
       s.bwd_args.set(DNNL_ARG_DIFF_SHIFT, diff_shift_);

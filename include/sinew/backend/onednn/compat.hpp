@@ -168,6 +168,10 @@ inline dnnl::pooling_backward::primitive_desc pooling_backward(const dnnl::engin
 }
 /// @}
 
+/// Whether batch norm's backward takes the shift (DNNL_ARG_SHIFT) with `use_shift`: oneDNN 2 fails the execution
+/// without it, oneDNN 3 with it (an argument the primitive does not read is `invalid_arguments` there).
+inline constexpr bool kBatchNormBackwardTakesShift = DNNL_VERSION_MAJOR < 3;
+
 /// Appends an eltwise post-op (oneDNN 2's took a scale first, always 1 here).
 inline void append_eltwise(dnnl::post_ops& ops, dnnl::algorithm alg, float alpha = 0.f, float beta = 0.f) {
 #if DNNL_VERSION_MAJOR >= 3
