@@ -47,13 +47,10 @@
 // down, this rank ends the whole job when it exits, instead of leaving the others waiting for it.
 #pragma once
 
-#include <cxxabi.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <functional>
@@ -62,7 +59,6 @@
 #include <memory>
 #include <span>
 #include <string>
-#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -78,8 +74,9 @@
 #include "sinew/dist/strategy_spec.hpp"
 #include "sinew/dist/sync_mode.hpp"
 #include "sinew/dist/tensor_layout.hpp"
+#include "sinew/dist/with_defaults.hpp"
 #include "sinew/io/checkpoint.hpp"
-#include "sinew/io/safetensors.hpp"
+#include "sinew/io/run_state.hpp"
 #include "sinew/metrics/profile.hpp"
 #include "sinew/metrics/timeline.hpp"
 #include "sinew/metrics/timer.hpp"
@@ -159,6 +156,8 @@ class Trainer {
   using sync_mode = M;
   using optimizer_type = O;
   using loader_type = L;
+  /// S with the optional members of dist/strategy_spec.hpp defaulted (dist/with_defaults.hpp).
+  using strategy_type = dist::with_defaults<S, M>;
   using input_shape = typename Net::input_shape;
   /// @}
   /// Learning rate at a step, from the base rate: see optim/schedule.hpp.
@@ -182,16 +181,16 @@ class Trainer {
         ctx_(BackendOptions{.threads = cores_.threads(),
                             .cpus = cores_.bind ? cores_.compute : std::vector<int>{}}),
         // A parameter server's server never runs the network: parameters only, no gradient buffer.
-        model_(ctx_, ModelOptions{.seed = options.seed, .gradients = trains(strategy)}),
+        model_(ctx_, ModelOptions{.seed = options.seed, .gradients = strategy.is_worker()}),
         // Under a parameter server the servers build each shard's optimizer (its state lives there): this one
         // only supplies the learning rate, so it holds no state, on workers and servers alike.
-        optimizer_(optimizer, kServerOptimizer ? 0 : model_.parameters().size()),
+        optimizer_(optimizer, strategy_type::kOptimizerOnServers ? 0 : model_.parameters().size()),
         strategy_(std::move(strategy)),
         base_lr_(optimizer_.learning_rate()) {
-    if constexpr (req::has_overlap_hooks<S>) strategy_.set_layer_starts(model_type::layer_starts());
-    if constexpr (req::has_tensor_layout_hook<S>) strategy_.set_tensor_layout(dist::tensor_layout<Net>());
-    strategy_.template start<M>(model_.parameters(), optimizer_);
-    if constexpr (has_agreement) {
+    strategy_.set_layer_starts(model_type::layer_starts());
+    strategy_.set_tensor_layout(dist::tensor_layout<Net>());
+    strategy_.start(model_.parameters(), optimizer_);
+    if constexpr (strategy_type::kAgrees) {
       // Ranks that built other trainers would exchange spans of other sizes in other orders, or wait forever.
       std::string type = std::string(B::kName) + " " + std::string(S::kName) + " " + std::string(M::kName) + " " +
                          std::string(O::kName) + " " + to_string<input_shape>();
@@ -209,7 +208,7 @@ class Trainer {
   /// The optimizer.
   O& optimizer() noexcept { return optimizer_; }
   /// The strategy: rank(), workers(), worker_index() ...
-  S& dist() noexcept { return strategy_; }
+  S& dist() noexcept { return strategy_.get(); }
   /// This rank's cores: how many threads compute, on which cores, bound or not (describe() says it in a line).
   const CorePlan& cores() const noexcept { return cores_; }
   /// The backend's context: threads().
@@ -231,14 +230,12 @@ class Trainer {
   /// call does, the cost). Tracing is off until it is called; calling it again starts a new timeline.
   void start_trace(std::size_t capacity = metrics::Timeline::kDefaultCapacity) {
     timeline_ = std::make_unique<metrics::Timeline>(capacity);
-    if constexpr (requires { strategy_.communicator(); }) {
-      if (strategy_.world_size() > 1) {
-        const auto [offset, uncertainty] = metrics::estimate_clock_offset(strategy_.communicator());
-        timeline_->set_clock_offset(offset, uncertainty);
-      }
+    if (strategy_.world_size() > 1) {
+      const auto [offset, uncertainty] = strategy_.clock_offset();
+      timeline_->set_clock_offset(offset, uncertainty);
     }
     model_.set_timeline(timeline_.get());
-    if constexpr (requires { strategy_.set_timeline(timeline_.get()); }) strategy_.set_timeline(timeline_.get());
+    strategy_.set_timeline(timeline_.get());
   }
   /// The timeline start_trace() records into (null before).
   const metrics::Timeline* timeline() const noexcept { return timeline_.get(); }
@@ -248,10 +245,7 @@ class Trainer {
     if (!timeline_)
       throw error("trainer: write_trace(" + path + ") before start_trace(): nothing was recorded (call "
                   "start_trace() before training)");
-    const metrics::TraceNames names{model_type::node_names(), std::string(S::kName)};
-    if constexpr (requires { strategy_.communicator(); })
-      if (strategy_.world_size() > 1) return metrics::write_trace(strategy_.communicator(), *timeline_, names, path);
-    metrics::write_trace(*timeline_, names, path);
+    strategy_.write_trace(*timeline_, {model_type::node_names(), std::string(S::kName)}, path);
   }
 
   /// Images per second of this process over every step after the warm-up so far.
@@ -276,17 +270,15 @@ class Trainer {
   /// it: it calls serve_epoch() as often as the workers call train_epoch. Collective like train_epoch; throws
   /// sinew::error on a rank that trains.
   EpochStats serve_epoch() {
-    static_assert(kServes, "Trainer::serve_epoch() is for the servers of a parameter server (dist::ParameterServer); "
+    static_assert(strategy_type::kServes, "Trainer::serve_epoch() is for the servers of a parameter server (dist::ParameterServer); "
                            "with this strategy every rank trains: call train_epoch(loader)");
     if (strategy_.is_worker())
       throw error("trainer: serve_epoch() on rank " + std::to_string(strategy_.rank()) +
                   ", a worker of the parameter server: workers train with train_epoch(loader); only servers serve");
     try {
-      if constexpr (has_agreement) {
-        // The workers' agreement on their batches, which a server joins without being compared.
-        const comm::Fact facts[] = {{"local batch size", 0}, {"number of batches in this epoch", 0}};
-        strategy_.require_agreement(std::span<const comm::Fact>(facts, kUnevenEpochs ? 1 : 2), "trainer", false);
-      }
+      // The workers' agreement on their batches, which a server joins without being compared.
+      const comm::Fact facts[] = {{"local batch size", 0}, {"number of batches in this epoch", 0}};
+      strategy_.require_agreement(std::span<const comm::Fact>(facts, kUnevenEpochs ? 1 : 2), "trainer", false);
       EpochStats stats;
       stats.epoch = epoch_;
       return serve_epoch(stats);
@@ -310,9 +302,9 @@ class Trainer {
 
   /// "Trainer<LeNet5<Input<1, 32, 32>>, OneDnn, RingAllReduce<Mpi>, Sync, Sgd>": how checkpoints name it.
   static std::string type_name() {
-    io::CheckpointManifest m;
-    m.trainer = type_parts();
-    return m.trainer_type();
+    io::RunState run;
+    run.type = type_parts();
+    return run.type_name();
   }
 
   /// Collective: every rank (a parameter server's servers too) calls it between epochs, or every rank from the
@@ -320,24 +312,12 @@ class Trainer {
   /// `dir` (created if missing; every rank must see it) as a new checkpoint that replaces the one there only
   /// once it is complete (io/checkpoint.hpp). Throws on every rank if any rank could not write.
   void save_checkpoint(const std::filesystem::path& dir) {
-    static_assert(req::has_state<O>,
-                  "a checkpoint saves and restores the optimizer's state, and this optimizer does not expose it: "
-                  "give it state() -> optim::StateView and set_steps(n) (optim/optimizer_spec.hpp), as Sgd, Adam "
-                  "and RmsProp have");
-    io::CheckpointManifest m;
-    m.trainer = type_parts();
-    m.network_layout = network_layout();
-    m.seed = options_.seed;
-    m.step = std::uint64_t(step_);
-    m.epoch = std::uint64_t(epoch_);
-    m.batches_done = epoch_batch_;
-    if constexpr (kServes)
+    require_optimizer_state();
+    if constexpr (strategy_type::kServes)
       if (epoch_batch_ > 0)
         throw error("trainer: " + std::string(S::kName) + " checkpoints are saved between epochs, not from a step "
                     "callback: its servers are serving the epoch and cannot write their shards until it ends");
-    m.batch_size = loader_seen_.batch_size, m.batches_per_epoch = loader_seen_.batches_per_epoch;
-    m.shuffle_seed = loader_seen_.shuffle_seed;
-    io::save_checkpoint(dir, checkpoint_group(), std::move(m), [&](std::uint64_t g) { write_checkpoint(dir, g); });
+    io::save_run<Net>(dir, strategy_.checkpoint_group(), run_state());
   }
 
   /// Collective, on a trainer built as the one that saved (same type and TrainerOptions::seed): continues the
@@ -357,105 +337,39 @@ class Trainer {
   /// continues at the start of the next.
   /// Returns what did not carry over exactly, as a sentence (empty when the run continues as saved).
   std::string resume(const std::filesystem::path& dir) {
-    static_assert(req::has_state<O>,
-                  "a checkpoint saves and restores the optimizer's state, and this optimizer does not expose it: "
-                  "give it state() -> optim::StateView and set_steps(n) (optim/optimizer_spec.hpp), as Sgd, Adam "
-                  "and RmsProp have");
-    io::CheckpointManifest m;
-    std::vector<float> params(model_type::kParamSpan), buffers(model_type::kBufferSpan);
-    std::uint64_t model_step = 0;
-    std::vector<std::vector<float>> optimizer_state, shard_state;
-    std::int64_t optimizer_steps = 0, shard_steps = 0;
-    std::vector<float> shard_params;
-    const io::CheckpointGroup group = checkpoint_group();
-    io::detail::on_every_rank(group, "load the checkpoint", [&] {
-      m = io::read_manifest(dir);
-      check_same_run(m, dir);
-      const std::string model_file = io::model_file_name(m.generation);
-      const std::string rank_file = io::rank_file_name(saved_rank_for(m), m.generation);
-      io::verify_file(dir, m, model_file);
-      io::verify_file(dir, m, rank_file);
-      io::load_safetensors<Net>(dir / model_file, params, buffers);
-      io::SafetensorsReader reader(dir / rank_file);
-      read_f32(reader, "model.buffers", buffers);
-      model_step = read_count(reader, "model_step");
-      if constexpr (!kServerOptimizer && req::has_state<O>)
-        read_state(reader, "optimizer.", optimizer_.state(), optimizer_state, optimizer_steps);
-      if constexpr (kServerOptimizer) {
-        if (auto shard = strategy_.shard_state()) {
-          check_shard_range(reader, *shard);
-          shard_params.resize(shard->end - shard->begin);
-          read_f32(reader, "shard.parameters", shard_params);
-          read_state(reader, "shard.optimizer.", shard->optimizer, shard_state, shard_steps);
-        }
-      }
-    });
-    // Every check passed on every rank: now change the trainer.
-    std::copy(params.begin(), params.end(), model_.parameters().begin());
-    std::copy(buffers.begin(), buffers.end(), model_.buffers().begin());
-    model_.set_step(model_step);
-    if constexpr (!kServerOptimizer && req::has_state<O>)
-      restore_state(optimizer_.state(), optimizer_state, optimizer_steps, optimizer_);
-    if constexpr (kServerOptimizer) {
-      if (auto shard = strategy_.shard_state()) {
-        std::copy(shard_params.begin(), shard_params.end(), model_.parameters().begin() + std::ptrdiff_t(shard->begin));
-        restore_buffers(shard->optimizer, shard_state);
-        strategy_.set_shard_steps(shard_steps);
-      }
-    }
-    epoch_ = int(m.epoch);
-    epoch_batch_ = std::size_t(m.batches_done);
-    step_ = std::int64_t(m.step);
-    const bool same_ranks = m.world_size == std::uint64_t(strategy_.world_size());
-    // On other ranks each loader gives another number of batches: only the batch size and seed must match.
-    resumed_loader_ = loader_facts{m.batch_size, same_ranks ? m.batches_per_epoch : 0, m.shuffle_seed};
-    loader_seen_ = *resumed_loader_;
-    if (same_ranks) return {};
-    const std::uint64_t saved_workers = saved_workers_of(m), workers = std::uint64_t(strategy_.workers());
-    const auto count = [](std::uint64_t n, const char* what) {
-      return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
-    };
-    std::string note = "resumed on " + count(std::uint64_t(strategy_.world_size()), "rank") + " (" +
-                       count(workers, "worker") + ") a run saved on " + std::to_string(m.world_size) + " (" +
-                       count(saved_workers, "worker") + ") at step " + std::to_string(m.step) + ", epoch " +
-                       std::to_string(m.epoch);
-    if (m.batches_done == 0) return note + ": the epoch starts anew on the new workers";
-    // The saved workers dealt the first batches_done x batch x saved_workers samples of the epoch's permutation
-    // (rank r takes positions r, r + W, ...): the new workers continue there if it is a whole number of steps.
-    const std::uint64_t dealt = m.batches_done * m.batch_size * saved_workers, per_step = m.batch_size * workers;
-    if (dealt % per_step == 0) {
-      epoch_batch_ = std::size_t(dealt / per_step);
-      return note + " after " + std::to_string(dealt) + " samples of it: the new workers continue from that "
-             "sample, at their batch " + std::to_string(epoch_batch_);
-    }
-    ++epoch_;
-    epoch_batch_ = 0;
-    return note + " after " + std::to_string(dealt) + " samples of it, which is no whole number of steps of " +
-           std::to_string(per_step) + " samples on the new workers: the rest of epoch " + std::to_string(m.epoch) +
-           " is not trained, and training continues at the start of epoch " + std::to_string(epoch_);
+    require_optimizer_state();
+    io::RunState run = run_state();
+    std::string note = io::load_run<Net>(dir, strategy_.checkpoint_group(), run);
+    // load_run wrote the parameters, buffers and every section's tensors; the counters are applied here.
+    model_.set_step(run.model_step);
+    if constexpr (req::has_state<O>)
+      if (const NamedState* state = run.section("optimizer.")) optimizer_.set_steps(std::int64_t(state->count("steps")));
+    if (const NamedState* state = run.section("")) strategy_.restore_checkpoint_state(*state);
+    epoch_ = int(run.epoch);
+    epoch_batch_ = std::size_t(run.batches_done);
+    step_ = std::int64_t(run.step);
+    resumed_loader_ = run.loader;
+    loader_seen_ = run.loader;
+    return note;
   }
 
  private:
   EpochStats train_epoch_steps(L& loader, std::size_t max_steps) {
     check_shape(loader);
     check_resumed_loader(loader);
-    if constexpr (has_agreement) {
+    {
       // A rank with another batch size would average its gradient with wrong weights; one with more batches
       // would wait forever in an all-reduce the others never start. A rank that does not train (a parameter
       // server) takes part without being compared.
       const std::uint64_t batches = std::min<std::uint64_t>(loader.batches_per_epoch(), max_steps);
       const comm::Fact facts[] = {{"local batch size", std::uint64_t(loader.batch_size())},
                                   {"number of batches in this epoch", batches}};
-      const std::span<const comm::Fact> checked(facts, kUnevenEpochs ? 1 : 2);
-      if constexpr (requires { strategy_.require_agreement(checked, "trainer", true); })
-        strategy_.require_agreement(checked, "trainer", strategy_.is_worker());
-      else
-        strategy_.require_agreement(checked, "trainer");
+      strategy_.require_agreement(std::span<const comm::Fact>(facts, kUnevenEpochs ? 1 : 2), "trainer",
+                                  strategy_.is_worker());
     }
     EpochStats stats;
     stats.epoch = epoch_;
-    if constexpr (requires { strategy_.template serve<M>(model_.parameters(), stats.phases); })
-      if (!strategy_.is_worker()) return serve_epoch(stats);
+    if (!strategy_.is_worker()) return serve_epoch(stats);
     loader.start_epoch(epoch_);
     ensure_buffers(loader.batch_size());
     // Resumed from a checkpoint saved mid-epoch: the batches the saved run trained are read and passed over.
@@ -489,7 +403,7 @@ class Trainer {
       // only starts it here, and its update() applies the step only if every rank's loss was finite.
       double checked = 0;
       if (options_.check_finite) {
-        if constexpr (kDeferredCheck)
+        if constexpr (strategy_type::kDeferredAgreement)
           strategy_.agree_during_update(std::isfinite(value.loss));
         else
           check_finite(value.loss, epoch_batch_);
@@ -512,9 +426,8 @@ class Trainer {
       }
       optimizer_.set_learning_rate(schedule_ ? schedule_(base_lr_, step_) : base_lr_);
       const metrics::clock::time_point updating = metrics::mark(trace);
-      strategy_.template update<M>(model_.parameters(), model_.gradients(), optimizer_, phases);
-      if constexpr (kDeferredCheck)
-        if (options_.check_finite && !strategy_.agreed()) stop_on_nonfinite(value.loss, epoch_batch_);
+      strategy_.update(model_.parameters(), model_.gradients(), optimizer_, phases);
+      if (options_.check_finite && !strategy_.agreed()) stop_on_nonfinite(value.loss, epoch_batch_);
       phases.comm += checked;
       metrics::record(trace, metrics::TraceKind::strategy_update, updating);
       metrics::record(trace, metrics::TraceKind::step, step_began);
@@ -536,8 +449,7 @@ class Trainer {
         step_callback_(StepInfo{epoch_, epoch_batch_ - 1, step_, n, value.loss, phases, epoch_steps});
     }
     // A parameter server's worker ends the epoch with the servers' final parameters.
-    if constexpr (requires { strategy_.template finish_epoch<M>(model_.parameters(), stats.phases); })
-      strategy_.template finish_epoch<M>(model_.parameters(), stats.phases);
+    strategy_.finish_epoch(model_.parameters(), stats.phases);
     synchronize_buffers();
     stats.seconds = epoch_watch.elapsed();
     if (stats.samples > 0) {
@@ -588,7 +500,7 @@ class Trainer {
   EpochStats serve_epoch(EpochStats stats) {
     metrics::Stopwatch watch;
     ++epoch_;
-    stats.steps = strategy_.template serve<M>(model_.parameters(), stats.phases);
+    stats.steps = strategy_.serve(model_.parameters(), stats.phases);
     synchronize_buffers();
     stats.seconds = watch.elapsed();
     return stats;
@@ -601,25 +513,15 @@ class Trainer {
       strategy_.synchronize_buffers(model_.buffers());
   }
 
-  // Whether the NaN check travels with the gradients (dist/strategy_spec.hpp: req::has_deferred_agreement).
-  static constexpr bool kDeferredCheck = req::has_deferred_agreement<S>;
-  static constexpr bool has_agreement =
-      requires(S& s, std::span<const comm::Fact> facts) { s.require_agreement(facts, "trainer"); };
   // Whether the workers may take other numbers of batches in an epoch (a parameter server in Async mode).
-  static constexpr bool kUnevenEpochs = [] {
-    if constexpr (requires { S::template mode<M>::kUnevenEpochs; })
-      return bool(S::template mode<M>::kUnevenEpochs);
-    else
-      return false;
-  }();
+  static constexpr bool kUnevenEpochs = strategy_type::kUnevenEpochs;
 
   /// Stops on a NaN or infinite loss, before the step changes any parameter. With several processes all
   /// ranks learn of it together (a strategy's all_agree), so none is left waiting in a collective; with a
   /// parameter server the others learn of it from the servers, at their next step.
   void check_finite(double loss, std::size_t step) {
     const bool finite = std::isfinite(loss);
-    bool everywhere = finite;
-    if constexpr (requires { strategy_.all_agree(finite); }) everywhere = strategy_.all_agree(finite);
+    const bool everywhere = strategy_.all_agree(finite);
     if (!everywhere) stop_on_nonfinite(loss, step);
   }
   /// Some rank's loss was NaN or infinite: the training_error that says whose and what to do.
@@ -643,112 +545,61 @@ class Trainer {
                         " (pad with LoaderOptions::pad_to_height/width, or change the network's Input)");
   }
 
-  // ---- checkpoints ----
+  // ---- checkpoints: the run as an io::RunState (io/checkpoint.hpp writes and reads it) ----
 
-  /// What a checkpoint records of the loader: a resumed run must read the same batches.
-  struct loader_facts {
-    std::uint64_t batch_size = 0, batches_per_epoch = 0;
-    std::optional<std::uint64_t> shuffle_seed;
-  };
-  static constexpr bool kServerOptimizer = requires(S& s) { s.shard_state(); };
-  // Whether some ranks serve rather than train (a parameter server): they cannot save in the middle of an epoch.
-  static constexpr bool kServes =
-      requires(S& s, std::span<float> p, metrics::PhaseSeconds& t) { s.template serve<M>(p, t); };
-
-  static std::string demangled(const char* mangled) {
-    int status = 0;
-    char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
-    std::string name = status == 0 && d ? d : mangled;
-    std::free(d);
-    // sinew::nets::LeNet5<sinew::Input<1, 32, 32> > -> LeNet5<Input<1,32,32>>: the same from GCC and Clang.
-    for (const char* prefix : {"sinew::nets::", "sinew::backend::", "sinew::dist::", "sinew::optim::",
-                               "sinew::comm::", "sinew::"})
-      for (std::size_t at; (at = name.find(prefix)) != std::string::npos;) name.erase(at, std::strlen(prefix));
-    std::erase(name, ' ');
-    return name;
+  static void require_optimizer_state() {
+    static_assert(req::has_state<O>,
+                  "a checkpoint saves and restores the optimizer's state, and this optimizer does not expose it: "
+                  "give it state() -> optim::StateView and set_steps(n) (optim/optimizer_spec.hpp), as Sgd, Adam "
+                  "and RmsProp have");
   }
+
   static std::vector<std::pair<std::string, std::string>> type_parts() {
-    return {{"network", demangled(typeid(Net).name())},
-            {"backend", demangled(typeid(B).name())},
-            {"strategy", demangled(typeid(S).name())},
-            {"sync_mode", demangled(typeid(M).name())},
-            {"optimizer", demangled(typeid(O).name())}};
-  }
-  /// What must match for a network's parameters to mean the same: input, lowered nodes, sizes.
-  static std::string network_layout() {
-    std::string s = to_string<input_shape>();
-    for (const std::string& node : model_type::node_names()) s += " " + node;
-    return s + " params=" + std::to_string(model_type::kParamSpan) +
-           " buffers=" + std::to_string(model_type::kBufferSpan);
+    return {{"network", io::type_part_name<Net>()},
+            {"backend", io::type_part_name<B>()},
+            {"strategy", io::type_part_name<S>()},
+            {"sync_mode", io::type_part_name<M>()},
+            {"optimizer", io::type_part_name<O>()}};
   }
 
-  io::CheckpointGroup checkpoint_group() {
-    if constexpr (requires { strategy_.communicator(); })
-      if (strategy_.world_size() > 1) return io::group_of(strategy_.communicator());
-    return {};
-  }
-
-  void check_same_run(const io::CheckpointManifest& m, const std::filesystem::path& dir) const {
-    const std::string where = "checkpoint: " + (dir / io::kManifestName).string();
-    std::vector<std::string> differ;
-    for (const auto& [key, value] : type_parts()) {
-      const auto it = std::find_if(m.trainer.begin(), m.trainer.end(), [&](const auto& kv) { return kv.first == key; });
-      const bool same = key == "network" ? m.network_layout == network_layout()
-                                         : it != m.trainer.end() && it->second == value;
-      if (!same) differ.push_back(key == "sync_mode" ? "sync mode" : key);
+  /// This rank's run, with views of the model's, the optimizer's and the strategy's state.
+  io::RunState run_state() {
+    io::RunState run;
+    run.type = type_parts();
+    // What must match for a network's parameters to mean the same: input, lowered nodes, sizes.
+    run.network_layout = to_string<input_shape>();
+    for (const std::string& node : model_type::node_names()) run.network_layout += " " + node;
+    run.network_layout += " params=" + std::to_string(model_type::kParamSpan) +
+                          " buffers=" + std::to_string(model_type::kBufferSpan);
+    run.seed = options_.seed;
+    run.step = std::uint64_t(step_), run.epoch = std::uint64_t(epoch_), run.batches_done = epoch_batch_;
+    run.loader = loader_seen_;
+    run.ranks = {strategy_.rank(), strategy_.world_size(), strategy_.workers()};
+    run.parameters = model_.parameters(), run.buffers = model_.buffers();
+    run.model_step = model_.step();
+    if constexpr (!strategy_type::kOptimizerOnServers && req::has_state<O>) {
+      const optim::StateView view = optimizer_.state();
+      NamedState state;
+      state.tensors = view.buffers;
+      state.counts = {{"steps", std::uint64_t(view.steps)}};
+      run.sections.emplace_back("optimizer.", std::move(state));
     }
-    if (!differ.empty()) {
-      std::string what;
-      for (std::size_t i = 0; i < differ.size(); ++i)
-        what += (i == 0 ? "" : i + 1 == differ.size() ? " and " : ", ") + differ[i];
-      throw error(where + " was written by " + m.trainer_type() + "; this trainer is " + type_name() + ": the " + what +
-                  (differ.size() == 1 ? " differs" : " differ") + " (resume with the trainer that saved it)");
-    }
-    const std::uint64_t servers = std::uint64_t(strategy_.world_size() - strategy_.workers());
-    if (m.world_size <= servers)
-      throw data_error(where + " was written by " + std::to_string(m.world_size) + " ranks, but this strategy has " +
-                       std::to_string(servers) + " servers and needs a worker beside them (a corrupt manifest?)");
-    if (m.world_size != std::uint64_t(strategy_.world_size()) && m.batches_done > 0 && m.batch_size == 0)
-      throw data_error(where + " was saved mid-epoch but records no batch size (a corrupt manifest?)");
-    if (m.seed != options_.seed)
-      throw error(where + " was written with TrainerOptions::seed " + std::to_string(m.seed) + "; this trainer has " +
-                  std::to_string(options_.seed) + ", which would draw other dropout masks (build it with seed " +
-                  std::to_string(m.seed) + ")");
+    if (NamedState own = strategy_.checkpoint_state(model_.parameters()); !own.empty())
+      run.sections.emplace_back("", std::move(own));
+    return run;
   }
 
-  /// The number of workers of the saved run: the same servers (the strategy's type fixes them), the rest.
-  std::uint64_t saved_workers_of(const io::CheckpointManifest& m) const {
-    return m.world_size - std::uint64_t(strategy_.world_size() - strategy_.workers());
-  }
-  /// The saved rank whose file this rank reads: its own on as many ranks; on another number, worker i reads
-  /// saved worker i mod (saved workers) and server s (a rank after the workers) saved server s.
-  int saved_rank_for(const io::CheckpointManifest& m) const {
-    const std::uint64_t saved_workers = saved_workers_of(m);
-    if (m.world_size == std::uint64_t(strategy_.world_size())) return strategy_.rank();
-    if (strategy_.is_worker()) return int(std::uint64_t(strategy_.worker_index()) % saved_workers);
-    return int(saved_workers) + (strategy_.rank() - strategy_.workers());
-  }
-  /// A server's file records its shard's range: the one this server holds must be the same.
-  template <class Shard>
-  static void check_shard_range(const io::SafetensorsReader& reader, const Shard& shard) {
-    const std::uint64_t begin = read_count(reader, "shard.begin"), end = read_count(reader, "shard.end");
-    if (begin != shard.begin || end != shard.end)
-      throw data_error("checkpoint: " + reader.path().string() + " holds the parameters [" + std::to_string(begin) +
-                       ", " + std::to_string(end) + ") but this server's shard is [" + std::to_string(shard.begin) +
-                       ", " + std::to_string(shard.end) + ") (another configuration?)");
-  }
-
-  static loader_facts facts_of(const L& loader) {
-    loader_facts f{std::uint64_t(loader.batch_size()), std::uint64_t(loader.batches_per_epoch()), std::nullopt};
+  static io::LoaderFacts facts_of(const L& loader) {
+    io::LoaderFacts f{std::uint64_t(loader.batch_size()), std::uint64_t(loader.batches_per_epoch()), std::nullopt};
     if constexpr (requires { loader.shuffle_seed(); }) f.shuffle_seed = std::uint64_t(loader.shuffle_seed());
     return f;
   }
 
   /// Records the loader for checkpoints; after a resume, refuses one that would give other batches.
   void check_resumed_loader(const L& loader) {
-    const loader_facts now = facts_of(loader);
+    const io::LoaderFacts now = facts_of(loader);
     if (resumed_loader_ && strategy_.is_worker()) {
-      const loader_facts& was = *resumed_loader_;
+      const io::LoaderFacts& was = *resumed_loader_;
       std::string differs;
       if (was.batch_size != 0 && was.batch_size != now.batch_size)
         differs =
@@ -767,80 +618,6 @@ class Trainer {
     loader_seen_ = now;
   }
 
-  /// Writes this rank's files of generation g (io::save_checkpoint calls it on every rank).
-  void write_checkpoint(const std::filesystem::path& dir, std::uint64_t g) {
-    if (strategy_.rank() == 0) {
-      const std::filesystem::path file = dir / io::model_file_name(g), tmp = file.string() + ".part";
-      io::save_safetensors(model_, tmp);
-      io::detail::commit_file(tmp, file);
-    }
-    std::vector<io::TensorRef> refs;
-    std::vector<std::pair<std::string, std::string>> meta = {{"rank", std::to_string(strategy_.rank())},
-                                                             {"model_step", std::to_string(model_.step())}};
-    const auto add = [&](std::string name, std::span<const float> data) {
-      refs.push_back({std::move(name), "F32", {std::int64_t(data.size())}, std::as_bytes(data)});
-    };
-    add("model.buffers", model_.buffers());
-    if constexpr (!kServerOptimizer && req::has_state<O>) {
-      const optim::StateView state = optimizer_.state();
-      for (const auto& [name, data] : state.buffers) add("optimizer." + name, data);
-      meta.emplace_back("optimizer.steps", std::to_string(state.steps));
-    }
-    if constexpr (kServerOptimizer) {
-      if (auto shard = strategy_.shard_state()) {
-        add("shard.parameters", model_.parameters().subspan(shard->begin, shard->end - shard->begin));
-        for (const auto& [name, data] : shard->optimizer.buffers) add("shard.optimizer." + name, data);
-        meta.emplace_back("shard.optimizer.steps", std::to_string(shard->optimizer.steps));
-        meta.emplace_back("shard.begin", std::to_string(shard->begin));
-        meta.emplace_back("shard.end", std::to_string(shard->end));
-      }
-    }
-    const std::filesystem::path file = dir / io::rank_file_name(strategy_.rank(), g), tmp = file.string() + ".part";
-    io::write_safetensors(tmp, refs, meta);
-    io::detail::fault_point("rank file written");
-    io::detail::commit_file(tmp, file);
-    io::detail::fault_point("rank file renamed");
-  }
-
-  static void read_f32(io::SafetensorsReader& reader, const std::string& name, std::span<float> out) {
-    const io::SafetensorsTensor* t = reader.find(name);
-    if (!t || t->dtype != "F32" || t->end - t->begin != out.size() * sizeof(float))
-      throw data_error("checkpoint: " + reader.path().string() + (t ? " has the tensor " + name + " as " +
-                       std::to_string(t->end - t->begin) + " bytes of " + t->dtype : " lacks the tensor " + name) +
-                       "; this trainer needs " + std::to_string(out.size()) + " F32 (another configuration?)");
-    reader.read(*t, std::as_writable_bytes(out));
-  }
-
-  static std::uint64_t read_count(const io::SafetensorsReader& reader, const std::string& key) {
-    for (const auto& [k, v] : reader.metadata()) {
-      if (k != key) continue;
-      char* end = nullptr;
-      const unsigned long long x = std::strtoull(v.c_str(), &end, 10);
-      if (!v.empty() && end && *end == '\0' && v[0] != '-') return x;
-    }
-    throw data_error("checkpoint: " + reader.path().string() + " lacks the count " + key +
-                     " in its metadata, or it is not a number (a file of another sinew?)");
-  }
-
-  static void read_state(io::SafetensorsReader& reader, const std::string& prefix, const optim::StateView& like,
-                         std::vector<std::vector<float>>& out, std::int64_t& steps) {
-    for (const auto& [name, data] : like.buffers) {
-      out.emplace_back(data.size());
-      read_f32(reader, prefix + name, out.back());
-    }
-    steps = std::int64_t(read_count(reader, prefix + "steps"));
-  }
-
-  static void restore_buffers(const optim::StateView& into, const std::vector<std::vector<float>>& from) {
-    for (std::size_t i = 0; i < from.size(); ++i)
-      std::copy(from[i].begin(), from[i].end(), into.buffers[i].second.begin());
-  }
-  static void restore_state(const optim::StateView& into, const std::vector<std::vector<float>>& from,
-                            std::int64_t steps, O& optimizer) {
-    restore_buffers(into, from);
-    optimizer.set_steps(steps);
-  }
-
   void ensure_buffers(int batch) {
     const std::size_t floats = std::size_t(batch) * input_shape::kSize;
     if (images_.size() != floats) images_ = AlignedBuffer<float>(floats);
@@ -850,19 +627,8 @@ class Trainer {
   // The ranks on this host that share this one's CPU set (through the strategy's communicator), split by
   // options.cores; a bound rank's calling thread is confined to its share, so that threads it starts later
   // (loader workers, communication) stay off the other ranks' cores.
-  // Whether this rank runs the network: every rank but a parameter server's servers (known from construction).
-  static bool trains(const S& strategy) {
-    if constexpr (kServes)
-      return strategy.is_worker();
-    else
-      return true;
-  }
-
   static CorePlan plan_and_confine(const TrainerOptions& options, S& strategy) {
-    HostShare share;
-    if constexpr (requires { { strategy.communicator().host_share() } -> std::convertible_to<HostShare>; })
-      share = strategy.communicator().host_share();
-    CorePlan plan = plan_cores(launch_cpus(), share, options.cores);
+    CorePlan plan = plan_cores(launch_cpus(), strategy_type::host_share(strategy), options.cores);
     plan.requested = options.threads;
     if (const char* env = std::getenv("OMP_NUM_THREADS"); plan.requested <= 0 && env != nullptr)
       plan.requested = std::max(0, std::atoi(env));
@@ -879,7 +645,7 @@ class Trainer {
   typename B::context ctx_;
   model_type model_;
   O optimizer_;
-  S strategy_;
+  strategy_type strategy_;  // S, its optional members defaulted
   float base_lr_;
   schedule_fn schedule_;
   step_callback step_callback_;
@@ -890,8 +656,8 @@ class Trainer {
   int epoch_ = 0;
   std::size_t epoch_batch_ = 0;  // batches of epoch epoch_ trained: while it runs, or resumed mid-epoch
   std::int64_t step_ = 0;
-  loader_facts loader_seen_;                     // the loader of the last train_epoch, for checkpoints
-  std::optional<loader_facts> resumed_loader_;   // after resume(): what the next train_epoch's loader must match
+  io::LoaderFacts loader_seen_;                     // the loader of the last train_epoch, for checkpoints
+  std::optional<io::LoaderFacts> resumed_loader_;   // after resume(): what the next train_epoch's loader must match
   double timed_seconds_ = 0;
   std::size_t timed_images_ = 0;
 };

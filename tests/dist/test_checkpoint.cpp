@@ -1,6 +1,7 @@
 // Checkpoints under mpiexec (3 ranks): a Sync run stopped, saved and resumed by new trainers on every rank
 // ends bit for bit where the run that was not stopped ends, for the ring and MPI all-reduce and the Sync
-// parameter server with one and two servers (each writes its shard and the shard optimizer's state). And the determinism each
+// parameter server with one and two servers (each writes its shard and the shard optimizer's state), and
+// dist::Compressed (each rank's error-feedback residual travels in its file). And the determinism each
 // strategy promises: repeated runs with one seed are bitwise identical for the ring all-reduce and the Sync
 // parameter server; MpiAllReduce promises nothing (MPI picks its reduction order), so it is not asserted.
 #include <gtest/gtest.h>
@@ -17,6 +18,9 @@
 #include "sinew/backend/onednn.hpp"
 #include "sinew/comm/mpi.hpp"
 #include "sinew/data.hpp"
+#include "sinew/compress/one_bit.hpp"
+#include "sinew/compress/power_sgd.hpp"
+#include "sinew/dist/compressed.hpp"
 #include "sinew/dist/mpi_allreduce.hpp"
 #include "sinew/dist/parameter_server.hpp"
 #include "sinew/dist/ring_allreduce.hpp"
@@ -148,6 +152,22 @@ TEST(dist_checkpoint, sync_parameter_server_with_two_servers_resume_is_bitwise_e
   dist::ParameterServer<Mpi, 2>::options o;
   o.configuration = "checkpoint test";
   expect_exact_resume<dist::ParameterServer<Mpi, 2>, optim::Sgd>({.lr = 0.05f, .momentum = 0.9f}, o, "ps2", false);
+}
+
+// Error feedback: each rank's residual (and PowerSGD's warm-start Qs) is part of the run, and the checkpoint
+// carries it, so a compressed run resumes bit for bit too.
+TEST(dist_checkpoint, compressed_ring_onebit_resume_is_bitwise_exact_and_runs_repeat) {
+  using S = dist::Compressed<dist::RingAllReduce<Mpi>, compress::OneBit>;
+  S::options o;
+  o.configuration = "checkpoint test";
+  expect_exact_resume<S, optim::Sgd>({.lr = 0.05f, .momentum = 0.9f}, o, "onebit", true);
+}
+
+TEST(dist_checkpoint, compressed_ring_powersgd_resume_is_bitwise_exact) {
+  using S = dist::Compressed<dist::RingAllReduce<Mpi>, compress::PowerSgd<1>>;
+  S::options o;
+  o.configuration = "checkpoint test";
+  expect_exact_resume<S, optim::Sgd>({.lr = 0.05f, .momentum = 0.9f}, o, "powersgd", false);
 }
 
 struct stop_here {};

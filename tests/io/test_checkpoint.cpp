@@ -295,3 +295,58 @@ TEST(checkpoint, local_runs_with_one_seed_are_bitwise_identical) {
 }
 
 }  // namespace
+
+// The format without a trainer: a RunState (io/run_state.hpp) written by io::save_run comes back through
+// io::load_run into fresh storage, every section's tensors, counts and keys included; a key that differs
+// refuses the checkpoint and writes nothing.
+TEST(checkpoint, a_run_state_round_trips_through_save_run_and_load_run) {
+  const fs::path dir = fresh_dir("run-state");
+  std::vector<float> params(Net::kParamSpan), buffers(Net::kBufferSpan), moments(40), residual(7);
+  std::mt19937 gen(3);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  for (auto* v : {&moments, &residual})
+    for (float& x : *v) x = value(gen);
+  // The model file holds the state_dict's tensors: the floats between them (alignment) stay zero.
+  for (const StateEntry& e : state_dict_entries<Net>())
+    if (e.source != StateSource::batches_tracked)
+      for (float& x : std::span<float>(e.is_parameter() ? params : buffers).subspan(e.offset, e.size())) x = value(gen);
+  const auto make = [](std::vector<float>& p, std::vector<float>& b, std::vector<float>& m, std::vector<float>& r,
+                       std::uint64_t key) {
+    io::RunState run;
+    run.type = {{"network", "Net"}, {"backend", "OneDnn"}, {"strategy", "Local"}, {"sync_mode", "Sync"},
+                {"optimizer", "Adam"}};
+    run.network_layout = "layout";
+    run.seed = 9;
+    run.parameters = p, run.buffers = b;
+    run.sections.emplace_back("optimizer.", NamedState{{{"exp_avg", m}}, {{"steps", 0}}, {}});
+    run.sections.emplace_back("", NamedState{{{"compressor.residual", r}}, {}, {{"shard.begin", key}}});
+    return run;
+  };
+  io::RunState saved = make(params, buffers, moments, residual, 12);
+  saved.step = 17, saved.epoch = 2, saved.batches_done = 3, saved.model_step = 17;
+  saved.loader = {16, 6, 4};
+  saved.sections[0].second.counts[0].second = 17;
+  io::save_run<Net>(dir, {}, saved);
+
+  std::vector<float> p(params.size()), b(buffers.size()), m(moments.size()), r(residual.size());
+  io::RunState wrong_key = make(p, b, m, r, 13);
+  EXPECT_THROW(io::load_run<Net>(dir, {}, wrong_key), data_error);
+  EXPECT_EQ(p, std::vector<float>(params.size())) << "a refused load wrote the parameters";
+  EXPECT_EQ(r, std::vector<float>(residual.size())) << "a refused load wrote a section";
+
+  io::RunState loaded = make(p, b, m, r, 12);
+  EXPECT_EQ(io::load_run<Net>(dir, {}, loaded), "") << "on as many ranks the run continues as saved";
+  EXPECT_EQ(p, params);
+  EXPECT_EQ(b, buffers);
+  EXPECT_EQ(m, moments);
+  EXPECT_EQ(r, residual);
+  EXPECT_EQ(loaded.step, 17u);
+  EXPECT_EQ(loaded.epoch, 2u);
+  EXPECT_EQ(loaded.batches_done, 3u);
+  EXPECT_EQ(loaded.model_step, 17u);
+  EXPECT_EQ(loaded.loader.batch_size, 16u);
+  EXPECT_EQ(loaded.loader.batches_per_epoch, 6u);
+  EXPECT_EQ(loaded.loader.shuffle_seed, std::optional<std::uint64_t>(4));
+  EXPECT_EQ(loaded.section("optimizer.")->count("steps"), 17u);
+  fs::remove_all(dir);
+}

@@ -20,6 +20,9 @@
 //                                    sum over steps of (what the rank's payloads decoded to) + residual()
 //                                    == sum over steps of its true gradients, up to float rounding.
 //   c.payload_words()                the words this rank contributes to the all-gathers of one step.
+// Optional, for checkpoints (req::has_compressor_state): c.checkpoint_state() -> NamedState, views of what it
+// carries from step to step (the residual; PowerSGD's warm-start Qs), valid after plan(); dist::Compressed
+// saves them under "compressor." and a resume writes them back in place, so a resumed run continues bit for bit.
 // An exchange X (req::gradient_exchange) is what the strategy hands reduce():
 //   x.ranks()                        the number of ranks;
 //   x.all_gather(mine, all)          collective: all.size() == ranks() * mine.size(), the same mine.size() on
@@ -40,6 +43,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sinew/core/named_state.hpp"
 #include "sinew/dist/tensor_layout.hpp"
 
 namespace sinew {
@@ -75,6 +79,11 @@ template <class C>
 concept has_compressor_reduce = requires(C& c, std::span<float> grads, compress::example::single_rank& x) {
   { c.reduce(grads, x) };
   { c.residual() } -> std::convertible_to<std::span<const float>>;
+};
+/// The checkpoint hook of the contract above.
+template <class C>
+concept has_compressor_state = requires(C& c) {
+  { c.checkpoint_state() } -> std::same_as<NamedState>;
 };
 }  // namespace req
 

@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -53,6 +54,8 @@ class OneBit {
   std::size_t payload_words() const noexcept { return mine_.size(); }
   /// What the last payload left out, laid out as the gradients.
   std::span<const float> residual() const noexcept { return residual_; }
+  /// For checkpoints: the residual (compressor_spec.hpp).
+  NamedState checkpoint_state() { return {{{"residual", residual_}}, {}, {}}; }
 
   /// The payload of one tensor: `values` (rows x cols, row-major) quantised into `words` (2 cols scale floats,
   /// then the bits); `values` becomes the quantisation error. Exposed for tests.

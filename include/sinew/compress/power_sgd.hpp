@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <cstring>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -78,6 +79,12 @@ class PowerSgd {
   std::size_t payload_words() const noexcept { return first_.size() + second_.size(); }
   /// What the last approximation left out, laid out as the gradients (zero for the uncompressed tensors).
   std::span<const float> residual() const noexcept { return residual_; }
+  /// For checkpoints: the residual and each matrix's warm-start Q (compressor_spec.hpp).
+  NamedState checkpoint_state() {
+    NamedState state{{{"residual", residual_}}, {}, {}};
+    for (std::size_t i = 0; i < low_rank_.size(); ++i) state.tensors.emplace_back("q" + std::to_string(i), low_rank_[i].q);
+    return state;
+  }
 
   /// The two rounds of the top of compress/power_sgd.hpp.
   template <req::gradient_exchange X>

@@ -27,7 +27,8 @@
 // S's count of what the ring sends uncompressed (2 (p - 1) n / p floats); bench/dist reports both per step.
 // The phases: encoding, the exchange and decoding are communication (phases.comm, all of it exposed: the
 // compressor runs after backward, so nothing overlaps; the overlap hooks are no-ops), the optimizer step is the
-// update. A resumed checkpoint starts with an empty residual (the error carried over is not saved).
+// update. A checkpoint carries the compressor's state (its residual; PowerSGD's warm-start Qs) beside S's, so a
+// resumed run continues bit for bit.
 #pragma once
 
 #include <algorithm>
@@ -116,6 +117,21 @@ class Compressed : public S {
 
   /// The tensor-layout hook (dist/tensor_layout.hpp): the shapes the compressor works on.
   void set_tensor_layout(std::span<const ParamTensor> tensors) { tensors_.assign(tensors.begin(), tensors.end()); }
+
+  /// The checkpoint hook (dist/strategy_spec.hpp): S's state, if any, and the compressor's under "compressor.".
+  /// @{
+  NamedState checkpoint_state(std::span<float> params) {
+    NamedState state;
+    if constexpr (req::has_checkpoint_state<S>) state = S::checkpoint_state(params);
+    if constexpr (req::has_compressor_state<C>)
+      for (auto& [name, data] : compressor_.checkpoint_state().tensors)
+        state.tensors.emplace_back("compressor." + name, data);
+    return state;
+  }
+  void restore_checkpoint_state(const NamedState& state) {
+    if constexpr (req::has_checkpoint_state<S>) S::restore_checkpoint_state(state);
+  }
+  /// @}
 
   /// The overlap hooks, emptied: S's would send uncompressed buckets during backward. The layer starts stay
   /// S's (its bucket facts) and are the tensors when the trainer gives no layout.

@@ -98,6 +98,7 @@
 #include "sinew/comm/agreement.hpp"
 #include "sinew/comm/communicator_spec.hpp"
 #include "sinew/core/error.hpp"
+#include "sinew/core/named_state.hpp"
 #include "sinew/dist/detail/allreduce_common.hpp"
 #include "sinew/dist/ring_allreduce.hpp"
 #include "sinew/dist/strategy_spec.hpp"
@@ -241,6 +242,25 @@ class ParameterServer {
   /// On a server: restores the step count of the shard's optimizer (a resume).
   void set_shard_steps(std::int64_t steps) {
     if (set_shard_steps_) set_shard_steps_(steps);
+  }
+
+  /// The servers keep the optimizer's state (the workers' optimizers only supply the learning rate).
+  static constexpr bool kOptimizerOnServers = true;
+  /// The checkpoint hook (dist/strategy_spec.hpp): on a server, its shard of `params`, the shard optimizer's
+  /// buffers and steps, and the shard's range, which a resume must find the same; nothing on a worker.
+  NamedState checkpoint_state(std::span<float> params) {
+    NamedState state;
+    const std::optional<ShardState> shard = shard_state();
+    if (!shard) return state;
+    state.tensors.emplace_back("shard.parameters", params.subspan(shard->begin, shard->end - shard->begin));
+    for (const auto& [name, data] : shard->optimizer.buffers) state.tensors.emplace_back("shard.optimizer." + name, data);
+    state.counts = {{"shard.optimizer.steps", std::uint64_t(shard->optimizer.steps)}};
+    state.keys = {{"shard.begin", shard->begin}, {"shard.end", shard->end}};
+    return state;
+  }
+  /// After a resume: the shard optimizer's saved step count.
+  void restore_checkpoint_state(const NamedState& state) {
+    set_shard_steps(std::int64_t(state.count("shard.optimizer.steps")));
   }
 
   /// On a server: what it saw so far. On a worker: max_lead is the largest lead the servers reported to it.

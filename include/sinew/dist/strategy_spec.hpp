@@ -34,11 +34,17 @@
 //                                   training: it serves the workers' epoch and returns its optimizer steps;
 //   s.template finish_epoch<M>(params, phases)
 //                                   on a worker, after its epoch's last step (the end of epoch for the servers).
-// Optional, for checkpoints (io/checkpoint.hpp) of strategies that keep optimizer state of their own:
-//   s.shard_state() -> std::optional<ShardState>   on a rank that holds a shard: its [begin, end) in the flat
-//                                   parameters and its optimizer's state (optim::StateView); the trainer then
-//                                   saves that rank's shard and shard optimizer instead of its own optimizer;
-//   s.set_shard_steps(n)            restores the shard optimizer's step count.
+// Optional, for checkpoints (io/checkpoint.hpp) of strategies that keep state of their own
+// (req::has_checkpoint_state):
+//   s.checkpoint_state(params) -> NamedState
+//                                   views of what the strategy keeps between steps (core/named_state.hpp), each
+//                                   name with its own prefix: dist::ParameterServer's shard of `params`, its
+//                                   optimizer's buffers and steps and its range as keys ("shard.*");
+//                                   dist::Compressed's compressor state ("compressor.residual" ...). The trainer
+//                                   saves it in this rank's file; a resume writes the tensors in place;
+//   s.restore_checkpoint_state(state)  after a resume wrote them, with the saved counts: applies the counts.
+//   S::kOptimizerOnServers          true where the strategy's servers keep the optimizer's state (a parameter
+//                                   server): the trainer's own optimizer then holds none and is not saved.
 // A strategy with s.communicator() and several ranks saves and loads collectively over it (broadcast, sum).
 //
 // Optional, for models with buffers (req::has_buffer_sync): BatchNorm's running mean and variance are not
@@ -109,11 +115,17 @@
 #include <span>
 #include <string_view>
 
+#include "sinew/comm/agreement.hpp"
+#include "sinew/core/named_state.hpp"
 #include "sinew/dist/sync_mode.hpp"
 #include "sinew/metrics/timer.hpp"
 #include "sinew/optim/optimizer_spec.hpp"
 
 namespace sinew {
+
+namespace metrics {
+class Timeline;  // metrics/timeline.hpp: the timeline hook takes a pointer
+}
 
 namespace req {
 template <class S>
@@ -151,6 +163,40 @@ template <class S>
 concept has_buffer_sync = requires(S& s, std::span<float> buffers) {
   { s.synchronize_buffers(buffers) };
 };
+/// The NaN check's agreement that waits (all_agree) of the contract above.
+template <class S>
+concept has_all_agree = requires(S& s, bool ok) {
+  { s.all_agree(ok) } -> std::convertible_to<bool>;
+};
+/// The trainer's agreement (require_agreement), and its form that lets a rank take part uncompared.
+/// @{
+template <class S>
+concept has_agreement = requires(S& s, std::span<const comm::Fact> facts) { s.require_agreement(facts, "trainer"); };
+template <class S>
+concept has_counted_agreement =
+    requires(S& s, std::span<const comm::Fact> facts) { s.require_agreement(facts, "trainer", true); };
+/// @}
+/// Ranks that serve rather than train (serve and finish_epoch of the contract above).
+template <class S, class M>
+concept has_serving = requires(S& s, std::span<float> p, metrics::PhaseSeconds& t) {
+  { s.template serve<M>(p, t) } -> std::convertible_to<std::size_t>;
+  { s.template finish_epoch<M>(p, t) };
+};
+/// The timeline hook of the contract above.
+template <class S>
+concept has_timeline_hook = requires(S& s, metrics::Timeline* t) { s.set_timeline(t); };
+/// A communicator the trainer may use for its own collectives (checkpoints, traces, the host's cores).
+template <class S>
+concept has_communicator = requires(S& s) { s.communicator(); };
+/// The checkpoint hook of the contract above.
+template <class S>
+concept has_checkpoint_state = requires(S& s, std::span<float> p, const NamedState& state) {
+  { s.checkpoint_state(p) } -> std::same_as<NamedState>;
+  { s.restore_checkpoint_state(state) };
+};
+/// Whether M lets workers take uneven numbers of steps in an epoch (S::mode<M>::kUnevenEpochs).
+template <class S, class M>
+concept has_uneven_epochs = requires { requires bool(S::template mode<M>::kUnevenEpochs); };
 }  // namespace req
 
 /// A distribution strategy policy (the Trainer's third slot).

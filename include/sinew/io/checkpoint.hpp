@@ -3,14 +3,20 @@
 //   trainer.save_checkpoint("run/ckpt");  // every rank calls it, between epochs or from the step callback
 //   trainer.resume("run/ckpt");           // on a freshly built trainer of the same type, on any number of ranks
 //
+// The trainer hands its run over as an io::RunState (io/run_state.hpp): save_run writes it, load_run reads it
+// back. Everything about the files is here; the trainer knows none of it.
+//
 // A checkpoint directory holds, for generation G (one more than the last checkpoint written there):
 //   model-gG.safetensors    rank 0's parameters and BatchNorm statistics under PyTorch's state_dict names
 //                           (torch: model.load_state_dict(safetensors.torch.load_file(...))), as io/safetensors.hpp;
-//   rank<r>-gG.safetensors  one per rank, written by that rank: its BatchNorm statistics ("model.buffers"), its
-//                           optimizer's buffers ("optimizer.momentum_buffer", "optimizer.exp_avg" ...) and, on a
-//                           parameter server, its shard and the shard optimizer's buffers ("shard.parameters",
-//                           "shard.optimizer.*"); the counters (the model's dropout step, the optimizers' steps,
-//                           a shard's range "shard.begin" and "shard.end") are its string metadata;
+//   rank<r>-gG.safetensors  one per rank, written by that rank: its BatchNorm statistics ("model.buffers") and
+//                           every section of the RunState under its prefix: its optimizer's buffers
+//                           ("optimizer.momentum_buffer", "optimizer.exp_avg" ...), on a parameter server its
+//                           shard and the shard optimizer's buffers ("shard.parameters", "shard.optimizer.*"),
+//                           under dist::Compressed the compressor's residual ("compressor.residual" ...); the
+//                           counters (the model's dropout step "model_step", each section's counts and keys:
+//                           "optimizer.steps", a shard's range "shard.begin" and "shard.end") are its string
+//                           metadata;
 //   checkpoint.json         the manifest: format and version tag, generation, the trainer's type (network,
 //                           backend, strategy, sync mode, optimizer), seed, world size, step, epoch and the
 //                           batches of it already trained (the loader's position), the loader's batch size,
@@ -41,6 +47,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -55,7 +62,10 @@
 #include <vector>
 
 #include "sinew/core/error.hpp"
+#include "sinew/core/named_state.hpp"
 #include "sinew/io/detail/json_reader.hpp"
+#include "sinew/io/run_state.hpp"
+#include "sinew/io/safetensors.hpp"
 
 namespace sinew::io {
 
@@ -425,6 +435,198 @@ void save_checkpoint(const std::filesystem::path& dir, const CheckpointGroup& gr
     }
     detail::fault_point("cleaned");
   });
+}
+
+namespace detail {
+
+/// Writes this rank's files of generation g: rank 0 the model file, every rank its rank file.
+template <NamedNetwork Net>
+void write_run_files(const std::filesystem::path& dir, std::uint64_t g, const RunState& run) {
+  if (run.ranks.rank == 0) {
+    const std::filesystem::path file = dir / model_file_name(g), tmp = file.string() + ".part";
+    save_safetensors<Net>(tmp, run.parameters, run.buffers, run.model_step);
+    commit_file(tmp, file);
+  }
+  std::vector<TensorRef> refs;
+  std::vector<std::pair<std::string, std::string>> meta = {{"rank", std::to_string(run.ranks.rank)},
+                                                           {"model_step", std::to_string(run.model_step)}};
+  const auto add = [&](std::string name, std::span<const float> data) {
+    refs.push_back({std::move(name), "F32", {std::int64_t(data.size())}, std::as_bytes(data)});
+  };
+  add("model.buffers", run.buffers);
+  for (const auto& [prefix, state] : run.sections) {
+    for (const auto& [name, data] : state.tensors) add(prefix + name, data);
+    for (const auto& [name, value] : state.counts) meta.emplace_back(prefix + name, std::to_string(value));
+    for (const auto& [name, value] : state.keys) meta.emplace_back(prefix + name, std::to_string(value));
+  }
+  const std::filesystem::path file = dir / rank_file_name(run.ranks.rank, g), tmp = file.string() + ".part";
+  write_safetensors(tmp, refs, meta);
+  fault_point("rank file written");
+  commit_file(tmp, file);
+  fault_point("rank file renamed");
+}
+
+inline void read_f32(SafetensorsReader& reader, const std::string& name, std::span<float> out) {
+  const SafetensorsTensor* t = reader.find(name);
+  if (!t || t->dtype != "F32" || t->end - t->begin != out.size() * sizeof(float))
+    throw data_error("checkpoint: " + reader.path().string() + (t ? " has the tensor " + name + " as " +
+                     std::to_string(t->end - t->begin) + " bytes of " + t->dtype : " lacks the tensor " + name) +
+                     "; this trainer needs " + std::to_string(out.size()) + " F32 (another configuration?)");
+  reader.read(*t, std::as_writable_bytes(out));
+}
+
+inline std::uint64_t read_count(const SafetensorsReader& reader, const std::string& key) {
+  for (const auto& [k, v] : reader.metadata()) {
+    if (k != key) continue;
+    char* end = nullptr;
+    const unsigned long long x = std::strtoull(v.c_str(), &end, 10);
+    if (!v.empty() && end && *end == '\0' && v[0] != '-') return x;
+  }
+  throw data_error("checkpoint: " + reader.path().string() + " lacks the count " + key +
+                   " in its metadata, or it is not a number (a file of another sinew?)");
+}
+
+/// Refuses a checkpoint that another configuration wrote, naming what differs.
+inline void check_same_run(const CheckpointManifest& m, const RunState& run, const std::filesystem::path& dir) {
+  const std::string where = "checkpoint: " + (dir / kManifestName).string();
+  std::vector<std::string> differ;
+  for (const auto& [key, value] : run.type) {
+    const auto it = std::find_if(m.trainer.begin(), m.trainer.end(), [&](const auto& kv) { return kv.first == key; });
+    const bool same = key == "network" ? m.network_layout == run.network_layout
+                                       : it != m.trainer.end() && it->second == value;
+    if (!same) differ.push_back(key == "sync_mode" ? "sync mode" : key);
+  }
+  if (!differ.empty()) {
+    std::string what;
+    for (std::size_t i = 0; i < differ.size(); ++i)
+      what += (i == 0 ? "" : i + 1 == differ.size() ? " and " : ", ") + differ[i];
+    throw error(where + " was written by " + m.trainer_type() + "; this trainer is " + run.type_name() + ": the " +
+                what + (differ.size() == 1 ? " differs" : " differ") + " (resume with the trainer that saved it)");
+  }
+  const auto servers = std::uint64_t(run.ranks.servers());
+  if (m.world_size <= servers)
+    throw data_error(where + " was written by " + std::to_string(m.world_size) + " ranks, but this strategy has " +
+                     std::to_string(servers) + " servers and needs a worker beside them (a corrupt manifest?)");
+  if (m.world_size != std::uint64_t(run.ranks.world_size) && m.batches_done > 0 && m.batch_size == 0)
+    throw data_error(where + " was saved mid-epoch but records no batch size (a corrupt manifest?)");
+  if (m.seed != run.seed)
+    throw error(where + " was written with TrainerOptions::seed " + std::to_string(m.seed) + "; this trainer has " +
+                std::to_string(run.seed) + ", which would draw other dropout masks (build it with seed " +
+                std::to_string(m.seed) + ")");
+}
+
+/// The number of workers of the saved run: the same servers (the strategy's type fixes them), the rest.
+inline std::uint64_t saved_workers(const CheckpointManifest& m, const RankFacts& now) {
+  return m.world_size - std::uint64_t(now.servers());
+}
+/// The saved rank whose file this rank reads: its own on as many ranks; on another number, worker i reads
+/// saved worker i mod (saved workers) and server s (a rank after the workers) saved server s.
+inline int saved_rank_for(const CheckpointManifest& m, const RankFacts& now) {
+  if (m.world_size == std::uint64_t(now.world_size)) return now.rank;
+  const std::uint64_t workers = saved_workers(m, now);
+  if (now.is_worker()) return int(std::uint64_t(now.rank) % workers);
+  return int(workers) + (now.rank - now.workers);
+}
+
+/// Where the resumed run continues on `now`'s ranks: run.epoch and run.batches_done, and the sentence
+/// load_run returns (empty on as many ranks).
+inline std::string continue_position(const CheckpointManifest& m, RunState& run) {
+  const RankFacts& now = run.ranks;
+  run.step = m.step, run.epoch = m.epoch, run.batches_done = m.batches_done;
+  const bool same_ranks = m.world_size == std::uint64_t(now.world_size);
+  // On other ranks each loader gives another number of batches: only the batch size and seed must match.
+  run.loader = LoaderFacts{m.batch_size, same_ranks ? m.batches_per_epoch : 0, m.shuffle_seed};
+  if (same_ranks) return {};
+  const std::uint64_t was = saved_workers(m, now), workers = std::uint64_t(now.workers);
+  const auto count = [](std::uint64_t n, const char* what) {
+    return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+  };
+  const std::string note = "resumed on " + count(std::uint64_t(now.world_size), "rank") + " (" +
+                           count(workers, "worker") + ") a run saved on " + std::to_string(m.world_size) + " (" +
+                           count(was, "worker") + ") at step " + std::to_string(m.step) + ", epoch " +
+                           std::to_string(m.epoch);
+  if (m.batches_done == 0) return note + ": the epoch starts anew on the new workers";
+  // The saved workers dealt the first batches_done x batch x saved workers samples of the epoch's permutation
+  // (rank r takes positions r, r + W, ...): the new workers continue there if it is a whole number of steps.
+  const std::uint64_t dealt = m.batches_done * m.batch_size * was, per_step = m.batch_size * workers;
+  if (dealt % per_step == 0) {
+    run.batches_done = dealt / per_step;
+    return note + " after " + std::to_string(dealt) + " samples of it: the new workers continue from that "
+           "sample, at their batch " + std::to_string(run.batches_done);
+  }
+  run.epoch = m.epoch + 1;
+  run.batches_done = 0;
+  return note + " after " + std::to_string(dealt) + " samples of it, which is no whole number of steps of " +
+         std::to_string(per_step) + " samples on the new workers: the rest of epoch " + std::to_string(m.epoch) +
+         " is not trained, and training continues at the start of epoch " + std::to_string(run.epoch);
+}
+
+}  // namespace detail
+
+/// Collective: writes `run` into `dir` as a new checkpoint (see the top of this file). Every rank calls it with
+/// its own RunState; rank 0's counters and loader facts go into the manifest.
+template <NamedNetwork Net>
+void save_run(const std::filesystem::path& dir, const CheckpointGroup& group, const RunState& run) {
+  CheckpointManifest m;
+  m.trainer = run.type;
+  m.network_layout = run.network_layout;
+  m.seed = run.seed;
+  m.step = run.step, m.epoch = run.epoch, m.batches_done = run.batches_done;
+  m.batch_size = run.loader.batch_size, m.batches_per_epoch = run.loader.batches_per_epoch;
+  m.shuffle_seed = run.loader.shuffle_seed;
+  save_checkpoint(dir, group, std::move(m), [&](std::uint64_t g) { detail::write_run_files<Net>(dir, g, run); });
+}
+
+/// Collective: reads the checkpoint in `dir` into `run`, which the trainer filled as for save_run (its type,
+/// seed and ranks are what the checkpoint must match; its views are where the state goes). Every file is
+/// checked on every rank before any view is written, so a refused load leaves them as they were. Afterwards
+/// run's counters, loader facts and every section's counts hold the saved ones (on another number of ranks,
+/// the position the new workers continue from). Returns what did not carry over exactly, as a sentence
+/// (empty when the run continues as saved).
+template <NamedNetwork Net>
+std::string load_run(const std::filesystem::path& dir, const CheckpointGroup& group, RunState& run) {
+  CheckpointManifest m;
+  std::vector<float> params(run.parameters.size()), buffers(run.buffers.size());
+  std::uint64_t model_step = 0;
+  std::vector<std::vector<std::vector<float>>> staged(run.sections.size());
+  std::vector<std::vector<std::uint64_t>> counts(run.sections.size());
+  detail::on_every_rank(group, "load the checkpoint", [&] {
+    m = read_manifest(dir);
+    detail::check_same_run(m, run, dir);
+    const std::string model_file = model_file_name(m.generation);
+    const std::string rank_file = rank_file_name(detail::saved_rank_for(m, run.ranks), m.generation);
+    verify_file(dir, m, model_file);
+    verify_file(dir, m, rank_file);
+    load_safetensors<Net>(dir / model_file, params, buffers);
+    SafetensorsReader reader(dir / rank_file);
+    detail::read_f32(reader, "model.buffers", buffers);
+    model_step = detail::read_count(reader, "model_step");
+    for (std::size_t i = 0; i < run.sections.size(); ++i) {
+      const auto& [prefix, state] = run.sections[i];
+      for (const auto& [name, value] : state.keys)
+        if (const std::uint64_t saved = detail::read_count(reader, prefix + name); saved != value)
+          throw data_error("checkpoint: " + reader.path().string() + " has " + prefix + name + " = " +
+                           std::to_string(saved) + " but this rank's is " + std::to_string(value) +
+                           " (another configuration?)");
+      for (const auto& [name, data] : state.tensors) {
+        staged[i].emplace_back(data.size());
+        detail::read_f32(reader, prefix + name, staged[i].back());
+      }
+      for (const auto& [name, value] : state.counts) counts[i].push_back(detail::read_count(reader, prefix + name));
+    }
+  });
+  // Every check passed on every rank: now write into the views, the parameters before the sections (a
+  // parameter server's shard is a view of them).
+  std::copy(params.begin(), params.end(), run.parameters.begin());
+  std::copy(buffers.begin(), buffers.end(), run.buffers.begin());
+  run.model_step = model_step;
+  for (std::size_t i = 0; i < run.sections.size(); ++i) {
+    NamedState& state = run.sections[i].second;
+    for (std::size_t t = 0; t < state.tensors.size(); ++t)
+      std::copy(staged[i][t].begin(), staged[i][t].end(), state.tensors[t].second.begin());
+    for (std::size_t c = 0; c < state.counts.size(); ++c) state.counts[c].second = counts[i][c];
+  }
+  return detail::continue_position(m, run);
 }
 
 }  // namespace sinew::io
