@@ -50,12 +50,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <functional>
-#include <optional>
 #include <limits>
+#include <optional>
 #include <memory>
 #include <span>
 #include <string>
@@ -177,7 +176,8 @@ class Trainer {
   /// strategy. With several ranks: collective, and every rank must build the same trainer (checked).
   explicit Trainer(TrainerOptions options = {}, typename O::options optimizer = {}, S strategy = {})
       : options_(options),
-        cores_(plan_and_confine(options, strategy)),
+        // The ranks on this host that share its CPU set (the strategy's communicator knows them) split its cores.
+        cores_(plan_and_confine(strategy_type::host_share(strategy), options.cores, options.threads)),
         ctx_(BackendOptions{.threads = cores_.threads(),
                             .cpus = cores_.bind ? cores_.compute : std::vector<int>{}}),
         // A parameter server's server never runs the network: parameters only, no gradient buffer.
@@ -622,22 +622,6 @@ class Trainer {
     const std::size_t floats = std::size_t(batch) * input_shape::kSize;
     if (images_.size() != floats) images_ = AlignedBuffer<float>(floats);
     labels_.resize(std::size_t(batch));
-  }
-
-  // The ranks on this host that share this one's CPU set (through the strategy's communicator), split by
-  // options.cores; a bound rank's calling thread is confined to its share, so that threads it starts later
-  // (loader workers, communication) stay off the other ranks' cores.
-  static CorePlan plan_and_confine(const TrainerOptions& options, S& strategy) {
-    CorePlan plan = plan_cores(launch_cpus(), strategy_type::host_share(strategy), options.cores);
-    plan.requested = options.threads;
-    if (const char* env = std::getenv("OMP_NUM_THREADS"); plan.requested <= 0 && env != nullptr)
-      plan.requested = std::max(0, std::atoi(env));
-    if (plan.bind) {
-      std::vector<int> mine = plan.compute;
-      mine.insert(mine.end(), plan.reserved.begin(), plan.reserved.end());
-      bind_this_thread(mine);
-    }
-    return plan;
   }
 
   TrainerOptions options_;

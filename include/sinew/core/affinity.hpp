@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdlib>
 #include <span>
 #include <string>
 #include <thread>
@@ -145,6 +146,23 @@ inline bool bind_this_thread(std::span<const int> cpus) {
   (void)cpus;
   return false;
 #endif
+}
+
+/// This rank's plan on its host, the ranks that share the launch set split by `split` (plan_cores), with the
+/// threads asked for (`threads`, or OMP_NUM_THREADS when it is 0). Where the plan binds, the calling thread is
+/// confined to the rank's share (its compute and reserved cores), so that the threads it starts later (loader
+/// workers, communication) stay off the other ranks' cores.
+inline CorePlan plan_and_confine(HostShare share, CoreSplit split, int threads) {
+  CorePlan plan = plan_cores(launch_cpus(), share, split);
+  plan.requested = threads;
+  if (const char* env = std::getenv("OMP_NUM_THREADS"); plan.requested <= 0 && env != nullptr)
+    plan.requested = std::max(0, std::atoi(env));
+  if (plan.bind) {
+    std::vector<int> mine = plan.compute;
+    mine.insert(mine.end(), plan.reserved.begin(), plan.reserved.end());
+    bind_this_thread(mine);
+  }
+  return plan;
 }
 
 /// The CPU set this process was launched with, as bytes, for comparing sets across ranks (comm::Mpi::host_share()).
