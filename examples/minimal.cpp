@@ -19,4 +19,5 @@ int main() {
     auto s = trainer.train_epoch(train);  // loss, accuracy, images/s, phases
     std::printf("loss %.3f  %.0f img/s\n", s.loss, s.images_per_second);
   }
+  return 0;
 }

@@ -17,7 +17,7 @@
 // backward unless --overlap off. As root, Open MPI also needs --allow-run-as-root, and --oversubscribe beyond
 // the number of cores. --checkpoint-dir D (seen by every rank) saves the run every --checkpoint-every epochs
 // and after the last, the parameter server's shard included; --resume continues it, up to --epochs epochs in
-// all, on as many ranks or on another number (after a machine died: see the README's "Checkpoints and resume").
+// all, on as many ranks or on another number (after a machine died: see docs/checkpoints.md).
 // --trace FILE writes every rank's training steps as one Chrome trace, clocks aligned to rank 0's
 // (sinew/metrics/timeline.hpp; Perfetto opens it, tools/trace_to_svg.py draws a step).
 #include <cstdio>

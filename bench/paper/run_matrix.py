@@ -392,8 +392,8 @@ def findings(m):
     add("F14", "V-C, V-E", "TensorFlow's forward convolution is faster than oneDNN's",
         "1.35x (AlexNet, mean over the others)", "oneDNN's / Eigen's convolution: " + text +
         ("" if nets != ["lenet5_cifar10"] else " (LeNet-5 only: the paper excepts it)"),
-        verdict(x, why_not="oneDNN's convolution on this AVX-512 CPU is faster than Eigen's "
-                           "im2col + contraction"),
+        verdict(x, why_not="oneDNN's convolution on this AVX-512 CPU is faster than the Eigen backend's "
+                           "(patches packed block by block, multiplied on oneDNN's sgemm)"),
         tf_backend_swap + "; `with_backend<Mix<Eigen, Use<layer_kind::conv2d, OneDnn>>>` (oneDNN's "
         "convolutions only)", f"Eigen's convolution / oneDNN's: {eff}; TensorFlow's forward / with oneDNN's "
         "convolutions only: " + describe(over_nets(m, lambda k: ratio(

@@ -1,5 +1,5 @@
 // examples/support/checkpoints.hpp: --checkpoint-dir D, --checkpoint-every N (epochs) and --resume for the
-// training examples (see sinew/io/checkpoint.hpp and the README's "Checkpoints and resume").
+// training examples (see sinew/io/checkpoint.hpp and docs/checkpoints.md).
 #pragma once
 
 #include <cstdio>

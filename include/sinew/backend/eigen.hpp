@@ -6,7 +6,7 @@
 //
 // Matrix kernel. The products of Conv2d and Dense run on oneDNN's sgemm (eigen/gemm.hpp), one single-threaded
 // call per pool thread, as TensorFlow's x86 builds run Eigen's contractions on it by default: Eigen's own gebp
-// kernel is 0.70-0.75x as fast on ResNet-18's shapes. So backend::Eigen links oneDNN (its C API), though it
+// kernel is slower on ResNet-18's shapes (eigen/gemm.hpp). So backend::Eigen links oneDNN (its C API), though it
 // uses none of oneDNN's primitives: the algorithms (patches, P^T dZ, dZ W^T and col2im) stay TensorFlow's.
 //
 // Fusion. kFuseActivations is true, as for OneDnn, so both backends lower a network to the same nodes (ops

@@ -20,12 +20,10 @@
 //     activations, a convolution's Tanh, pooling, flattening, dropout, inner products, the loss) is given f32:
 //     OneDnnBf16's table wraps it in f32_input, which reorders a bf16 input into f32 in the same layout. So a
 //     network of ReLUs after convolutions (AlexNet, VGG without batch norm) keeps f32 outputs, and LeNet-5 (Tanh)
-//     runs as before. What it saves, on the CIFAR-stem ResNet-18 at batch 42 (2 Zen 4 cores, oneDNN's verbose
-//     times per step): with f32 tensors the reorders of each convolution's input and output gradient into bf16 took
-//     22 ms and batch norm 32 ms of 396 ms; with bf16 tensors batch norm takes 15 ms, the reorders of activations
-//     nearly nothing, and the step 359 ms (120 images/s against 107). Backward data reads the bf16 output
-//     gradient that backward weights converted where the output is f32 (weighted_layer.hpp), so each is
-//     converted once.
+//     runs as before. bf16 tensors save the reorders of every convolution's input and output gradient into bf16,
+//     and let batch norm read and write bf16 (figures: bench/README.md, "Why the kernels are as they are").
+//     Backward data reads the bf16 output gradient that backward weights converted where the output is f32
+//     (weighted_layer.hpp), so each is converted once.
 //
 // Why a backend and not a parameter of OneDnn: `backend::OneDnn` is named in hundreds of places (tables,
 // presets, forward declarations), and a precision is a choice of the whole backend as a Mix's base is: a

@@ -4,8 +4,8 @@
 // inner loop is one vector FMA per 16 channels), the partials are added once, and a last pass normalises and
 // applies the fused activation while the rows are in cache. A flat input (C x 1 x 1) is the same [N, C]
 // matrix: BatchNorm1d. (Eigen's `sum` over dimension 0 of a row-major tensor, which this op used before,
-// reduced one column at a time: 22 ms for ResNet-18's first batch norm at batch 42 on one thread, against
-// oneDNN's 0.7 ms; these loops take about 1 ms.)
+// reduced one column at a time, far slower than these loops
+// (figures: bench/README.md, "Why the kernels are as they are").)
 //
 // Training normalises with the batch mean and biased variance (two passes, centred, as oneDNN) and updates
 // the running statistics in the Model's buffer array with PyTorch's momentum and unbiased variance;

@@ -20,8 +20,7 @@
 // group of all taps. A 1x1 convolution with stride 1 and no padding packs nothing: its NHWC input is P,
 // multiplied in place (ResNet-50's bottlenecks have three of them in each block).
 // The matrix kernel is oneDNN's sgemm (gemm.hpp), as in TensorFlow's x86 builds, one single-threaded call per
-// block on the pool thread that packed it; it runs ResNet-18's products at 98-116 GFLOP/s on one Zen 4 core
-// from 42 rows on (98 with 27 taps, 106 with 64 outputs; measured on a shared, loaded machine).
+// block on the pool thread that packed it.
 // Backward weights: P^T dZ (TensorFlow's SpatialConvolutionBackwardKernel is the same contraction, on patches
 // it extracts again): each pool thread packs its share of P's rows again, block by block into its buffer,
 // zeros included, and accumulates P_block^T dZ_block into a partial sum of its own; the partials are added
@@ -338,12 +337,12 @@ class conv2d_op : public op_base<diff_dst_use::always> {
   /// the padding are zeros. Everything the loop reads is a local: the copies may write any memory as far as
   /// the compiler knows, so members would be read again after each (with kernel rows of 9 floats, ResNet-18's
   /// first layer, packing took as long as its product). (Eigen's extract_image_patches computes every float's
-  /// source index on its own, and with fewer channels than a SIMD packet it cannot vectorise: 36 ms of
-  /// LeNet-5's 3->6 forward convolution at batch 42 went there, against oneDNN's 0.8 ms.)
+  /// source index on its own, and with fewer channels than a SIMD packet it cannot vectorise: on LeNet-5's
+  /// 3->6 convolution it cost many times oneDNN's whole forward.)
   /// The kernel rows of a first layer's few channels (3 x 3, 3 x 5, 3 x 7 and 3 x 11 floats: ResNet-18's CIFAR
   /// stem, LeNet-5's 5 x 5, ResNet's and AlexNet's) are copied with their length a constant, as a few vector
-  /// moves instead of copy_floats' branches on the length: ResNet-18's first layer (9 floats per kernel row),
-  /// batch 42, one idle Zen 4 core, forward 2.05-2.65 -> 1.87-2.38 ms (OneDnn's 1.47-1.72 ms in the same runs).
+  /// moves instead of copy_floats' branches on the length
+  /// (figures: bench/README.md, "Why the kernels are as they are").
   void pack_rows(const float* nhwc, const row_group& g, index begin, index end, float* out) const {
     switch ((g.kw1 - g.kw0) * c_.in_c) {
       case 9: return pack_rows_as<9>(nhwc, g, begin, end, out);
@@ -444,8 +443,8 @@ class conv2d_op : public op_base<diff_dst_use::always> {
   }
 
   /// weights_ (HWIO, [K*K*C, O]) from the OIHW parameters, each input channel's O x K*K floats on their own
-  /// (a thread per range of channels): for layer4's 512 x 512 x 3 x 3 on one Zen 4 core 1.7 ms against 2.9 ms
-  /// for Eigen's shuffle (a tenth of the forward), measured on a shared, loaded machine.
+  /// (a thread per range of channels), faster than Eigen's shuffle, which on ResNet-18's layer4 took a tenth
+  /// of the forward (figures: bench/README.md, "Why the kernels are as they are").
   void to_hwio(const device& dev) {
     const index O = c_.out_c, C = c_.in_c, KK = index(c_.kernel) * c_.kernel;
     const float* w = p_.weights;
@@ -490,21 +489,19 @@ class conv2d_op : public op_base<diff_dst_use::always> {
     return std::max(block, (rows_ + threads - 1) / threads);
   }
 
-  /// The most rows in one block: blocks of 256 to 2048 rows ran ResNet-18's layers at the same speed within
-  /// the noise of a shared, loaded Zen 4 (one thread, batch 42).
+  /// The most rows in one block: blocks of 256 to 2048 rows ran ResNet-18's layers at the same speed.
   static constexpr index kBlockRows = 512;
   /// The most packed floats in one block of the forward (per thread): blocks of 2^12 to 2^20 floats ran
-  /// ResNet-18's first layer alike (within 5%, one thread, shared, loaded Zen 4); this one bounds layer4's
-  /// blocks (4608 floats a row) to 227 rows, 4 MiB.
+  /// ResNet-18's first layer alike; this one bounds layer4's blocks (4608 floats a row) to 227 rows, 4 MiB.
   static constexpr index kBlockFloats = index(1) << 20;
   /// A border group keeps blocks of its own where the floats it skips (rows x (depth_ - its depth)) are at
   /// least this many times its weights' rows (its depth), which every one of its blocks reads again: a float
   /// read from memory costs about as much as 16 multiply-adds of oneDNN's sgemm on one core.
   static constexpr index kMergeRatio = 16;
   /// An output row copied from the block to its place costs about as much as this many multiply-adds per
-  /// output: on ResNet-18's layer1 (64 outputs, 6% zeros) skipping every zero and copying every row ran no
-  /// faster than multiplying the zeros; on its layer2 to layer4 it ran 4-25% faster (one thread, shared,
-  /// loaded Zen 4).
+  /// output: on ResNet-18's layer1 (64 outputs, few zeros) skipping every zero and copying every row ran no
+  /// faster than multiplying the zeros; on its layer2 to layer4 it ran faster
+  /// (figures: bench/README.md, "Why the kernels are as they are").
   static constexpr index kCopyRatio = 24;
   /// The fewest rows of a run of consecutive output rows whose blocks are multiplied in place (see in_place).
   static constexpr index kMinRunRows = 32;

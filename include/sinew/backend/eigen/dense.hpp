@@ -7,8 +7,7 @@
 // Below kGemvBatch rows the forward is one matrix-vector product per row instead (Eigen's GEMV on the
 // row-major weights, the pool's threads each taking a range of output rows): a general matrix product with a
 // single row packs the whole weight matrix for one pass over it (Eigen's contraction, used here before, did so
-// on one thread), while the GEMV reads each weight once (with the batch-norm rewrite, bench/zoo's single-thread batch-1 AlexNet
-// went from 1.5 to 20 img/s, OneDnn's 13, on a shared, loaded Zen 4).
+// on one thread), while the GEMV reads each weight once (figures: bench/README.md, "Why the kernels are as they are").
 #pragma once
 
 #include "sinew/backend/eigen/common.hpp"

@@ -3,12 +3,11 @@
 //
 // Why oneDNN's and not Eigen's own. TensorFlow's x86 builds do not contract floats with Eigen's gebp kernel: by
 // default (the build option tensorflow_mkldnn_contraction_kernel) Eigen's TensorContraction calls oneDNN's
-// dnnl_sgemm on each block it packs (TensorFlow's eigen_contraction_kernel.h). On one Zen 4 core, on
-// ResNet-18's convolution shapes ([rows, K*K*C] x [K*K*C, O]), Eigen 3.4's gebp ran at 0.70-0.75x of
-// dnnl_sgemm on the same matrices (46-55 against 62-73 GFLOP/s) whatever the block size or layout, and that
-// kernel alone kept the Eigen backend's forward convolution at 1.4-2.5x oneDNN's; the algorithms around the
-// kernel (patches packed block by block, P^T dZ, dZ W^T then col2im) stay TensorFlow's. Measured on a shared,
-// loaded machine.
+// dnnl_sgemm on each block it packs (TensorFlow's eigen_contraction_kernel.h). On ResNet-18's convolution shapes
+// ([rows, K*K*C] x [K*K*C, O]) Eigen 3.4's gebp is slower than dnnl_sgemm on the same matrices whatever the block
+// size or layout, and that kernel alone would keep the Eigen backend's forward convolution well behind oneDNN's
+// (figures: bench/README.md, "Why the kernels are as they are"); the algorithms around the kernel (patches
+// packed block by block, P^T dZ, dZ W^T then col2im) stay TensorFlow's.
 //
 // Threads. The Eigen backend runs all its work on the context's Eigen thread pool, and each pool thread calls
 // gemm() on its own share. oneDNN's sgemm here is built on OpenMP: a thread outside an OpenMP team would open

@@ -109,9 +109,8 @@ inline desc plain_like(const desc& d) {
 }
 
 /// Calls a oneDNN constructor and turns its failure into a backend_error naming the layer and the cause.
-/// A primitive descriptor that lands on oneDNN's reference implementation (100 to 300 times slower than its
-/// jit kernels on LeNet-5's convolutions here) is reported once on stderr: a silent fallback would pass
-/// for a slow library.
+/// A primitive descriptor that lands on oneDNN's reference implementation (hundreds of times slower than its
+/// jit kernels) is reported once on stderr: a silent fallback would pass for a slow library.
 template <class F>
 auto checked(const char* what, F&& f) -> decltype(f()) {
   try {

@@ -6,8 +6,8 @@
 //
 // Kernel taps that only ever meet padding are dropped: a 3x3 kernel with padding 1 over a 1x1 image (ResNet's
 // last stage on 32x32 inputs) reads only its centre, so the primitives run a 1x1 kernel over that sub-block of
-// the weights, for a ninth of the work. oneDNN computes every tap otherwise (and picks a gemm-based backward
-// weights kernel for such shapes that ran at 3 GFLOP/s here).
+// the weights, for a ninth of the work. oneDNN computes every tap otherwise (and picks a slow gemm-based backward
+// weights kernel for such shapes: bench/README.md, "Why the kernels are as they are").
 #pragma once
 
 #include <algorithm>

@@ -27,11 +27,10 @@ class dense_op : public weighted_layer<dnnl::inner_product_forward, dnnl::inner_
     w_dims[0] = outputs;
     // The weights stay in PyTorch's row-major layout for all three primitives (gemm reads either orientation):
     // left to choose, the forward took them transposed, and transposing AlexNet's 4096x9216 matrix there and its
-    // gradient back cost a third of a training step. The forward's pd is the backward ones' hint; from four rows
-    // on it executes as a matmul on the same memories (weighted_layer.hpp: inner_product_matmul), since the inner
-    // product's forward on row-major weights ran at a seventh of peak on AVX-512. Without AVX-512 kernels, the
-    // backward data of rows a multiple of 4 KiB runs as two matmuls (inner_product_split_backward_data): oneDNN's
-    // AVX2 gemm ran it at two thirds of its speed on W from a 64-byte boundary.
+    // gradient back cost a large share of a training step. The forward's pd is the backward ones' hint; from four
+    // rows on it executes as a matmul on the same memories (weighted_layer.hpp: inner_product_matmul), and without
+    // AVX-512 kernels the backward data of rows a multiple of 4 KiB runs as two matmuls
+    // (inner_product_split_backward_data); weighted_layer.hpp says why.
     const tag user_w_tag = in.size() == 2 ? tag::oi : tag::oihw;
     const desc src_any(in, compute, tag::any), w_rows(w_dims, compute, user_w_tag);
     const desc dst_any({batch, outputs}, dt::f32, tag::any), diff_dst_any({batch, outputs}, compute, tag::any);

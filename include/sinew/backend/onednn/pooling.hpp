@@ -50,8 +50,8 @@ class pooling_op {
     // channels or more where oneDNN has only its C++ loop for it (simple_nchw): there the input is reordered to
     // the channel-blocked layout of the ISA's convolutions first. AlexNet's first convolution (3 -> 64 channels,
     // 11x11 stride 4) leaves plain NCHW without AVX-512 kernels (oneDNN runs it as a gemm), and its max pooling
-    // took 23 ms a step on it against 0.1 ms for the jit kernel on the blocked layout of the next one (batch 42,
-    // one thread, a shared, loaded Zen 4 under ONEDNN_MAX_CPU_ISA=AVX2).
+    // ran hundreds of times slower there than the jit kernel on the blocked layout of the next one
+    // (figures: bench/README.md, "Why the kernels are as they are").
     src_md_ = src_md;
     fwd_pd_ = forward_pd(src_md);
     const auto dims_of_src = compat::dims_of(src_md);

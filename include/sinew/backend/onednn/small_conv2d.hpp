@@ -3,11 +3,11 @@
 // On a 2x2 image a 3x3, padding-1 convolution's every output pixel reads every input pixel, through a different
 // tap. Written out as a dense matrix from the whole input image (C x H x W) to the whole output image
 // (O x OH x OW), it holds exactly the multiplications that meet the image; the direct convolution computes all
-// nine taps at every position, 2.25 times as many, and oneDNN 2.6 runs its backward weights on a gemm kernel
-// that reached 10 to 15 GFLOP/s on ResNet's and VGG's 2x2 stages here. So such a layer becomes an inner product
-// with that matrix, expanded from the kernel before each forward; backward folds the matrix's gradient back
-// onto the kernel's taps. The node picks this op at compile time (onednn.hpp: small_image<N>); results equal
-// the direct convolution's up to summation order.
+// nine taps at every position, 2.25 times as many, and oneDNN 2.6 runs its backward weights on a slow gemm
+// kernel on ResNet's and VGG's 2x2 stages (figures: bench/README.md, "Why the kernels are as they are"). So such
+// a layer becomes an inner product with that matrix, expanded from the kernel before each forward; backward folds
+// the matrix's gradient back onto the kernel's taps. The node picks this op at compile time (onednn.hpp:
+// small_image<N>); results equal the direct convolution's up to summation order.
 #pragma once
 
 #include <algorithm>

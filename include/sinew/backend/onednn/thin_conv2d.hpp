@@ -2,8 +2,8 @@
 // 3->6 and 6->16), with its activation, on sinew's own kernels (backend/simd/thin_conv2d.hpp) instead of oneDNN.
 //
 // oneDNN 2.6 blocks channels by 16 and vectorises over them, so a 3->6 convolution fills vectors with padding:
-// LeNet-5's first layer ran its forward at about 60 GFLOP/s and its backward weights lower, on a 2-core Zen 4 whose
-// f32 peak is about 226, and the two thin convolutions took 1.5 of a 1.65 ms step. Here the pixels are the vector
+// LeNet-5's first layer ran at a fraction of peak, and the two thin convolutions took most of its step
+// (figures: bench/README.md, "Why the kernels are as they are"). Here the pixels are the vector
 // dimension, so every lane does work whatever the channel count. Where the output channels fill whole vectors
 // (6->16 under AVX-512, 16 or 8 under AVX2) with a 3x3 or 5x5 kernel, the forward and the weights' gradient
 // vectorise over the output channels instead (the channel kernels of simd/thin_conv2d.hpp), so no lane computes
@@ -16,8 +16,8 @@
 // (in groups that stay in L2, one horizontal addition per accumulator and group) into partial sums added at the
 // end, and the input gradient, the transposed contraction whose rows are the taps, each row added into the padded
 // image's gradient at its tap's offset. Those rows run in (ky, kx, channel) order, so the rows of one tile add
-// into planes apart rather than one float apart (data_taps_): LeNet-5's second layer's input gradient, batch 42,
-// one thread, idle Zen 4, went from 0.37-0.40 to 0.28-0.33 ms. The op is chosen at compile time from the node's shape (conv2d.hpp's
+// into planes apart rather than one float apart (data_taps_), which is faster on LeNet-5's second layer.
+// The op is chosen at compile time from the node's shape (conv2d.hpp's
 // conv2d_op_for), never by net name.
 #pragma once
 

@@ -19,16 +19,16 @@ namespace sinew::backend::onednn {
 /// as oneDNN's matmul primitive, src [N, In] x weights [In, Out] read through strides from the same memory.
 ///
 /// oneDNN 2.6's inner product runs that forward on its gemm in the transposed orientation (`x64:gemm:jit`), which
-/// on AVX-512 reached a seventh of peak: AlexNet's 9216->4096 layer took 3.5 times as long as its own backward
-/// data on the same matrix (measured on a shared, loaded Zen 4; bench/ops' fc_forward_inner_product row is the
-/// old forward beside fc_forward, the new one). The matmul primitive takes strided weights on its brgemm
-/// kernels, so the weights stay where the optimizer, strategies and checkpoints see them: nothing is reordered. (Weights in the layout oneDNN picks for the inner product ran
-/// as fast, but reordering them once per step cost as much again.) On AVX2 the matmul lands on the same gemm as
-/// the inner product and runs as fast. The backward passes stay inner products: their gemm orientations are fast.
+/// on AVX-512 reaches a small fraction of peak, far below its own backward data on the same matrix (bench/ops'
+/// fc_forward_inner_product row is the old forward beside fc_forward, the new one). The matmul primitive takes
+/// strided weights on its brgemm kernels, so the weights stay where the optimizer, strategies and checkpoints
+/// see them: nothing is reordered. (Weights in the layout oneDNN picks for the inner product ran as fast, but
+/// reordering them once per step cost as much again.) On AVX2 the matmul lands on the same gemm as the inner
+/// product and runs as fast. The backward passes stay inner products: their gemm orientations are fast.
 /// ReLU is the same post-op; the bias a [1, Out] row. Taken only where the inner product chose plain src and
 /// dst (nc or nchw, the same bytes as [N, In] and [N, Out]), and for batches of at least kMinBatch rows: on one
-/// to three rows the inner product's matrix-vector kernel is the faster (at batch 1, 1 thread, AlexNet's
-/// 9216->4096 took 14 ms as an inner product and 22 ms as a matmul here). Otherwise the inner product runs.
+/// to three rows the inner product's matrix-vector kernel is the faster. Otherwise the inner product runs
+/// (figures: bench/README.md, "Why the kernels are as they are").
 class inner_product_matmul {
  public:
   /// The fewest rows (batch) for which the forward runs as a matmul.
@@ -83,19 +83,17 @@ class inner_product_matmul {
 /// itself.
 ///
 /// Without AVX-512 kernels (an AVX2 CPU, or oneDNN capped by ONEDNN_MAX_CPU_ISA=AVX2), oneDNN 2.6 runs this
-/// product on its AVX2 gemm, which took 1.5 times as long when W's rows lie a multiple of 4 KiB apart (In a
-/// multiple of 1024: AlexNet's 9216->4096 and 4096->4096) and W starts on a 64-byte boundary, as every tensor of
-/// the flat buffer does. At batch 42, one thread, in CPU time on a shared, loaded Zen 4: 64 ms against 42 ms for
-/// 9216->4096, 27 ms against 17.5 ms for 4096->4096, and the backward weights and the forward on the same
-/// shapes 32 and 46 ms either way; on two threads 61 ms against 43 ms. W read from 4 floats (16 bytes) past its
-/// start runs at the fast rate (from 8 floats on, 32 bytes, it was slower still), so the first kSplitColumns
+/// product on its AVX2 gemm, which is much slower when W's rows lie a multiple of 4 KiB apart (In a multiple of
+/// 1024: AlexNet's 9216->4096 and 4096->4096) and W starts on a 64-byte boundary, as every tensor of the flat
+/// buffer does; the backward weights and the forward on the same shapes are not. W read from 4 floats (16 bytes)
+/// past its start runs at the fast rate (from 8 floats on it is slower still), so the first kSplitColumns
 /// input columns get a matmul of their own and the rest a second one, both through strides into the same
 /// memories: the weights stay where the optimizer, strategies and checkpoints see them, and dx is the same
-/// sums. Taken only there: with AVX-512 kernels the product ran at 36 ms whichever way, and where In is not a
-/// multiple of 1024 (AlexNet's small-image convolutions, 1728 to 3456 inputs) the split cost 10 to 20%; both
-/// keep the inner product's backward data; so do batches under kMinBatch rows, where the gemm takes another path
-/// that is fast on aligned W (4096->4096 at 16 rows: 12.6 ms, split 22 ms; at 24 rows even; at 32 rows 24 ms,
-/// split 18.5 ms; the same on two threads). Like inner_product_matmul, it needs plain dy and dx.
+/// sums. Taken only there: with AVX-512 kernels the product runs as fast either way, and where In is not a
+/// multiple of 1024 (AlexNet's small-image convolutions) the split costs more than it saves; both keep the inner
+/// product's backward data; so do batches under kMinBatch rows, where the gemm takes another path that is fast
+/// on aligned W. Like inner_product_matmul, it needs plain dy and dx
+/// (figures: bench/README.md, "Why the kernels are as they are").
 class inner_product_split_backward_data {
  public:
   /// The fewest rows (batch) for which backward data is split.

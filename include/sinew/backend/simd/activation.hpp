@@ -2,8 +2,8 @@
 // arrays of any layout (blocked oneDNN layouts included: padding entries are zero and stay zero).
 //
 // Forward tanh and sigmoid use Eigen's vectorised rational approximations (max error 1.7e-7 against
-// std::tanh): measured on this AVX2 machine at 0.105 ms per 263k floats on one thread, 1.8x faster than
-// xsimd::tanh and 11x faster than oneDNN 2.6's AVX2 tanh (0.57 ms on two threads). Backward passes are
+// std::tanh), faster than xsimd::tanh and than oneDNN 2.6's AVX2 tanh
+// (figures: bench/README.md, "Why the kernels are as they are"). Backward passes are
 // computed from the output y, so the input need not be kept: relu' = [y > 0], tanh' = 1 - y^2,
 // sigmoid' = y (1 - y), leaky_relu' = [y > 0] + slope [y <= 0]; they are plain xsimd loops.
 #pragma once

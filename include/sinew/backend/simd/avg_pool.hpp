@@ -2,9 +2,8 @@
 // plain NCHW, forward and backward, on OpenMP threads.
 //
 // OneDnn's pooling op runs these on plain NCHW of at most 16 channels, which is what the thin convolutions
-// (onednn/thin_conv2d.hpp) leave and where oneDNN 2.6's jit pooling transposes to its blocked layout and back.
-// On LeNet-5's poolings (batch 42, 2 threads, Zen 4, ms forward / backward): 42 x 6 x 28 x 28 took 0.065 / 0.082
-// in oneDNN, 0.014 / 0.017 here; 42 x 16 x 10 x 10 took 0.013 / 0.017, 0.008 / 0.013 here.
+// (onednn/thin_conv2d.hpp) leave and where oneDNN 2.6's jit pooling transposes to its blocked layout and back,
+// several times slower on LeNet-5's poolings (figures: bench/README.md, "Why the kernels are as they are").
 #pragma once
 
 #include <omp.h>
@@ -40,8 +39,8 @@ void for_row_chunks(std::ptrdiff_t rows, int span, int threads, F&& f) {
 /// (H / K) x (W / K) (rows or columns past the last whole window are ignored, as a floor-mode pooling does).
 /// K = 2 (LeNet-5's) runs in two passes per chunk of output rows: each pair of input rows summed into a buffer on
 /// the thread's stack, then adjacent pairs of that buffer summed as one flat loop over the chunk. Rows of 5 to 14
-/// outputs are too short to vectorise one by one (that took 0.069 ms on LeNet-5's first pooling on one thread,
-/// the two passes 0.024).
+/// outputs are too short to vectorise one by one (the two passes are much the faster on LeNet-5's first
+/// pooling).
 inline void avg_pool_forward(const float* x, float* y, std::ptrdiff_t planes, int h, int w, int k, int threads) {
   const int oh = h / k, ow = w / k;
   const float scale = 1.0f / float(k * k);

@@ -57,8 +57,7 @@ namespace detail {
 
 /// Keeps `v` in a register: GCC otherwise folds a loaded or broadcast operand that several FMAs share into each
 /// of them as a memory operand, so the tile loads it once per FMA and becomes bound by loads instead of FMAs (the
-/// weights' tile of LeNet-5's first layer, OB 6 x TB 4: 28 loads per 24 FMAs and one accumulator spilled; with
-/// the operand kept, 0.31 -> 0.17 ms for 21 images on one Zen 4 core).
+/// weights' tile of LeNet-5's first layer, OB 6 x TB 4: 28 loads per 24 FMAs and one accumulator spilled).
 template <class B>
 inline void in_register([[maybe_unused]] B& v) noexcept {
 #if defined(__GNUC__)
@@ -176,7 +175,7 @@ inline void channel_forward_tile(const float* w, const float* bias, const float*
 #pragma GCC unroll 4
       for (int c = 0; c < CV; ++c) acc[r][q][c] = B::load_unaligned(bias + std::size_t(c) * V);
   // One base pointer per row and the tap's offset as the index: each broadcast is one addressing mode (with
-  // r * wp computed per tap instead, the row offsets spilled from the general registers and ran at 0.7x).
+  // r * wp computed per tap instead, the row offsets spilled from the general registers and ran slower).
   const float* rows[R];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) rows[r] = x + r * wp;
@@ -254,8 +253,8 @@ void data_tiles(const float* w, const float* dz, std::size_t dz_stride, int chan
 //   channel_weights_rows: sums[t][o] += sum_(oy, ox) x[(oy + ky) Wx + ox + kx] dz[oy OW + ox][o]
 //                         for the taps t = (ky, kx) of KR kernel rows of one input channel
 //
-// Measured on one Zen 4 core, LeNet-5's second layer's forward at batch 42: 0.182 ms with the transposes, against
-// 0.256 ms for the wide tiles.
+// On LeNet-5's second layer the forward runs faster this way than on the wide tiles
+// (figures: bench/README.md, "Why the kernels are as they are").
 
 /// Rows of a forward tile Q pixels wide with CV vectors of channels: the most of 1, 2 and 4 whose accumulators fit
 /// the registers beside CV operands and a broadcast (AVX-512, 16 channels: 2 rows of 8, 4 of 4, 4 of 2).
