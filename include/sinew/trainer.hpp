@@ -190,7 +190,7 @@ class Trainer {
     strategy_.set_layer_starts(model_type::layer_starts());
     strategy_.set_tensor_layout(dist::tensor_layout<Net>());
     strategy_.start(model_.parameters(), optimizer_);
-    if constexpr (strategy_type::kAgrees) {
+    {
       // Ranks that built other trainers would exchange spans of other sizes in other orders, or wait forever.
       std::string type = std::string(B::kName) + " " + std::string(S::kName) + " " + std::string(M::kName) + " " +
                          std::string(O::kName) + " " + to_string<input_shape>();
