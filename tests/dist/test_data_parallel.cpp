@@ -202,7 +202,7 @@ TEST(data_parallel, trainer_reports_exposed_and_hidden_communication) {
   EXPECT_EQ(stats.steps, 2u);
   EXPECT_GT(stats.phases.comm, 0.0);
   EXPECT_GT(stats.phases.update, 0.0);
-  // Whether a bucket is still in flight at the next layer depends on timing: test_allreduce checks the amount.
+  // Whether a bucket is still in flight at the next layer depends on timing: test_ring_allreduce.cpp checks the amount.
   EXPECT_GE(stats.phases.comm_hidden, 0.0);
 }
 

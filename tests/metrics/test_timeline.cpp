@@ -167,15 +167,15 @@ void expect_a_complete_aligned_trace(const char* name) {
   EXPECT_EQ(trace["otherData"]["strategy"], std::string(Strategy::kName));
 }
 
-TEST(trace, ring_allreduce_np2_every_layer_and_bucket_on_aligned_clocks) {
+TEST(timeline, ring_allreduce_np2_every_layer_and_bucket_on_aligned_clocks) {
   expect_a_complete_aligned_trace<dist::RingAllReduce<comm::Mpi>>("ring.json");
 }
 
-TEST(trace, mpi_allreduce_np2_every_layer_and_bucket_on_aligned_clocks) {
+TEST(timeline, mpi_allreduce_np2_every_layer_and_bucket_on_aligned_clocks) {
   expect_a_complete_aligned_trace<dist::MpiAllReduce<comm::Mpi>>("mpi.json");
 }
 
-TEST(trace, clock_offset_finds_a_skew_of_three_seconds) {
+TEST(timeline, clock_offset_finds_a_skew_of_three_seconds) {
   comm::Mpi world;
   constexpr std::int64_t kSkew = 3'000'000'000;
   const std::int64_t skew = world.rank() == 0 ? 0 : kSkew;
@@ -190,7 +190,7 @@ TEST(trace, clock_offset_finds_a_skew_of_three_seconds) {
   }
 }
 
-TEST(trace, off_records_nothing_and_writes_nothing) {
+TEST(timeline, off_records_nothing_and_writes_nothing) {
   comm::Mpi world;
   using Strategy = dist::RingAllReduce<comm::Mpi>;
   Trainer<Net, backend::OneDnn, Strategy> trainer({.threads = 1}, {.lr = 0.05f}, Strategy({}, world));
