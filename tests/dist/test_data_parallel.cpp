@@ -40,14 +40,8 @@ using SmallNet = Sequential<Input<1, 12, 12>, Conv2d<4, 3>, ReLU, MaxPool<2>, Fl
 const optim::Sgd::options kSgd{.lr = 0.05f, .momentum = 0.9f};
 
 data::CachedLoader loader_for(const data::Dataset& d, int batch, int rank, int world_size) {
-  data::LoaderOptions o;
-  o.batch_size = batch;
-  o.seed = 4;
-  o.drop_last = true;
-  o.mean = {0.3f};
-  o.std = {0.25f};
-  o.rank = rank, o.world_size = world_size;
-  return data::CachedLoader(d, o);
+  return test::corners_loader(
+      d, {.batch_size = batch, .seed = 4, .drop_last = true, .rank = rank, .world_size = world_size});
 }
 
 struct comparison {

@@ -38,13 +38,7 @@ constexpr int kBatch = 8, kSteps = 3;
 constexpr double kAlignedWithinUs = 250e3;
 
 data::CachedLoader loader_for(const data::Dataset& d, int worker, int workers) {
-  data::LoaderOptions o;
-  o.batch_size = kBatch;
-  o.drop_last = true;
-  o.mean = {0.3f};
-  o.std = {0.25f};
-  o.rank = worker, o.world_size = workers;
-  return data::CachedLoader(d, o);
+  return test::corners_loader(d, {.batch_size = kBatch, .drop_last = true, .rank = worker, .world_size = workers});
 }
 
 std::string temp_path(const std::string& name, comm::Mpi& world) {
