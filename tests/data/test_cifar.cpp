@@ -19,11 +19,7 @@ using sinew::data::Cifar100Label;
 using sinew::data::Dataset;
 using sinew::data::read_cifar10;
 using sinew::data::read_cifar100;
-using sinew::test::contains;
-using sinew::test::data_error_message;
-using sinew::test::TempDir;
-using sinew::test::write_gzip;
-using sinew::test::write_plain;
+using namespace sinew::test;
 using Bytes = std::vector<std::uint8_t>;
 
 constexpr std::size_t kImage = 3072;

@@ -12,8 +12,7 @@
 namespace {
 
 using sinew::data::Dataset;
-using sinew::test::contains;
-using sinew::test::data_error_message;
+using namespace sinew::test;
 
 // n 1x1x2 images; image i holds bytes {2i, 2i+1} and label i % classes.
 Dataset counting_dataset(int n, int classes = 10) {

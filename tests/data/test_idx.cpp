@@ -17,14 +17,9 @@ namespace {
 using sinew::data::Dataset;
 using sinew::data::read_idx;
 using sinew::data::Split;
-using sinew::test::contains;
-using sinew::test::data_error_message;
-using sinew::test::TempDir;
-using sinew::test::write_gzip;
-using sinew::test::write_plain;
+using namespace sinew::test;
 using Bytes = std::vector<std::uint8_t>;
 
-using sinew::test::append_big_endian;
 
 Bytes idx_images(std::uint32_t count, std::uint32_t rows, std::uint32_t cols, const Bytes& pixels) {
   Bytes out;

@@ -23,10 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 using sinew::data::ImageFolder;
 using sinew::data::ImageFolderOptions;
-using sinew::test::contains;
-using sinew::test::data_error_message;
-using sinew::test::TempDir;
-using sinew::test::write_plain;
+using namespace sinew::test;
 using Bytes = std::vector<std::uint8_t>;
 
 // An h x w RGB image, interleaved (HWC) as the encoders take it; `tag` makes images differ.

@@ -24,8 +24,7 @@ using sinew::data::CachedLoader;
 using sinew::data::Dataset;
 using sinew::data::LoaderOptions;
 using sinew::data::ByteLoader;
-using sinew::test::contains;
-using sinew::test::data_error_message;
+using namespace sinew::test;
 
 static_assert(sinew::data::Loader<sinew::data::example_loader>);
 static_assert(sinew::data::Loader<CachedLoader>);
@@ -57,8 +56,6 @@ Dataset indexed_dataset(int n, int c = 1, int h = 2, int w = 3) {
   return d;
 }
 
-using sinew::test::Batch;
-using sinew::test::run_epoch;
 
 std::vector<std::int32_t> labels_of(const std::vector<Batch>& batches) {
   std::vector<std::int32_t> labels;

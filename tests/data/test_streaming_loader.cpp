@@ -31,11 +31,7 @@ using sinew::data::IdxRecords;
 using sinew::data::LoaderOptions;
 using sinew::data::StreamingLoader;
 using sinew::data::StreamingOptions;
-using sinew::test::contains;
-using sinew::test::data_error_message;
-using sinew::test::TempDir;
-using sinew::test::write_gzip;
-using sinew::test::write_plain;
+using namespace sinew::test;
 using Bytes = std::vector<std::uint8_t>;
 
 static_assert(sinew::data::Loader<StreamingLoader<CifarRecords>>);
@@ -54,7 +50,6 @@ Bytes cifar_file(std::size_t count, std::size_t label_bytes, std::uint32_t seed)
   return out;
 }
 
-using sinew::test::append_big_endian;
 
 // An IDX images/labels pair of `count` random rows x cols images.
 void write_idx_pair(const fs::path& images, const fs::path& labels, std::uint32_t count, std::uint32_t rows,
@@ -74,8 +69,6 @@ void write_idx_pair(const fs::path& images, const fs::path& labels, std::uint32_
   }
 }
 
-using sinew::test::Batch;
-using sinew::test::run_epoch;
 
 void expect_same_epochs(CachedLoader& cached, auto& streaming, const std::string& what) {
   ASSERT_EQ(cached.size(), streaming.size()) << what;
