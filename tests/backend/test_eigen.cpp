@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "sinew/backend/eigen.hpp"  // first: EIGEN_USE_THREADS before any Tensor include
-#include "../support/equivalence.hpp"
+#include "../support/onednn_vs_eigen.hpp"
 #include "sinew/backend/onednn.hpp"
 #include "sinew/model.hpp"
 #include "sinew/nets/lenet5.hpp"
@@ -27,35 +27,35 @@ void expect_equivalent(int batch = 3, std::uint64_t seed = 5, int eigen_threads 
   test::expect_equivalent<N>({.batch = batch, .seed = seed, .eigen_threads = eigen_threads});
 }
 
-TEST(equivalence, lenet5_batch64) { expect_equivalent<nets::LeNet5<Input<3, 32, 32>>>(64, 3); }
+TEST(onednn_vs_eigen, lenet5_batch64) { expect_equivalent<nets::LeNet5<Input<3, 32, 32>>>(64, 3); }
 // More pool threads than cores: every parallelFor splits into many ranges, so range arithmetic is exercised.
-TEST(equivalence, lenet5_batch5_eigen_7_threads) { expect_equivalent<nets::LeNet5<Input<3, 32, 32>>>(5, 4, 7); }
-TEST(equivalence, conv2d_k3_s2_p1_eigen_1_thread) {
+TEST(onednn_vs_eigen, lenet5_batch5_eigen_7_threads) { expect_equivalent<nets::LeNet5<Input<3, 32, 32>>>(5, 4, 7); }
+TEST(onednn_vs_eigen, conv2d_k3_s2_p1_eigen_1_thread) {
   expect_equivalent<Net<Input<3, 8, 8>, Conv2d<5, 3, 2, 1>, ReLU, MaxPool<3, 2, 1>>>(4, 5, 1);
 }
 
 // Forward paths of their own: batch 1 to 3 run Dense as matrix-vector products (threads split the output
 // rows; 37 and 5 outputs are not multiples of the 16-row ranges), a 1x1 stride-1 convolution contracts its
 // input in place (no patches), and batch norm sums rows in pieces per thread.
-TEST(equivalence, dense_gemv_batch1_eigen_3_threads) {
+TEST(onednn_vs_eigen, dense_gemv_batch1_eigen_3_threads) {
   expect_equivalent<Net<Input<3, 9, 9>, Conv2d<8, 3, 1, 1>, ReLU, Flatten, Dense<37>, ReLU, Dense<5>>>(1, 6, 3);
 }
-TEST(equivalence, dense_gemv_batch2_eigen_1_thread) {
+TEST(onednn_vs_eigen, dense_gemv_batch2_eigen_1_thread) {
   expect_equivalent<Net<Input<3, 9, 9>, Conv2d<8, 3, 1, 1>, ReLU, Flatten, Dense<37>, ReLU, Dense<5>>>(2, 7, 1);
 }
-TEST(equivalence, conv2d_1x1_s1_pointwise_between_3x3) {
+TEST(onednn_vs_eigen, conv2d_1x1_s1_pointwise_between_3x3) {
   expect_equivalent<Net<Input<5, 6, 6>, Conv2d<8, 1>, ReLU, Conv2d<6, 3, 1, 1>, Conv2d<4, 1>, Tanh>>(3, 8, 2);
 }
 // 5 x 7 x 7 = 245 output rows: on 2 threads, forward and backward data in blocks of 62 rows and a last of
 // 59, the weights gradient's two shares of 128 and 117 rows summed; batch norm's 245 rows in 8 pieces of 31
 // and a last of 28.
-TEST(equivalence, conv2d_and_batch_norm_odd_rows_across_blocks) {
+TEST(onednn_vs_eigen, conv2d_and_batch_norm_odd_rows_across_blocks) {
   expect_equivalent<Net<Input<4, 7, 7>, Conv2d<6, 3, 1, 1>, BatchNorm2d, ReLU, Conv2d<5, 1>, BatchNorm2d>>(5, 9, 2);
 }
 
 // From batch 4 Dense's three products run on oneDNN's sgemm, each thread a share of columns or rows (37 and 5
 // outputs, 72 inputs: shares of 16-column granules and a short last one).
-TEST(equivalence, dense_sgemm_batch4_eigen_3_threads) {
+TEST(onednn_vs_eigen, dense_sgemm_batch4_eigen_3_threads) {
   expect_equivalent<Net<Input<2, 6, 6>, Conv2d<8, 3, 1, 1>, ReLU, Flatten, Dense<37>, ReLU, Dense<5>>>(4, 10, 3);
 }
 

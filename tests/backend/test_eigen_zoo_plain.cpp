@@ -1,6 +1,6 @@
 // The zoo's networks without residual blocks on OneDnn and Eigen from the same seed: outputs, parameter
 // gradients, input gradients and running statistics within 1e-4 of each tensor's scale
-// (tests/support/equivalence.hpp), one training step then one evaluation step, batch 2.
+// (tests/support/onednn_vs_eigen.hpp), one training step then one evaluation step, batch 2.
 //
 // Dropout (AlexNet, VGG) is compared with identical masks: both backends draw the mask of each plain-NCHW
 // element from the model seed, the node and the step, so the training step drops the same activations and
@@ -13,7 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "sinew/backend/eigen.hpp"  // first: EIGEN_USE_THREADS before any Tensor include
-#include "../support/equivalence.hpp"
+#include "../support/onednn_vs_eigen.hpp"
 #include "sinew/nets/alexnet.hpp"
 #include "sinew/nets/lenet5.hpp"
 #include "sinew/nets/vgg.hpp"
@@ -23,16 +23,16 @@ using namespace sinew;
 using Cifar = Input<3, 32, 32>;
 constexpr test::EquivalenceOptions kTrainThenEval{.batch = 2, .seed = 5, .training_steps = 1, .eval_step = true};
 
-TEST(equivalence_zoo, lenet5_3x32x32_batch2_train_then_eval) {
+TEST(onednn_vs_eigen, lenet5_3x32x32_batch2_train_then_eval) {
   test::expect_equivalent<nets::LeNet5<Cifar>>(kTrainThenEval);
 }
-TEST(equivalence_zoo, alexnet_3x64x64_batch2_train_then_eval) {
+TEST(onednn_vs_eigen, alexnet_3x64x64_batch2_train_then_eval) {
   test::expect_equivalent<nets::AlexNet<Input<3, 64, 64>, 10>>(kTrainThenEval);
 }
-TEST(equivalence_zoo, vgg16_3x32x32_batch2_train_then_eval) {
+TEST(onednn_vs_eigen, vgg16_3x32x32_batch2_train_then_eval) {
   test::expect_equivalent<nets::VGG16<Cifar, 10>>(kTrainThenEval);
 }
-TEST(equivalence_zoo, vgg16bn_3x32x32_batch2_train_then_eval) {
+TEST(onednn_vs_eigen, vgg16bn_3x32x32_batch2_train_then_eval) {
   test::expect_equivalent<nets::VGG16BN<Cifar, 10>>({.batch = 2, .seed = 7, .training_steps = 1, .eval_step = true});
 }
 

@@ -1,5 +1,5 @@
 // The ResNets of the model zoo on OneDnn and Eigen from the same seed: outputs, parameter gradients, input
-// gradients and running statistics (tests/support/equivalence.hpp), at 3x32x32.
+// gradients and running statistics (tests/support/onednn_vs_eigen.hpp), at 3x32x32.
 //
 // Batch 2, CIFAR stem: one training step (batch statistics) then one evaluation step, within 1e-4.
 // Batch 2, ImageNet stem: the evaluation step within 1e-4. A training step is not compared at batch 2: the
@@ -24,7 +24,7 @@
 #include <gtest/gtest.h>
 
 #include "sinew/backend/eigen.hpp"  // first: EIGEN_USE_THREADS before any Tensor include
-#include "../support/equivalence.hpp"
+#include "../support/onednn_vs_eigen.hpp"
 #include "sinew/nets/resnet.hpp"
 
 namespace {
@@ -42,25 +42,25 @@ constexpr test::EquivalenceOptions kTrainBatch8{.batch = 8, .training_steps = 1,
 constexpr test::EquivalenceOptions kTrainBatch8Calibrated{
     .batch = 8, .training_steps = 1, .eval_step = true, .sensitivity = 2, .batch_norm_bias_shift = 3};
 
-TEST(equivalence_zoo, resnet18_cifar_stem_3x32x32_batch2_train_then_eval) {
+TEST(onednn_vs_eigen, resnet18_cifar_stem_3x32x32_batch2_train_then_eval) {
   test::expect_equivalent<ResNet18CifarStem>(kTrainThenEval);
 }
-TEST(equivalence_zoo, resnet18_imagenet_stem_3x32x32_batch2_eval) {
+TEST(onednn_vs_eigen, resnet18_imagenet_stem_3x32x32_batch2_eval) {
   test::expect_equivalent<ResNet18ImageNetStem>(kEvalOnly);
 }
-TEST(equivalence_zoo, resnet34_imagenet_stem_3x32x32_batch2_eval) {
+TEST(onednn_vs_eigen, resnet34_imagenet_stem_3x32x32_batch2_eval) {
   test::expect_equivalent<ResNet34ImageNetStem>(kEvalOnly);
 }
-TEST(equivalence_zoo, resnet50_imagenet_stem_3x32x32_batch2_eval) {
+TEST(onednn_vs_eigen, resnet50_imagenet_stem_3x32x32_batch2_eval) {
   test::expect_equivalent<ResNet50ImageNetStem>(kEvalOnly);
 }
-TEST(equivalence_zoo, resnet18_imagenet_stem_3x32x32_batch8_train_then_eval) {
+TEST(onednn_vs_eigen, resnet18_imagenet_stem_3x32x32_batch8_train_then_eval) {
   test::expect_equivalent<ResNet18ImageNetStem>(kTrainBatch8);
 }
-TEST(equivalence_zoo, resnet34_imagenet_stem_3x32x32_batch8_train_then_eval_calibrated) {
+TEST(onednn_vs_eigen, resnet34_imagenet_stem_3x32x32_batch8_train_then_eval_calibrated) {
   test::expect_equivalent<ResNet34ImageNetStem>(kTrainBatch8Calibrated);
 }
-TEST(equivalence_zoo, resnet50_imagenet_stem_3x32x32_batch8_train_then_eval_calibrated) {
+TEST(onednn_vs_eigen, resnet50_imagenet_stem_3x32x32_batch8_train_then_eval_calibrated) {
   test::expect_equivalent<ResNet50ImageNetStem>(kTrainBatch8Calibrated);
 }
 

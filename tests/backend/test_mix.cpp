@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "sinew/backend/eigen.hpp"  // first: EIGEN_USE_THREADS before any Tensor include
-#include "../support/equivalence.hpp"
+#include "../support/onednn_vs_eigen.hpp"
 #include "sinew/backend/mix.hpp"
 #include "sinew/backend/onednn.hpp"
 #include "sinew/metrics/profile.hpp"

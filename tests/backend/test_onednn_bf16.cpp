@@ -6,8 +6,8 @@
 // numerics-avx2 preset runs the whole set that way).
 #include <gtest/gtest.h>
 
-#include "sinew/backend/eigen.hpp"  // first: EIGEN_USE_THREADS before any Tensor include (equivalence.hpp names Eigen)
-#include "../support/equivalence.hpp"
+#include "sinew/backend/eigen.hpp"  // first: EIGEN_USE_THREADS before any Tensor include (onednn_vs_eigen.hpp names Eigen)
+#include "../support/onednn_vs_eigen.hpp"
 
 #include <unistd.h>
 

@@ -2,8 +2,6 @@
 #include "sinew/data/cifar.hpp"
 
 #include <gtest/gtest.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include <array>
 #include <cstdint>
@@ -12,7 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "test_files.hpp"
+#include "../support/address_space.hpp"
+#include "../support/data_files.hpp"
 
 namespace {
 
@@ -20,11 +19,7 @@ using sinew::data::Cifar100Label;
 using sinew::data::Dataset;
 using sinew::data::read_cifar10;
 using sinew::data::read_cifar100;
-using sinew::data::testing::contains;
-using sinew::data::testing::data_error_message;
-using sinew::data::testing::TempDir;
-using sinew::data::testing::write_gzip;
-using sinew::data::testing::write_plain;
+using namespace sinew::test;
 using Bytes = std::vector<std::uint8_t>;
 
 constexpr std::size_t kImage = 3072;
@@ -183,7 +178,7 @@ TEST(ReadCifar10, a_gzip_file_is_read_record_by_record_and_checked_like_a_plain_
   write_gzip(dir / "cut.bin.gz", bytes);
   EXPECT_TRUE(contains(data_error_message([&] { read_cifar10(dir / "cut.bin.gz"); }),
                        "cut.bin.gz is 9218 bytes, expected a multiple of 3073"));
-  Bytes junk = sinew::data::testing::read_plain(dir / "three.bin.gz");
+  Bytes junk = sinew::test::read_plain(dir / "three.bin.gz");
   junk.push_back(0);
   write_plain(dir / "junk.bin.gz", junk);
   EXPECT_TRUE(contains(data_error_message([&] { read_cifar10(dir / "junk.bin.gz"); }),
@@ -200,26 +195,8 @@ TEST(ReadCifar10, allocation_failure_is_a_data_error_naming_the_file) {
   const auto path = dir / "sparse.bin";
   write_plain(path, cifar10_file({1}));
   std::filesystem::resize_file(path, std::uintmax_t(100000) * 3073);
-  EXPECT_EXIT(
-      {
-        rlimit limit{};
-        getrlimit(RLIMIT_AS, &limit);
-        std::ifstream status("/proc/self/statm");
-        std::uint64_t pages = 0;
-        status >> pages;
-        limit.rlim_cur = pages * std::uint64_t(sysconf(_SC_PAGESIZE)) + (std::uint64_t(64) << 20);
-        setrlimit(RLIMIT_AS, &limit);
-        try {
-          read_cifar10(path);
-        } catch (const sinew::data_error& e) {
-          const std::string m = e.what();
-          std::_Exit(m.find("sparse.bin: cannot allocate memory for its 100000 images") != std::string::npos ? 0 : 2);
-        } catch (...) {
-          std::_Exit(3);
-        }
-        std::_Exit(4);
-      },
-      ::testing::ExitedWithCode(0), "");
+  sinew::test::expect_data_error_under_address_cap([&] { read_cifar10(path); }, std::uint64_t(64) << 20,
+                                                   "sparse.bin: cannot allocate memory for its 100000 images");
 }
 
 }  // namespace

@@ -7,13 +7,12 @@
 #include <cstdint>
 #include <vector>
 
-#include "test_files.hpp"
+#include "../support/data_files.hpp"
 
 namespace {
 
 using sinew::data::Dataset;
-using sinew::data::testing::contains;
-using sinew::data::testing::data_error_message;
+using namespace sinew::test;
 
 // n 1x1x2 images; image i holds bytes {2i, 2i+1} and label i % classes.
 Dataset counting_dataset(int n, int classes = 10) {

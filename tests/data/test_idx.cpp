@@ -2,8 +2,6 @@
 #include "sinew/data/idx.hpp"
 
 #include <gtest/gtest.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -11,23 +9,17 @@
 #include <string>
 #include <vector>
 
-#include "test_files.hpp"
+#include "../support/address_space.hpp"
+#include "../support/data_files.hpp"
 
 namespace {
 
 using sinew::data::Dataset;
 using sinew::data::read_idx;
 using sinew::data::Split;
-using sinew::data::testing::contains;
-using sinew::data::testing::data_error_message;
-using sinew::data::testing::TempDir;
-using sinew::data::testing::write_gzip;
-using sinew::data::testing::write_plain;
+using namespace sinew::test;
 using Bytes = std::vector<std::uint8_t>;
 
-void append_big_endian(Bytes& out, std::uint32_t value) {
-  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<std::uint8_t>(value >> shift));
-}
 
 Bytes idx_images(std::uint32_t count, std::uint32_t rows, std::uint32_t cols, const Bytes& pixels) {
   Bytes out;
@@ -183,9 +175,9 @@ TEST(ReadIdx, a_small_gzip_that_inflates_to_far_more_than_declared_is_read_only_
   TempDir dir;
   // 512 members of 1 MiB of zeros each: a 0.5 MB file that inflates to 512 MiB after its 18 declared bytes.
   write_gzip(dir / "zeros.gz", Bytes(1u << 20));
-  Bytes bomb = sinew::data::testing::read_plain(dir / "zeros.gz");
+  Bytes bomb = sinew::test::read_plain(dir / "zeros.gz");
   write_gzip(dir / "head.gz", idx_images(3, 2, 3, kPixels));
-  Bytes file = sinew::data::testing::read_plain(dir / "head.gz");
+  Bytes file = sinew::test::read_plain(dir / "head.gz");
   const Bytes tail = repeated_member(bomb, 512);
   file.insert(file.end(), tail.begin(), tail.end());
   write_plain(dir / "bomb-images.gz", file);
@@ -201,8 +193,8 @@ TEST(ReadIdx, concatenated_gzip_members_are_one_stream) {
   const Bytes images = idx_images(3, 2, 3, kPixels);
   write_gzip(dir / "a.gz", Bytes(images.begin(), images.begin() + 10));
   write_gzip(dir / "b.gz", Bytes(images.begin() + 10, images.end()));
-  Bytes joined = sinew::data::testing::read_plain(dir / "a.gz");
-  const Bytes b = sinew::data::testing::read_plain(dir / "b.gz");
+  Bytes joined = sinew::test::read_plain(dir / "a.gz");
+  const Bytes b = sinew::test::read_plain(dir / "b.gz");
   joined.insert(joined.end(), b.begin(), b.end());
   write_plain(dir / "images.gz", joined);
   write_plain(dir / "labels", idx_labels(kLabels));
@@ -212,7 +204,7 @@ TEST(ReadIdx, concatenated_gzip_members_are_one_stream) {
 TEST(ReadIdx, trailing_garbage_after_the_gzip_stream_is_an_error) {
   TempDir dir;
   write_gzip(dir / "images.gz", idx_images(3, 2, 3, kPixels));
-  Bytes bytes = sinew::data::testing::read_plain(dir / "images.gz");
+  Bytes bytes = sinew::test::read_plain(dir / "images.gz");
   const std::size_t end = bytes.size();
   bytes.insert(bytes.end(), {'j', 'u', 'n', 'k'});
   write_plain(dir / "junk-images.gz", bytes);
@@ -265,26 +257,8 @@ TEST(ReadIdx, allocation_failure_is_a_data_error_naming_the_file) {
   append_big_endian(labels, 3);
   labels.insert(labels.end(), {0, 1, 2});
   write_plain(dir / "labels", labels);
-  EXPECT_EXIT(
-      {
-        rlimit limit{};
-        getrlimit(RLIMIT_AS, &limit);
-        std::ifstream status("/proc/self/statm");
-        std::uint64_t pages = 0;
-        status >> pages;
-        limit.rlim_cur = pages * std::uint64_t(sysconf(_SC_PAGESIZE)) + (std::uint64_t(1) << 30);
-        setrlimit(RLIMIT_AS, &limit);
-        try {
-          read_idx(path, dir / "labels");
-        } catch (const sinew::data_error& e) {
-          const std::string m = e.what();
-          std::_Exit(m.find("sparse-images: cannot allocate 3221225472 bytes") != std::string::npos ? 0 : 2);
-        } catch (...) {
-          std::_Exit(3);
-        }
-        std::_Exit(4);
-      },
-      ::testing::ExitedWithCode(0), "");
+  sinew::test::expect_data_error_under_address_cap([&] { read_idx(path, dir / "labels"); }, std::uint64_t(1) << 30,
+                                                   "sparse-images: cannot allocate 3221225472 bytes");
 }
 
 TEST(ReadIdx, label_out_of_range_names_file_value_and_index) {
@@ -315,7 +289,7 @@ TEST(ReadIdx, truncated_gzip_stream_is_an_error) {
   Bytes pixels(5000);
   for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<std::uint8_t>(i * 7919 % 251);
   write_gzip(dir / "whole.gz", idx_images(5, 20, 50, pixels));
-  Bytes compressed = sinew::data::testing::read_plain(dir / "whole.gz");
+  Bytes compressed = sinew::test::read_plain(dir / "whole.gz");
   compressed.resize(compressed.size() / 2);
   write_plain(dir / "half.gz", compressed);
   write_plain(dir / "labels", idx_labels({0, 1, 2, 3, 4}));

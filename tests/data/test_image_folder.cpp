@@ -16,17 +16,14 @@
 #include "sinew/data/image_file.hpp"
 #include "sinew/data/image_folder.hpp"
 #include "sinew/data/streaming_loader.hpp"
-#include "test_files.hpp"
+#include "../support/data_files.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using sinew::data::ImageFolder;
 using sinew::data::ImageFolderOptions;
-using sinew::data::testing::contains;
-using sinew::data::testing::data_error_message;
-using sinew::data::testing::TempDir;
-using sinew::data::testing::write_plain;
+using namespace sinew::test;
 using Bytes = std::vector<std::uint8_t>;
 
 // An h x w RGB image, interleaved (HWC) as the encoders take it; `tag` makes images differ.

@@ -15,7 +15,8 @@
 #include "sinew/data/loader_spec.hpp"
 #include "sinew/data/shuffle.hpp"
 #include "sinew/data/byte_loader.hpp"
-#include "test_files.hpp"
+#include "../support/data_files.hpp"
+#include "../support/loader_epochs.hpp"
 
 namespace {
 
@@ -23,8 +24,7 @@ using sinew::data::CachedLoader;
 using sinew::data::Dataset;
 using sinew::data::LoaderOptions;
 using sinew::data::ByteLoader;
-using sinew::data::testing::contains;
-using sinew::data::testing::data_error_message;
+using namespace sinew::test;
 
 static_assert(sinew::data::Loader<sinew::data::example_loader>);
 static_assert(sinew::data::Loader<CachedLoader>);
@@ -56,27 +56,6 @@ Dataset indexed_dataset(int n, int c = 1, int h = 2, int w = 3) {
   return d;
 }
 
-struct Batch {
-  std::vector<float> images;
-  std::vector<std::int32_t> labels;
-};
-
-// start_epoch(epoch), then next() until it returns 0.
-template <class L>
-std::vector<Batch> run_epoch(L& loader, int epoch) {
-  loader.start_epoch(epoch);
-  const std::size_t image = static_cast<std::size_t>(loader.channels() * loader.height() * loader.width());
-  std::vector<Batch> batches;
-  for (;;) {
-    Batch b{std::vector<float>(loader.batch_size() * image), std::vector<std::int32_t>(loader.batch_size())};
-    const std::size_t n = loader.next(b.images, b.labels);
-    if (n == 0) break;
-    b.images.resize(n * image);
-    b.labels.resize(n);
-    batches.push_back(std::move(b));
-  }
-  return batches;
-}
 
 std::vector<std::int32_t> labels_of(const std::vector<Batch>& batches) {
   std::vector<std::int32_t> labels;

@@ -10,12 +10,11 @@
 
 #include "sinew/data/cached_loader.hpp"
 #include "sinew/data/resize.hpp"
-#include "test_files.hpp"
+#include "../support/data_files.hpp"
 
 namespace {
 
-using sinew::data::testing::contains;
-using sinew::data::testing::data_error_message;
+using namespace sinew::test;
 
 // The formula tests/reference/make_resize_golden.py generates its inputs with.
 std::uint8_t pixel(int c, int y, int x) { return static_cast<std::uint8_t>((37 * c + 11 * y * y + 7 * x + 13 * x * y) % 256); }

@@ -19,7 +19,8 @@
 #include "sinew/data/idx_records.hpp"
 #include "sinew/data/record_source_spec.hpp"
 #include "sinew/data/streaming_loader.hpp"
-#include "test_files.hpp"
+#include "../support/data_files.hpp"
+#include "../support/loader_epochs.hpp"
 
 namespace {
 
@@ -30,11 +31,7 @@ using sinew::data::IdxRecords;
 using sinew::data::LoaderOptions;
 using sinew::data::StreamingLoader;
 using sinew::data::StreamingOptions;
-using sinew::data::testing::contains;
-using sinew::data::testing::data_error_message;
-using sinew::data::testing::TempDir;
-using sinew::data::testing::write_gzip;
-using sinew::data::testing::write_plain;
+using namespace sinew::test;
 using Bytes = std::vector<std::uint8_t>;
 
 static_assert(sinew::data::Loader<StreamingLoader<CifarRecords>>);
@@ -53,9 +50,6 @@ Bytes cifar_file(std::size_t count, std::size_t label_bytes, std::uint32_t seed)
   return out;
 }
 
-void append_big_endian(Bytes& out, std::uint32_t v) {
-  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<std::uint8_t>(v >> shift));
-}
 
 // An IDX images/labels pair of `count` random rows x cols images.
 void write_idx_pair(const fs::path& images, const fs::path& labels, std::uint32_t count, std::uint32_t rows,
@@ -75,26 +69,6 @@ void write_idx_pair(const fs::path& images, const fs::path& labels, std::uint32_
   }
 }
 
-struct Batch {
-  std::vector<float> images;
-  std::vector<std::int32_t> labels;
-};
-
-template <class L>
-std::vector<Batch> run_epoch(L& loader, int epoch) {
-  loader.start_epoch(epoch);
-  const std::size_t image = static_cast<std::size_t>(loader.channels() * loader.height() * loader.width());
-  std::vector<Batch> batches;
-  for (;;) {
-    Batch b{std::vector<float>(loader.batch_size() * image), std::vector<std::int32_t>(loader.batch_size())};
-    const std::size_t n = loader.next(b.images, b.labels);
-    if (n == 0) break;
-    b.images.resize(n * image);
-    b.labels.resize(n);
-    batches.push_back(std::move(b));
-  }
-  return batches;
-}
 
 void expect_same_epochs(CachedLoader& cached, auto& streaming, const std::string& what) {
   ASSERT_EQ(cached.size(), streaming.size()) << what;
@@ -264,7 +238,7 @@ TEST(StreamingLoader, bad_files_are_named_when_opened) {
                        "did you swap images and labels?"));
   EXPECT_TRUE(contains(data_error_message([&] { IdxRecords(dir / "i", dir / "l5"); }),
                        "i holds 4 images but l5 holds 5 labels"));
-  Bytes truncated = sinew::data::testing::read_plain(dir / "i");
+  Bytes truncated = sinew::test::read_plain(dir / "i");
   truncated.pop_back();
   write_gzip(dir / "t.gz", truncated);
   EXPECT_TRUE(contains(data_error_message([&] { IdxRecords(dir / "t.gz", dir / "l"); }),

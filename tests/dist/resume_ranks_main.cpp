@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "../support/corners.hpp"
+#include "../support/resume.hpp"
 #include "sinew/backend/onednn.hpp"
 #include "sinew/comm/mpi.hpp"
 #include "sinew/data.hpp"
@@ -66,25 +66,9 @@ typename S::options strategy_options() {
   return o;
 }
 
-// 96 samples, batch 8: 32 a worker on 3 ranks (4 batches), 48 on 2 (6 batches).
-template <class T>
-data::CachedLoader loader_for(T& trainer) {
-  data::LoaderOptions o;
-  o.batch_size = 8;
-  o.seed = 4;
-  o.drop_last = true;
-  o.mean = {0.3f};
-  o.std = {0.25f};
-  o.rank = trainer.dist().worker_index(), o.world_size = trainer.dist().workers();
-  return data::CachedLoader(test::corners(96, 1), o);
-}
-
-template <class T>
-std::vector<float> state_of(T& t) {
-  std::vector<float> all(t.model().parameters().begin(), t.model().parameters().end());
-  all.insert(all.end(), t.model().buffers().begin(), t.model().buffers().end());
-  return all;
-}
+using test::bitwise_equal;
+using test::state_of;
+using test::worker_loader;  // 96 samples, batch 8: 32 a worker on 3 ranks (4 batches), 48 on 2 (6 batches)
 
 /// What rank 0 of the saved run knew at a checkpoint: its parameters and buffers, and numbers.
 struct saved {
@@ -111,16 +95,13 @@ struct saved {
   }
 };
 
-bool bitwise_equal(std::span<const float> a, std::span<const float> b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
-}
 
 void save(const fs::path& dir, int target) {
   Mpi world;
   const int ranks = world.size();
   {
     ServerTrainer t(kOptions, kAdam, Server(strategy_options<Server>()));
-    auto data = loader_for(t);
+    auto data = worker_loader(t);
     saved s;
     t.set_step_callback([&](const StepInfo& i) {
       if (i.steps_done == 1) s.first_loss = i.loss;
@@ -136,7 +117,7 @@ void save(const fs::path& dir, int target) {
   // k W-rank steps are a whole number of target-rank steps (the same batch size).
   const int k = target / std::gcd(ranks, target);
   RingTrainer t(kOptions, kSgd, Ring(strategy_options<Ring>()));
-  auto data = loader_for(t);
+  auto data = worker_loader(t);
   saved s;
   t.set_step_callback([&](const StepInfo& i) {
     if (i.steps_done == 1) s.first_loss = i.loss;
@@ -198,7 +179,7 @@ void resume(const fs::path& dir) {
                                    std::span<const float>(s.state).subspan(shard->begin, shard->end - shard->begin)),
             "ps: the server's resumed shard differs from the saved parameters");
     }
-    auto data = loader_for(t);
+    auto data = worker_loader(t);
     double first = 0;
     t.set_step_callback([&](const StepInfo& i) {
       if (i.step == 0) first = i.loss;
@@ -224,7 +205,7 @@ void resume(const fs::path& dir) {
     check(world.rank() == 0 ? bitwise_equal(now, s.state)
                             : bitwise_equal({now.data(), params}, {s.state.data(), params}),
           "ring: the resumed parameters differ from the saved ones");
-    auto data = loader_for(t);
+    auto data = worker_loader(t);
     double first = 0;
     std::size_t first_step = 0;
     t.set_step_callback([&](const StepInfo& i) {

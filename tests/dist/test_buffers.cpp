@@ -29,15 +29,8 @@ using BnNet = Sequential<Input<1, 12, 12>, Conv2d<4, 3>, BatchNorm2d, ReLU, MaxP
 constexpr int kBatch = 8, kStepsPerEpoch = 3, kEpochs = 2;
 
 data::CachedLoader loader_for(const data::Dataset& d, int worker, int workers, bool shuffle) {
-  data::LoaderOptions o;
-  o.batch_size = kBatch;
-  o.seed = 6;
-  o.shuffle = shuffle;
-  o.drop_last = true;
-  o.mean = {0.3f};
-  o.std = {0.25f};
-  o.rank = worker, o.world_size = workers;
-  return data::CachedLoader(d, o);
+  return test::corners_loader(d, {.batch_size = kBatch, .shuffle = shuffle, .seed = 6, .drop_last = true,
+                                  .rank = worker, .world_size = workers});
 }
 
 /// How many ranks, of those `counted`, hold other floats than rank 0 (collective over every rank).

@@ -33,15 +33,8 @@ const optim::Sgd::options kSgd{.lr = 0.05f, .momentum = 0.9f};
 constexpr int kLocalBatch = 8, kStepsPerEpoch = 10, kEpochs = 2;
 
 data::CachedLoader loader_for(const data::Dataset& d, int batch, int rank, int world_size, bool shuffle = true) {
-  data::LoaderOptions o;
-  o.batch_size = batch;
-  o.seed = 4;
-  o.drop_last = shuffle;
-  o.shuffle = shuffle;
-  o.mean = {0.3f};
-  o.std = {0.25f};
-  o.rank = rank, o.world_size = world_size;
-  return data::CachedLoader(d, o);
+  return test::corners_loader(d, {.batch_size = batch, .shuffle = shuffle, .seed = 4, .drop_last = shuffle,
+                                  .rank = rank, .world_size = world_size});
 }
 
 struct outcome {

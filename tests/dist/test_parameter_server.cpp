@@ -211,14 +211,8 @@ using SmallNet = Sequential<Input<1, 12, 12>, Conv2d<4, 3>, ReLU, MaxPool<2>, Fl
 const optim::Sgd::options kSgd{.lr = 0.05f, .momentum = 0.9f};
 
 data::CachedLoader loader_for(const data::Dataset& d, int batch, int worker, int workers, bool drop_last = true) {
-  data::LoaderOptions o;
-  o.batch_size = batch;
-  o.seed = 4;
-  o.drop_last = drop_last;
-  o.mean = {0.3f};
-  o.std = {0.25f};
-  o.rank = worker, o.world_size = workers;
-  return data::CachedLoader(d, o);
+  return test::corners_loader(
+      d, {.batch_size = batch, .seed = 4, .drop_last = drop_last, .rank = worker, .world_size = workers});
 }
 
 double relative_l2(std::span<const float> a, std::span<const float> b) {

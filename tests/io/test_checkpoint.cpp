@@ -4,7 +4,7 @@
 // repeated runs with one seed are bitwise identical (the determinism dist::Local promises).
 #include <gtest/gtest.h>
 
-#include "../support/corners.hpp"
+#include "../support/resume.hpp"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -38,12 +38,7 @@ using AdamTrainer = Trainer<Net, backend::OneDnn, dist::Local, Sync, optim::Adam
 constexpr TrainerOptions kOptions{.threads = 1, .seed = 11, .warmup_steps = 0};
 
 data::CachedLoader loader(std::uint64_t seed = 4) {
-  data::LoaderOptions o;
-  o.batch_size = 16;
-  o.seed = seed;
-  o.mean = {0.3f};
-  o.std = {0.25f};
-  return data::CachedLoader(test::corners(96, 1), o);  // 6 batches an epoch
+  return test::corners_loader(test::corners(96, 1), {.batch_size = 16, .seed = seed});  // 6 batches an epoch
 }
 
 fs::path fresh_dir(const std::string& name) {
@@ -52,16 +47,8 @@ fs::path fresh_dir(const std::string& name) {
   return dir;
 }
 
-template <class T>
-std::vector<float> state_of(T& t) {
-  std::vector<float> all(t.model().parameters().begin(), t.model().parameters().end());
-  all.insert(all.end(), t.model().buffers().begin(), t.model().buffers().end());
-  return all;
-}
-
-bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
-}
+using test::bitwise_equal;
+using test::state_of;
 
 template <class T, class O>
 void expect_resume_is_exact(const O& optimizer, const std::string& name) {

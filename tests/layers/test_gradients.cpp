@@ -1,6 +1,6 @@
 // Every layer, fused pair, block and small net as one list of cases, each run through the numerical-gradient
 // harness on every backend (gradient/<backend>.<case>), compared between OneDnn and Eigen from the same seed
-// (equivalence.<case>: outputs, parameter and input gradients, running statistics; checks the NHWC layout, the
+// (onednn_vs_eigen.<case>: outputs, parameter and input gradients, running statistics; checks the NHWC layout, the
 // PyTorch weight layout, padding and the flatten order against an independent implementation), and checked at
 // compile time to profile every node in a declared operator kind. A new layer adds its cases here; a new
 // backend adds one type to Backends (a backend::Mix is one).
@@ -11,7 +11,7 @@
 #include <type_traits>
 
 #include "sinew/backend/eigen.hpp"  // first: EIGEN_USE_THREADS before any Tensor include
-#include "../support/equivalence.hpp"
+#include "../support/onednn_vs_eigen.hpp"
 #include "../support/gradient_check.hpp"
 #include "sinew/backend/mix.hpp"
 #include "sinew/backend/onednn.hpp"
@@ -72,7 +72,7 @@ constexpr bool profiles_every_node(type_list<N...>) {
   TYPED_TEST(gradient, name) {                                                                             \
     EXPECT_GT((check_gradients<__VA_ARGS__, TypeParam>(test::GradientCheckOptions options)), 0);           \
   }                                                                                                        \
-  TEST(equivalence, name) { test::expect_equivalent<__VA_ARGS__>(); }
+  TEST(onednn_vs_eigen, name) { test::expect_equivalent<__VA_ARGS__>(); }
 
 // clang-format off
 SINEW_LAYER_CASE(conv2d_k3_s1_p1, ({}), Net<Input<3, 7, 7>, Conv2d<4, 3, 1, 1>>)

@@ -70,7 +70,7 @@ def forward_backward(net, dtype):
 
 
 class Worst:
-    """The metric of tests/nets/equivalence.hpp: max |a - b| / max(|b|, floor) over the compared entries."""
+    """The metric of tests/support/torchvision_golden.hpp: max |a - b| / max(|b|, floor) over the compared entries."""
 
     def __init__(self):
         self.error = 0.0

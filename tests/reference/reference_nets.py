@@ -49,7 +49,7 @@ def build(net):
     return model.train()
 
 
-# ---- the formula (tests/nets/equivalence.hpp computes the same, bit for bit) ----
+# ---- the formula (tests/support/torchvision_golden.hpp computes the same, bit for bit) ----
 
 M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 

@@ -23,14 +23,8 @@ using sinew::test::corners;
 
 using SmallNet = Sequential<Input<1, 12, 12>, Conv2d<4, 3>, ReLU, MaxPool<2>, Flatten, Dense<16>, Tanh, Dense<2>>;
 
-data::CachedLoader loader_for(data::Dataset d, bool shuffle = true) {
-  data::LoaderOptions o;
-  o.batch_size = 16;
-  o.shuffle = shuffle;
-  o.seed = 4;
-  o.mean = {0.3f};
-  o.std = {0.25f};
-  return data::CachedLoader(std::move(d), o);
+data::CachedLoader loader_for(const data::Dataset& d, bool shuffle = true) {
+  return test::corners_loader(d, {.batch_size = 16, .shuffle = shuffle, .seed = 4});
 }
 
 TEST(trainer, sgd_learns_generated_corners_to_a_low_loss) {

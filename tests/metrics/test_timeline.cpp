@@ -38,13 +38,7 @@ constexpr int kBatch = 8, kSteps = 3;
 constexpr double kAlignedWithinUs = 250e3;
 
 data::CachedLoader loader_for(const data::Dataset& d, int worker, int workers) {
-  data::LoaderOptions o;
-  o.batch_size = kBatch;
-  o.drop_last = true;
-  o.mean = {0.3f};
-  o.std = {0.25f};
-  o.rank = worker, o.world_size = workers;
-  return data::CachedLoader(d, o);
+  return test::corners_loader(d, {.batch_size = kBatch, .drop_last = true, .rank = worker, .world_size = workers});
 }
 
 std::string temp_path(const std::string& name, comm::Mpi& world) {
@@ -167,15 +161,15 @@ void expect_a_complete_aligned_trace(const char* name) {
   EXPECT_EQ(trace["otherData"]["strategy"], std::string(Strategy::kName));
 }
 
-TEST(trace, ring_allreduce_np2_every_layer_and_bucket_on_aligned_clocks) {
+TEST(timeline, ring_allreduce_np2_every_layer_and_bucket_on_aligned_clocks) {
   expect_a_complete_aligned_trace<dist::RingAllReduce<comm::Mpi>>("ring.json");
 }
 
-TEST(trace, mpi_allreduce_np2_every_layer_and_bucket_on_aligned_clocks) {
+TEST(timeline, mpi_allreduce_np2_every_layer_and_bucket_on_aligned_clocks) {
   expect_a_complete_aligned_trace<dist::MpiAllReduce<comm::Mpi>>("mpi.json");
 }
 
-TEST(trace, clock_offset_finds_a_skew_of_three_seconds) {
+TEST(timeline, clock_offset_finds_a_skew_of_three_seconds) {
   comm::Mpi world;
   constexpr std::int64_t kSkew = 3'000'000'000;
   const std::int64_t skew = world.rank() == 0 ? 0 : kSkew;
@@ -190,7 +184,7 @@ TEST(trace, clock_offset_finds_a_skew_of_three_seconds) {
   }
 }
 
-TEST(trace, off_records_nothing_and_writes_nothing) {
+TEST(timeline, off_records_nothing_and_writes_nothing) {
   comm::Mpi world;
   using Strategy = dist::RingAllReduce<comm::Mpi>;
   Trainer<Net, backend::OneDnn, Strategy> trainer({.threads = 1}, {.lr = 0.05f}, Strategy({}, world));

@@ -1,4 +1,5 @@
-// Helpers for the data tests: a scratch directory per test, file writers, and error-message checks.
+// tests/support/data_files.hpp: for the tests of readers (tests/data): a scratch directory per test, file writers
+// (plain, gzip, big-endian words as IDX headers hold them), and checks of the data_error a bad file gives.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -15,7 +16,7 @@
 
 #include "sinew/core/error.hpp"
 
-namespace sinew::data::testing {
+namespace sinew::test {
 
 /// A fresh directory under the system temp directory, removed with its contents when the test ends.
 class TempDir {
@@ -58,6 +59,11 @@ inline void write_gzip(const std::filesystem::path& path, std::span<const std::u
   ASSERT_EQ(gzclose(file), Z_OK);
 }
 
+/// Appends `value` most significant byte first, as IDX files store their magic number and sizes.
+inline void append_big_endian(std::vector<std::uint8_t>& out, std::uint32_t value) {
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<std::uint8_t>(value >> shift));
+}
+
 inline std::vector<std::uint8_t> read_plain(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
@@ -81,4 +87,4 @@ inline ::testing::AssertionResult contains(const std::string& message, std::stri
   return ::testing::AssertionFailure() << "\"" << message << "\" lacks \"" << phrase << "\"";
 }
 
-}  // namespace sinew::data::testing
+}  // namespace sinew::test

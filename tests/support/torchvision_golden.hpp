@@ -1,4 +1,5 @@
-// tests/nets/equivalence.hpp: a zoo net on OneDnn against what torchvision computes for it.
+// tests/support/torchvision_golden.hpp: a zoo net on OneDnn against what torchvision computes for it (the suite
+// onednn_vs_pytorch in tests/nets/test_resnet.cpp and tests/nets/test_lenet5_alexnet_vgg.cpp).
 //
 // tests/reference/make_golden.py sets every state_dict tensor of the torchvision model from a formula of the
 // tensor's name and the element's index, runs one training-mode forward and backward pass (BatchNorm on batch

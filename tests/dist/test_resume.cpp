@@ -6,11 +6,10 @@
 // parameter server; MpiAllReduce promises nothing (MPI picks its reduction order), so it is not asserted.
 #include <gtest/gtest.h>
 
-#include "../support/corners.hpp"
+#include "../support/resume.hpp"
 
 #include <unistd.h>
 
-#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -55,31 +54,9 @@ struct shared_dir {
   }
 };
 
-template <class T>
-data::CachedLoader loader_for(T& trainer) {
-  data::LoaderOptions o;
-  o.batch_size = 8;
-  o.seed = 4;
-  o.drop_last = true;
-  o.mean = {0.3f};
-  o.std = {0.25f};
-  o.rank = trainer.dist().worker_index(), o.world_size = trainer.dist().workers();
-  return data::CachedLoader(test::corners(96, 1), o);
-}
-
-/// This rank's parameters and buffers; empty on a parameter server's server, which holds only its shard current.
-template <class T>
-std::vector<float> state_of(T& t) {
-  if (!t.dist().is_worker()) return {};
-  std::vector<float> all(t.model().parameters().begin(), t.model().parameters().end());
-  all.insert(all.end(), t.model().buffers().begin(), t.model().buffers().end());
-  return all;
-}
-
-bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
-  // memcmp must not see the null data() of an empty vector (a server's state), even with a size of 0.
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
-}
+using test::bitwise_equal;
+using test::state_of;
+using test::worker_loader;
 
 /// Runs 3 steps, an epoch and 2 steps; returns this rank's parameters and buffers at the end. With `dir`, the
 /// run is stopped after the 3 steps and after the epoch, each time saved and resumed by a new trainer.
@@ -87,7 +64,7 @@ template <class T, class Make>
 std::vector<float> run(const typename T::optimizer_type::options& optimizer, Make make, const fs::path* dir) {
   if (!dir) {
     T t(kOptions, optimizer, make());
-    auto data = loader_for(t);
+    auto data = worker_loader(t);
     t.train_steps(data, 3);
     t.train_epoch(data);
     t.train_steps(data, 2);
@@ -95,20 +72,20 @@ std::vector<float> run(const typename T::optimizer_type::options& optimizer, Mak
   }
   {
     T t(kOptions, optimizer, make());
-    auto data = loader_for(t);
+    auto data = worker_loader(t);
     t.train_steps(data, 3);
     t.save_checkpoint(*dir);
   }
   {
     T t(kOptions, optimizer, make());
     t.resume(*dir);
-    auto data = loader_for(t);
+    auto data = worker_loader(t);
     t.train_epoch(data);
     t.save_checkpoint(*dir);
   }
   T t(kOptions, optimizer, make());
   t.resume(*dir);
-  auto data = loader_for(t);
+  auto data = worker_loader(t);
   t.train_steps(data, 2);
   return state_of(t);
 }
@@ -129,26 +106,26 @@ void expect_exact_resume(const typename O::options& optimizer, typename Strategy
   }
 }
 
-TEST(dist_checkpoint, ring_allreduce_sgd_momentum_resume_is_bitwise_exact_and_runs_repeat) {
+TEST(dist_resume, ring_allreduce_sgd_momentum_resume_is_bitwise_exact_and_runs_repeat) {
   dist::RingAllReduce<Mpi>::options o;
   o.configuration = "checkpoint test";
   expect_exact_resume<dist::RingAllReduce<Mpi>, optim::Sgd>({.lr = 0.05f, .momentum = 0.9f}, o, "ring", true);
 }
 
-TEST(dist_checkpoint, mpi_allreduce_sgd_momentum_resume_is_bitwise_exact) {
+TEST(dist_resume, mpi_allreduce_sgd_momentum_resume_is_bitwise_exact) {
   dist::MpiAllReduce<Mpi>::options o;
   o.configuration = "checkpoint test";
   expect_exact_resume<dist::MpiAllReduce<Mpi>, optim::Sgd>({.lr = 0.05f, .momentum = 0.9f}, o, "mpi", false);
 }
 
-TEST(dist_checkpoint, sync_parameter_server_adam_resume_is_bitwise_exact_and_runs_repeat) {
+TEST(dist_resume, sync_parameter_server_adam_resume_is_bitwise_exact_and_runs_repeat) {
   dist::ParameterServer<Mpi, 1>::options o;
   o.configuration = "checkpoint test";
   expect_exact_resume<dist::ParameterServer<Mpi, 1>, optim::Adam>({.lr = 3e-3f}, o, "ps", true);
 }
 
 // Two servers (of 3 ranks: one worker): each writes its own shard and its shard optimizer's state.
-TEST(dist_checkpoint, sync_parameter_server_with_two_servers_resume_is_bitwise_exact) {
+TEST(dist_resume, sync_parameter_server_with_two_servers_resume_is_bitwise_exact) {
   dist::ParameterServer<Mpi, 2>::options o;
   o.configuration = "checkpoint test";
   expect_exact_resume<dist::ParameterServer<Mpi, 2>, optim::Sgd>({.lr = 0.05f, .momentum = 0.9f}, o, "ps2", false);
@@ -156,14 +133,14 @@ TEST(dist_checkpoint, sync_parameter_server_with_two_servers_resume_is_bitwise_e
 
 // Error feedback: each rank's residual (and PowerSGD's warm-start Qs) is part of the run, and the checkpoint
 // carries it, so a compressed run resumes bit for bit too.
-TEST(dist_checkpoint, compressed_ring_onebit_resume_is_bitwise_exact_and_runs_repeat) {
+TEST(dist_resume, compressed_ring_onebit_resume_is_bitwise_exact_and_runs_repeat) {
   using S = dist::Compressed<dist::RingAllReduce<Mpi>, compress::OneBit>;
   S::options o;
   o.configuration = "checkpoint test";
   expect_exact_resume<S, optim::Sgd>({.lr = 0.05f, .momentum = 0.9f}, o, "onebit", true);
 }
 
-TEST(dist_checkpoint, compressed_ring_powersgd_resume_is_bitwise_exact) {
+TEST(dist_resume, compressed_ring_powersgd_resume_is_bitwise_exact) {
   using S = dist::Compressed<dist::RingAllReduce<Mpi>, compress::PowerSgd<1>>;
   S::options o;
   o.configuration = "checkpoint test";
@@ -173,7 +150,7 @@ TEST(dist_checkpoint, compressed_ring_powersgd_resume_is_bitwise_exact) {
 struct stop_here {};
 
 // Every rank saves from the step callback in the middle of epoch 1 and stops; new trainers train the rest.
-TEST(dist_checkpoint, ring_allreduce_saved_mid_epoch_resumes_exactly) {
+TEST(dist_resume, ring_allreduce_saved_mid_epoch_resumes_exactly) {
   using Strategy = dist::RingAllReduce<Mpi>;
   using T = Trainer<Net, backend::OneDnn, Strategy, Sync, optim::Sgd>;
   Strategy::options o;
@@ -181,7 +158,7 @@ TEST(dist_checkpoint, ring_allreduce_saved_mid_epoch_resumes_exactly) {
   const optim::Sgd::options sgd{.lr = 0.05f, .momentum = 0.9f};
   const shared_dir dir("mid-epoch");
   T whole(kOptions, sgd, Strategy(o));
-  auto data = loader_for(whole);  // 4 batches an epoch on 3 ranks
+  auto data = worker_loader(whole);  // 4 batches an epoch on 3 ranks
   whole.train_steps(data, 8);
   {
     T stopped(kOptions, sgd, Strategy(o));
@@ -203,14 +180,14 @@ TEST(dist_checkpoint, ring_allreduce_saved_mid_epoch_resumes_exactly) {
   EXPECT_TRUE(bitwise_equal(state_of(whole), state_of(resumed))) << "rank " << Mpi().rank();
 }
 
-TEST(dist_checkpoint, each_rank_writes_its_file_and_the_manifest_lists_them_all) {
+TEST(dist_resume, each_rank_writes_its_file_and_the_manifest_lists_them_all) {
   using Strategy = dist::ParameterServer<Mpi, 1>;
   using T = Trainer<Net, backend::OneDnn, Strategy, Sync, optim::Adam>;
   Strategy::options o;
   o.configuration = "checkpoint test";
   const shared_dir dir("files");
   T t(kOptions, {.lr = 3e-3f}, Strategy(o));
-  auto data = loader_for(t);
+  auto data = worker_loader(t);
   t.train_steps(data, 2);
   t.save_checkpoint(dir.path);
   const io::CheckpointManifest m = io::read_manifest(dir.path);

@@ -1,4 +1,4 @@
-// tests/support/equivalence.hpp: the same network on OneDnn and Eigen from the same seed must give the same
+// tests/support/onednn_vs_eigen.hpp: the same network on OneDnn and Eigen from the same seed must give the same
 // outputs, parameter gradients, input gradients and running statistics. Include sinew/backend/eigen.hpp
 // before this header (EIGEN_USE_THREADS must precede the Tensor module).
 //

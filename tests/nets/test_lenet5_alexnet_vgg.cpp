@@ -1,7 +1,7 @@
-// LeNet-5, AlexNet and the VGGs against PyTorch (see equivalence.hpp), with dropout p = 0 on both sides
+// LeNet-5, AlexNet and the VGGs against PyTorch (tests/support/torchvision_golden.hpp), with dropout p = 0 on both sides
 // (torchvision's `dropout` argument, sinew's DropoutPercent): sinew draws its masks from its own generator.
 // Each net's Model is instantiated here only.
-#include "equivalence.hpp"
+#include "../support/torchvision_golden.hpp"
 
 #include "sinew/nets/alexnet.hpp"
 #include "sinew/nets/lenet5.hpp"
@@ -12,14 +12,14 @@ using namespace sinew;
 using namespace sinew::nets;
 using Cifar = Input<3, 32, 32>;
 
-TEST(equivalence, lenet5_3x32x32_matches_pytorch) { test::expect_equivalent_to_torchvision<LeNet5<Cifar, 10>>("lenet5"); }
-TEST(equivalence, alexnet_3x64x64_dropout0_matches_torchvision) {
+TEST(onednn_vs_pytorch, lenet5_3x32x32_matches_pytorch) { test::expect_equivalent_to_torchvision<LeNet5<Cifar, 10>>("lenet5"); }
+TEST(onednn_vs_pytorch, alexnet_3x64x64_dropout0_matches_torchvision) {
   test::expect_equivalent_to_torchvision<AlexNet<Input<3, 64, 64>, 10, 0>>("alexnet");
 }
-TEST(equivalence, vgg16_3x32x32_dropout0_matches_torchvision) {
+TEST(onednn_vs_pytorch, vgg16_3x32x32_dropout0_matches_torchvision) {
   test::expect_equivalent_to_torchvision<VGG16<Cifar, 10, 0>>("vgg16");
 }
-TEST(equivalence, vgg16_bn_3x32x32_dropout0_matches_torchvision) {
+TEST(onednn_vs_pytorch, vgg16_bn_3x32x32_dropout0_matches_torchvision) {
   test::expect_equivalent_to_torchvision<VGG16BN<Cifar, 10, 0>>("vgg16_bn");
 }
 }  // namespace

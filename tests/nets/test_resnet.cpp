@@ -1,5 +1,5 @@
-// The ResNets against torchvision (see equivalence.hpp). Each net's Model is instantiated here only.
-#include "equivalence.hpp"
+// The ResNets against torchvision (tests/support/torchvision_golden.hpp). Each net's Model is instantiated here only.
+#include "../support/torchvision_golden.hpp"
 
 #include "sinew/nets/resnet.hpp"
 
@@ -8,7 +8,7 @@ using namespace sinew;
 using namespace sinew::nets;
 using Cifar = Input<3, 32, 32>;
 
-TEST(equivalence, resnet18_imagenet_stem_3x32x32_matches_torchvision) {
+TEST(onednn_vs_pytorch, resnet18_imagenet_stem_3x32x32_matches_torchvision) {
   test::expect_equivalent_to_torchvision<ResNet18<Cifar, 10>>("resnet18");
 }
 // Two nets sit on a ReLU kink, so their gradients are held to 2e-2 and 1e-1 instead of 1e-3 (their names,
@@ -21,13 +21,13 @@ TEST(equivalence, resnet18_imagenet_stem_3x32x32_matches_torchvision) {
 // channels differs, with one thread as with two and with oneDNN limited to AVX2. ResNet-34's difference (layer4
 // on 1x1 maps, four values per channel) is presumably the same, not yet shown. Choosing another input does not
 // help on its own: none of 32 tried keeps every ReLU input on the small maps 1e-4 clear of 0.
-TEST(equivalence, resnet18_cifar_stem_3x32x32_matches_torchvision) {
+TEST(onednn_vs_pytorch, resnet18_cifar_stem_3x32x32_matches_torchvision) {
   test::expect_equivalent_to_torchvision<ResNet18<Cifar, 10, CifarStem>>("resnet18_cifar", 2e-2);
 }
-TEST(equivalence, resnet34_imagenet_stem_3x32x32_matches_torchvision) {
+TEST(onednn_vs_pytorch, resnet34_imagenet_stem_3x32x32_matches_torchvision) {
   test::expect_equivalent_to_torchvision<ResNet34<Cifar, 10>>("resnet34", 1e-1);
 }
-TEST(equivalence, resnet50_imagenet_stem_3x32x32_matches_torchvision) {
+TEST(onednn_vs_pytorch, resnet50_imagenet_stem_3x32x32_matches_torchvision) {
   test::expect_equivalent_to_torchvision<ResNet50<Cifar, 10>>("resnet50");
 }
 }  // namespace

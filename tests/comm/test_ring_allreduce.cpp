@@ -1,0 +1,199 @@
+// The ring collective (dist/ring_allreduce.hpp's ring_allreduce_sum, RingWorkspace, RingOperation and the chunk
+// size it picks) against the serial sum and against MPI's own all-reduce, under mpiexec with 1, 2 or 3 ranks.
+// The strategies built on it are tested in tests/dist/test_ring_allreduce.cpp.
+//
+// Each rank's input is a deterministic function of (rank, index) (tests/support/rank_inputs.hpp), so every rank
+// computes the serial sum of all ranks' inputs itself. The inputs are integer-valued floats, whose sums are exact
+// in any order, so the ring and MPI's all-reduce must equal the serial sum exactly; random floats are compared
+// within a tolerance.
+// Tests make every collective call before their first ASSERT, so a failing rank cannot leave the others waiting.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "../support/rank_inputs.hpp"
+#include "sinew/comm/mpi.hpp"
+#include "sinew/core/rng.hpp"
+#include "sinew/dist/ring_allreduce.hpp"
+
+namespace {
+using namespace sinew;
+using comm::Mpi;
+using test::integer_input;
+using test::world_size;
+
+enum class algorithm { ring, ring_chunk_64, ring_one_chunk_per_segment, ring_shared_memory, mpi, mpi_nonblocking };
+enum class size_kind { empty, one, fewer_than_ranks, odd_1001, one_mib };
+
+struct allreduce_case {
+  algorithm how;
+  size_kind size;
+};
+
+std::size_t count_of(size_kind size) {
+  switch (size) {
+    case size_kind::empty: return 0;
+    case size_kind::one: return 1;
+    case size_kind::fewer_than_ranks: return std::size_t(world_size() - 1);
+    case size_kind::odd_1001: return 1001;
+    case size_kind::one_mib: return (1u << 20) / sizeof(float);
+  }
+  return 0;
+}
+
+void all_reduce(Mpi& world, algorithm how, std::span<float> data) {
+  switch (how) {
+    case algorithm::ring: dist::ring_allreduce_sum(world, data); break;
+    case algorithm::ring_chunk_64: dist::ring_allreduce_sum(world, data, 64, dist::RingTransport::messages); break;
+    case algorithm::ring_one_chunk_per_segment:
+      dist::ring_allreduce_sum(world, data, 0, dist::RingTransport::messages);
+      break;
+    case algorithm::ring_shared_memory:
+      dist::ring_allreduce_sum(world, data, dist::kRingChunkAuto, dist::RingTransport::shared_memory);
+      break;
+    case algorithm::mpi: world.allreduce_sum(data); break;
+    case algorithm::mpi_nonblocking: world.iallreduce_sum(data).wait(); break;
+  }
+}
+
+std::string name_of(const ::testing::TestParamInfo<allreduce_case>& info) {
+  static const char* const how[] = {"ring",          "ring_chunk64", "ring_one_chunk_per_segment", "ring_shared_memory",
+                                    "mpi",           "mpi_nonblocking"};
+  static const char* const size[] = {"float_0", "float_1", "floats_fewer_than_ranks", "float_1001", "float_1MiB"};
+  return std::string(how[int(info.param.how)]) + "_np" + std::to_string(world_size()) + "_" + size[int(info.param.size)];
+}
+
+class allreduce : public ::testing::TestWithParam<allreduce_case> {};
+
+TEST_P(allreduce, integer_valued_floats_equal_the_serial_sum_exactly) {
+  Mpi world;
+  const std::size_t n = count_of(GetParam().size);
+  std::vector<float> data(n), expected(n, 0.0f);
+  for (std::size_t i = 0; i < n; ++i) {
+    data[i] = integer_input(world.rank(), i);
+    for (int r = 0; r < world.size(); ++r) expected[i] += integer_input(r, i);
+  }
+  all_reduce(world, GetParam().how, data);
+  std::size_t wrong = 0, first_wrong = n;
+  for (std::size_t i = 0; i < n; ++i)
+    if (data[i] != expected[i]) first_wrong = std::min(first_wrong, i), ++wrong;
+  EXPECT_EQ(wrong, 0u) << "rank " << world.rank() << ": first wrong element " << first_wrong << " of " << n << ": "
+                       << (first_wrong < n ? data[first_wrong] : 0) << " instead of "
+                       << (first_wrong < n ? expected[first_wrong] : 0);
+}
+
+std::vector<allreduce_case> every_case() {
+  std::vector<allreduce_case> cases;
+  for (algorithm how : {algorithm::ring, algorithm::ring_chunk_64, algorithm::ring_one_chunk_per_segment,
+                        algorithm::ring_shared_memory, algorithm::mpi, algorithm::mpi_nonblocking})
+    for (size_kind size :
+         {size_kind::empty, size_kind::one, size_kind::fewer_than_ranks, size_kind::odd_1001, size_kind::one_mib})
+      cases.push_back({how, size});
+  return cases;
+}
+INSTANTIATE_TEST_SUITE_P(sum, allreduce, ::testing::ValuesIn(every_case()), name_of);
+
+std::vector<float> random_input(int rank, std::size_t n) {
+  Rng rng(1000 + std::uint64_t(rank));
+  std::vector<float> x(n);
+  for (float& v : x) v = rng.uniform(-1.0f, 1.0f);
+  return x;
+}
+
+class ring_transport : public ::testing::TestWithParam<dist::RingTransport> {};
+
+std::string transport_name(const ::testing::TestParamInfo<dist::RingTransport>& info) {
+  return info.param == dist::RingTransport::messages ? "messages" : "shared_memory";
+}
+
+TEST_P(ring_transport, random_floats_1001_are_within_1e_6_of_the_double_sum_and_bitwise_equal_on_every_rank) {
+  Mpi world;
+  const std::size_t n = 1001;
+  std::vector<float> data = random_input(world.rank(), n);
+  dist::ring_allreduce_sum(world, data, 100, GetParam());
+  std::vector<float> rank0 = data;
+  world.broadcast(rank0, 0);
+  std::vector<double> exact(n, 0.0);
+  for (int r = 0; r < world.size(); ++r) {
+    const std::vector<float> x = random_input(r, n);
+    for (std::size_t i = 0; i < n; ++i) exact[i] += x[i];
+  }
+  for (std::size_t i = 0; i < n; ++i) ASSERT_NEAR(data[i], exact[i], 1e-6) << "element " << i;
+  EXPECT_EQ(std::memcmp(data.data(), rank0.data(), n * sizeof(float)), 0)
+      << "rank " << world.rank() << " holds a different sum than rank 0";
+}
+
+// With the shared window capped at 700 floats: 1001 and 5000 floats take rounds, 10 fits, the window grows once.
+TEST_P(ring_transport, workspace_is_reused_across_sizes) {
+  Mpi world;
+  dist::RingWorkspace<Mpi> work;
+  work.window_floats_max = 700;
+  bool all_right = true;
+  for (std::size_t n : {std::size_t(10), std::size_t(1001), std::size_t(10), std::size_t(5000)}) {
+    std::vector<float> data(n);
+    for (std::size_t i = 0; i < n; ++i) data[i] = integer_input(world.rank(), i);
+    dist::ring_allreduce_sum(world, data, work, 128, GetParam());
+    for (std::size_t i = 0; i < n; ++i) {
+      float expected = 0;
+      for (int r = 0; r < world.size(); ++r) expected += integer_input(r, i);
+      all_right = all_right && data[i] == expected;
+    }
+  }
+  EXPECT_TRUE(all_right);
+}
+// A ring driven by advance() alone (as the hooks drive it), two in a row on one tag (or window).
+TEST_P(ring_transport, two_rings_in_a_row_driven_without_blocking_equal_the_serial_sums) {
+  Mpi world;
+  std::vector<float> a(1001), b(77);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = integer_input(world.rank(), i);
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = integer_input(world.rank(), i + 5);
+  dist::RingWorkspace<Mpi> work;
+  dist::RingOperation<Mpi> ring;
+  ring.start(world, a, work, 64, dist::detail::kRingTag, GetParam());
+  std::size_t polls = 0;
+  while (!ring.advance()) ++polls;
+  ring.start(world, b, work, 16, dist::detail::kRingTag, GetParam());
+  while (!ring.advance()) ++polls;
+  bool all_right = true;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    float expected = 0;
+    for (int r = 0; r < world.size(); ++r) expected += integer_input(r, i);
+    all_right = all_right && a[i] == expected;
+  }
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    float expected = 0;
+    for (int r = 0; r < world.size(); ++r) expected += integer_input(r, i + 5);
+    all_right = all_right && b[i] == expected;
+  }
+  EXPECT_TRUE(all_right);
+  EXPECT_TRUE(ring.done());
+}
+
+INSTANTIATE_TEST_SUITE_P(ring, ring_transport,
+                         ::testing::Values(dist::RingTransport::messages, dist::RingTransport::shared_memory),
+                         transport_name);
+
+// scripts/cluster's run sets SINEW_CLUSTER_HOSTS (tests/cluster runs this test across 3 hosts); elsewhere
+// every rank of this test runs on this machine.
+TEST(ring_allreduce, hosts_are_counted_and_pick_the_chunk_size) {
+  Mpi world;
+  const char* cluster = std::getenv("SINEW_CLUSTER_HOSTS");
+  const int expected = cluster ? std::min(std::atoi(cluster), world.size()) : 1;
+  EXPECT_EQ(world.hosts(), expected);
+  EXPECT_EQ(dist::ring_chunk_floats(world, dist::kRingChunkAuto),
+            expected > 1 ? dist::kRingChunkNetworkFloats : dist::kRingChunkFloats);
+  EXPECT_EQ(dist::ring_chunk_floats(world, 64), 64u) << "an explicit chunk size is kept";
+  struct two_hosts : comm::example::single_process {
+    int hosts() const { return 2; }
+  };
+  EXPECT_EQ(dist::ring_chunk_floats(two_hosts{}, dist::kRingChunkAuto), dist::kRingChunkNetworkFloats);
+  EXPECT_EQ(dist::ring_chunk_floats(comm::example::single_process{}, dist::kRingChunkAuto), dist::kRingChunkFloats)
+      << "a communicator that does not say where it runs counts as one host";
+}
+
+}  // namespace
