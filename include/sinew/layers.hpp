@@ -7,6 +7,7 @@
 #include "sinew/layers/dropout.hpp"
 #include "sinew/layers/flatten.hpp"
 #include "sinew/layers/global_pooling.hpp"
+#include "sinew/layers/group_norm.hpp"
 #include "sinew/layers/input.hpp"
 #include "sinew/layers/layer_spec.hpp"
 #include "sinew/layers/loss.hpp"

@@ -298,7 +298,7 @@ class Model {
       if constexpr (Profile::kEnabled) {
         using N = std::tuple_element_t<I, as_tuple_t<nodes>>;
         auto probe = profile_.start(I);
-        constexpr auto kind = sinew::backend::node_kind<N>(metrics::Direction::forward);
+        const auto kind = sinew::backend::node_kind<N>(metrics::Direction::forward);
         sinew::backend::forward_probed(op, *ctx_, src, probe, kind);
         probe.end(kind);
       } else {
@@ -327,7 +327,7 @@ class Model {
       if constexpr (Profile::kEnabled) {
         using N = std::tuple_element_t<I, as_tuple_t<nodes>>;
         auto probe = profile_.start(I);
-        constexpr auto kind = sinew::backend::node_kind<N>(metrics::Direction::backward);
+        const auto kind = sinew::backend::node_kind<N>(metrics::Direction::backward);
         sinew::backend::backward_probed(op, *ctx_, *src, diff_dst, probe, kind);
         probe.end(kind);
       } else {

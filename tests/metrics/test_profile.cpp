@@ -5,6 +5,7 @@
 
 #include "../support/corners.hpp"
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <type_traits>
@@ -127,6 +128,80 @@ TEST(operator_profile, residual_block_reports_its_branch_ops_and_the_sum) {
   EXPECT_EQ(calls(nodes[3], OpKind::relu_backward), 2u);
   EXPECT_EQ(calls(nodes[4], OpKind::pooling_backward), 2u);
   expect_split_matches_whole(model.profile());
+}
+
+// A layer of a kind of its own, as a new layer header declares one: it computes itself (layer_kind::plain) and
+// names a profile kind that the profile's table lacks.
+struct twice_kind : layer_kind::plain {};
+struct Twice {
+  static constexpr std::string_view kName = "twice";
+  using kind = twice_kind;
+  static constexpr std::string_view kProfile = "twice";
+  template <FeatureShape In>
+  struct at {
+    using output = In;
+    static constexpr std::size_t kWeights = 0, kBias = 0;
+    static void forward(const PlainPass& p) {
+      for (std::size_t i = 0; i < std::size_t(p.batch) * In::kSize; ++i) p.dst[i] = 2 * p.src[i];
+    }
+    static void backward(const PlainPass& p) {
+      if (p.diff_src)
+        for (std::size_t i = 0; i < std::size_t(p.batch) * In::kSize; ++i) p.diff_src[i] = 2 * p.diff_dst[i];
+    }
+  };
+};
+
+TEST(operator_profile, a_kind_the_table_lacks_is_declared_once_under_its_own_name) {
+  const OpKind forward = metrics::profile_kind("declared_here", Direction::forward);
+  const OpKind backward = metrics::profile_kind("declared_here", Direction::backward);
+  EXPECT_GE(std::size_t(forward), metrics::kNamedOpKinds);
+  EXPECT_EQ(metrics::op_kind_name(forward), "declared_here");
+  EXPECT_EQ(metrics::op_kind_name(backward), "declared_here_backward");
+  EXPECT_FALSE(metrics::is_backward(forward));
+  EXPECT_TRUE(metrics::is_backward(backward));
+  EXPECT_EQ(metrics::profile_kind("declared_here", Direction::forward), forward);
+  EXPECT_EQ(metrics::declare_kind("declared_here_backward"), backward);
+  // A name of the table stays the table's kind.
+  EXPECT_EQ(metrics::profile_kind("pooling", Direction::backward), OpKind::pooling_backward);
+  EXPECT_EQ(metrics::declare_kind("relu"), OpKind::relu);
+}
+
+template <class B>
+void check_declared_layer() {
+  // After a 16-channel convolution oneDNN's output is blocked and Eigen's NHWC: the plain op converts both ways.
+  using With = Sequential<Input<2, 3, 3>, Conv2d<16, 1>, Twice>;
+  using Without = Sequential<Input<2, 3, 3>, Conv2d<16, 1>>;
+  typename B::context ctx({.threads = 2});
+  Model<With, B, metrics::OperatorProfile> with(ctx, {.seed = 3, .input_gradient = true});
+  Model<Without, B> without(ctx, {.seed = 3, .input_gradient = true});
+  std::vector<float> x(2 * With::input_shape::kSize);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(i % 7) * 0.3f - 1.0f;
+  const auto out = with.forward(x, 2), out0 = without.forward(x, 2);
+  const std::vector<float> y(out.begin(), out.end()), y0(out0.begin(), out0.end());
+  ASSERT_EQ(y.size(), y0.size());
+  for (std::size_t i = 0; i < y.size(); ++i) ASSERT_FLOAT_EQ(y[i], 2 * y0[i]) << i;
+  const std::vector<float> r(y.size(), 0.5f), r2(y.size(), 1.0f);
+  with.backward(r);
+  without.backward(r2);
+  const std::vector<float> dx = with.input_gradient(), dx0 = without.input_gradient();
+  for (std::size_t i = 0; i < dx.size(); ++i) ASSERT_NEAR(dx[i], dx0[i], 1e-5f * (1 + std::fabs(dx0[i]))) << i;
+
+  const auto& nodes = with.profile().nodes();
+  ASSERT_EQ(nodes.size(), 2u);
+  EXPECT_EQ(nodes[1].name, "twice");
+  const auto kinds = with.profile().by_kind();
+  EXPECT_TRUE(kinds.count("twice")) << B::kName;
+  EXPECT_TRUE(kinds.count("twice_backward")) << B::kName;
+  EXPECT_EQ(calls(nodes[1], metrics::profile_kind("twice", Direction::backward)), 1u);
+  EXPECT_EQ(with.profile().total(OpKind::other).calls, 0u);
+  expect_split_matches_whole(with.profile());
+}
+
+TEST(operator_profile, onednn_runs_and_profiles_a_layer_that_declares_its_own_kind) {
+  check_declared_layer<backend::OneDnn>();
+}
+TEST(operator_profile, eigen_runs_and_profiles_a_layer_that_declares_its_own_kind) {
+  check_declared_layer<backend::Eigen>();
 }
 
 TEST(operator_profile, evaluation_passes_are_not_recorded) {

@@ -8,10 +8,15 @@
 // A specialisation gives either `type`, or `template <NodeType N> using type_for` where the op depends on the
 // node (a composite layer's op holds the ops of its branches; OneDnn runs a convolution over an image no
 // larger than its kernel as an inner product). Composite kinds are generic: backend/generic/residual.hpp fills
-// layer_kind::residual for every backend. A kind that a backend lacks stops the build at the one trap below
-// (as CUTLASS keys its dispatch on tag types with one trap template).
+// layer_kind::residual for every backend. A kind derived from layer_kind::plain (a layer that computes itself on
+// plain floats) runs on backend/generic/plain_op.hpp wherever a backend does not map it, so a new layer kind
+// needs no backend file. Any other kind that a backend lacks stops the build at the one trap below (as CUTLASS
+// keys its dispatch on tag types with one trap template).
 #pragma once
 
+#include <concepts>
+
+#include "sinew/backend/generic/plain_op.hpp"
 #include "sinew/core/diagnostics.hpp"
 #include "sinew/layers/layer_spec.hpp"
 
@@ -38,9 +43,10 @@ struct op_for {
   using type_for = typename trap<N>::type;
 };
 
-/// Whether backend B fills the table's entry for layer kind Kind (a generic entry, as Residual's, counts).
+/// Whether backend B has an op for layer kind Kind: its table's entry (a generic entry, as Residual's, counts),
+/// or the plain op of a kind derived from layer_kind::plain.
 template <class Kind, class B>
-concept has_op_for = !requires { typename op_for<Kind, B>::unmapped; };
+concept has_op_for = !requires { typename op_for<Kind, B>::unmapped; } || std::derived_from<Kind, layer_kind::plain>;
 
 namespace detail {
 template <class B, class N>
@@ -51,6 +57,12 @@ template <class B, class N>
   requires requires { typename op_for<typename N::layer::kind, B>::type; }
 struct op_of<B, N> {
   using type = typename op_for<typename N::layer::kind, B>::type;
+};
+template <class B, class N>
+  requires requires { typename op_for<typename N::layer::kind, B>::unmapped; } &&
+           std::derived_from<typename N::layer::kind, layer_kind::plain>
+struct op_of<B, N> {
+  using type = generic::plain_op<B, N>;
 };
 }  // namespace detail
 

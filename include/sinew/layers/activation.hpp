@@ -12,6 +12,12 @@
 
 namespace sinew {
 
+/// This header's kind, what backends map to an op (backend/op_table.hpp): every activation below, one op
+/// whose element-wise kernel is simd::kernel_of<Act>.
+namespace layer_kind {
+struct activation {};
+}  // namespace layer_kind
+
 namespace detail {
 template <class Self>
 struct elementwise {

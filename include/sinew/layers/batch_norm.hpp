@@ -15,6 +15,11 @@
 
 namespace sinew {
 
+/// This header's kind: what backends map to an op (backend/op_table.hpp).
+namespace layer_kind {
+struct batch_norm {};
+}  // namespace layer_kind
+
 /// BatchNorm2d: weight (gamma) [C] = 1 and bias (beta) [C] = 0 are parameters; running_mean [C] = 0 and
 /// running_var [C] = 1 are buffers ([running_mean | running_var]). PyTorch's num_batches_tracked is not kept:
 /// it only matters with momentum=None (a cumulative average), which sinew does not offer; its state_dict entry

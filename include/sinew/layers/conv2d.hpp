@@ -5,6 +5,11 @@
 
 namespace sinew {
 
+/// This header's kind: what backends map to an op (backend/op_table.hpp).
+namespace layer_kind {
+struct conv2d {};
+}  // namespace layer_kind
+
 /// Conv2d<OutChannels, Kernel, Stride, Padding>: weights [OutChannels, InChannels, Kernel, Kernel], bias [OutChannels].
 template <int OutChannels, int Kernel, int Stride = 1, int Padding = 0, bool Bias = true>
 struct Conv2d {
@@ -48,6 +53,8 @@ struct Conv2d {
     static constexpr std::size_t kWeights = std::size_t(OutChannels) * kFanIn;
     /// trainable biases (floats); 0 without bias
     static constexpr std::size_t kBias = Bias ? OutChannels : 0;
+    /// multiply-adds per sample: every output value takes kFanIn of them
+    static constexpr double kMacs = double(output::kChannels) * output::kHeight * output::kWidth * kFanIn;
     /// PyTorch's weight [out, in, k, k] and, with Bias, bias [out].
     static constexpr auto kStateDict = [] {
       constexpr StateTensor weight{"weight", StateSource::weights, 0, 4, {OutChannels, In::kChannels, Kernel, Kernel}};

@@ -5,6 +5,11 @@
 
 namespace sinew {
 
+/// This header's kind: what backends map to an op (backend/op_table.hpp).
+namespace layer_kind {
+struct dense {};
+}  // namespace layer_kind
+
 /// Dense<Out>: y = x W^T + b with weights [Out, In] and bias [Out]. Needs a flat input: put Flatten first.
 template <int Out, bool Bias = true>
 struct Dense {
@@ -35,6 +40,8 @@ struct Dense {
     static constexpr std::size_t kWeights = std::size_t(Out) * kFanIn;
     /// trainable biases (floats); 0 without bias
     static constexpr std::size_t kBias = Bias ? Out : 0;
+    /// multiply-adds per sample: inputs x outputs
+    static constexpr double kMacs = double(In::kSize) * Out;
     /// PyTorch's weight [out, in] and, with Bias, bias [out].
     static constexpr auto kStateDict = [] {
       constexpr StateTensor weight{"weight", StateSource::weights, 0, 2, {Out, std::int64_t(kFanIn)}};

@@ -9,6 +9,11 @@
 
 namespace sinew {
 
+/// This header's kind: what backends map to an op (backend/op_table.hpp).
+namespace layer_kind {
+struct dropout {};
+}  // namespace layer_kind
+
 /// Dropout<Percent = 50>: p = Percent / 100. An integer percent, because a float template argument needs
 /// a compiler with C++20's floating-point non-type parameters (Clang has them only since 18), and every
 /// published network drops a whole percentage.

@@ -5,6 +5,11 @@
 
 namespace sinew {
 
+/// This header's kind: what backends map to an op (backend/op_table.hpp).
+namespace layer_kind {
+struct flatten {};
+}  // namespace layer_kind
+
 /// Flatten: C x H x W -> (C * H * W), as torch.nn.Flatten; Dense needs it first.
 struct Flatten {
   /// what reports, profiles and checkpoints call the layer kind

@@ -9,6 +9,11 @@
 
 namespace sinew {
 
+/// This header's kind, what backends map to an op (backend/op_table.hpp): AdaptiveAvgPool and GlobalAvgPool.
+namespace layer_kind {
+struct adaptive_pooling {};
+}  // namespace layer_kind
+
 /// PyTorch's adaptive bins: output cell i of `out` averages input positions [bin_begin, bin_end) of `in`,
 /// that is [floor(i in / out), ceil((i + 1) in / out)). Every backend's op takes its bins from here.
 constexpr int adaptive_bin_begin(int i, int in, int out) { return i * in / out; }

@@ -2,12 +2,15 @@
 //
 // Contract. A layer spec L is an empty type that describes a layer, independent of any backend:
 //   L::kName                         a short name ("conv2d"), used in reports and checkpoints.
-//   L::kind                          its kind tag (layer_kind::conv2d, ...): what a backend maps to an op with
+//   L::kind                          its kind tag, declared in the layer's own header (`namespace layer_kind {
+//                                    struct conv2d {}; }`): what a backend maps to an op with
 //                                    backend::op_for<Kind, Backend> (backend/op_table.hpp). Layers that one op
-//                                    computes share a tag (MaxPool and AvgPool are layer_kind::pooling).
-//   L::kProfile                      the operator kind its time goes to in metrics::OperatorProfile
-//                                    ("convolution", "pooling", "relu", ...: a name of metrics::OpKind; its
-//                                    backward pass goes to "<kProfile>_backward", or "_backward_weights").
+//                                    computes share a tag (MaxPool and AvgPool are layer_kind::pooling). A tag
+//                                    derived from layer_kind::plain says that the layer computes itself (below).
+//   L::kProfile                      the operator kind its time goes to in metrics::OperatorProfile: a name
+//                                    such as "convolution" or "pooling"; its backward pass goes to
+//                                    "<kProfile>_backward" (or "_backward_weights" for the kinds that split
+//                                    it). A name the profile does not know yet is added at first use.
 //   L::template at<In>               the layer applied to input feature shape In. Instantiating it checks
 //                                    that the layer fits In (static_asserts that name the layer and the cause)
 //                                    and provides:
@@ -19,6 +22,12 @@
 //       ::init_buffers(buffers)      their initial values (only when kBuffers > 0).
 //       ::kStateDict                 optional: the layer's tensors as PyTorch's state_dict holds them (names,
 //                                    shapes, where they lie); absent means "weight" [kWeights], "bias" [kBias].
+//       ::kMacs                      optional: multiply-adds of one sample's forward (metrics/flops.hpp);
+//                                    absent means none worth counting (activations, pooling, normalisation).
+//       ::forward(PlainPass), ::backward(PlainPass), ::workspace(batch)
+//                                    for a kind derived from layer_kind::plain: the layer on plain NCHW floats
+//                                    (PlainPass below), which every backend runs (backend/generic/plain_op.hpp);
+//                                    workspace(batch) is optional: floats kept from forward to backward.
 // Parameters of a layer live in the network's flat buffer as [weights | bias], in PyTorch's layout.
 // Buffers live in a second flat array that the Model owns, beside the parameters: they belong to the network,
 // not to a plan (the Model keeps one plan per batch size, and all of them must see the same running
@@ -36,6 +45,7 @@
 
 #include "sinew/core/fixed_string.hpp"
 #include "sinew/core/rng.hpp"
+#include "sinew/core/type_list.hpp"
 #include "sinew/tensor/buffer.hpp"
 #include "sinew/tensor/shape.hpp"
 
@@ -47,19 +57,34 @@ struct NoActivation {
   static constexpr std::string_view kName = "none";
 };
 
-/// The kind tags a layer spec declares as `using kind = layer_kind::...;`. A backend maps each tag to its op
-/// (backend/op_table.hpp); a new layer that one of these ops computes reuses its tag, a new op needs a new tag.
+/// Kind tags live in their layers' headers (`using kind = layer_kind::conv2d;`, layers/conv2d.hpp). A new
+/// layer that an existing op computes reuses its tag; a new op gets a new tag in the new layer's header.
 namespace layer_kind {
-struct conv2d {};
-struct dense {};
-struct pooling {};           ///< MaxPool, AvgPool
-struct adaptive_pooling {};  ///< AdaptiveAvgPool, GlobalAvgPool
-struct activation {};        ///< the element-wise activations of layers/activation.hpp
-struct batch_norm {};
-struct dropout {};
-struct flatten {};
-struct residual {};          ///< composite: computed by backend/generic/residual.hpp with the backend's own ops
+/// Base of the tags of layers that compute themselves on plain NCHW floats (at<In>::forward / ::backward
+/// with a PlainPass): every backend runs them through backend/generic/plain_op.hpp, converting their input and
+/// gradients from and to its own layouts, unless it maps the kind to an op of its own. A new layer kind then
+/// needs no backend file: `namespace layer_kind { struct group_norm : plain {}; }`.
+struct plain {};
+/// Declared here because the lowering fuses activations (is_activation_v below); layers/activation.hpp defines it.
+struct activation;
 }  // namespace layer_kind
+
+/// What a plain layer's forward and backward are given: every tensor plain NCHW floats (PyTorch's layout) for the
+/// whole batch, its parameters and buffers in the network's flat buffers.
+struct PlainPass {
+  int batch = 0;                     ///< samples in src
+  bool training = true;              ///< PyTorch's module.train(): false in evaluation mode
+  const float* src = nullptr;        ///< the input [batch, In]
+  float* dst = nullptr;              ///< forward writes the output [batch, output]
+  const float* diff_dst = nullptr;   ///< backward: the output's gradient
+  float* diff_src = nullptr;         ///< backward writes the input's gradient; nullptr where none is needed
+  const float* weights = nullptr;    ///< kWeights floats
+  const float* bias = nullptr;       ///< kBias floats
+  float* diff_weights = nullptr;     ///< backward overwrites the weights' gradient
+  float* diff_bias = nullptr;        ///< backward overwrites the bias's gradient
+  float* buffers = nullptr;          ///< kBuffers floats of non-trainable state
+  std::span<float> workspace;        ///< workspace(batch) floats, the same in forward and the backward after it
+};
 
 namespace req {
 template <class L>
@@ -74,6 +99,14 @@ concept has_profile_kind = requires {
 };
 template <class L, class In>
 concept has_at = requires { typename L::template at<In>; };
+/// A plain layer kind's two passes (see layer_kind::plain).
+template <class L, class In>
+concept has_plain_passes = requires(const PlainPass& p) {
+  L::template at<In>::forward(p);
+  L::template at<In>::backward(p);
+};
+template <class L>
+concept is_plain_kind = requires { typename L::kind; } && std::derived_from<typename L::kind, layer_kind::plain>;
 template <class L, class In>
 concept has_output_shape = requires { typename L::template at<In>::output; } &&
                            FeatureShape<typename L::template at<In>::output>;
@@ -107,9 +140,13 @@ struct check_layer {
   static_assert(!req::has_at<L, In> || req::has_layer_param_counts<L, In>,
                 "a layer spec's at<In> must declare `static constexpr std::size_t kWeights` and `kBias` (0 for a "
                 "layer without parameters)");
+  static_assert(!req::is_plain_kind<L> || !req::has_at<L, In> || req::has_plain_passes<L, In>,
+                "a layer whose kind derives from layer_kind::plain must compute itself: its at<In> declares "
+                "`static void forward(const PlainPass&)` and `static void backward(const PlainPass&)`");
   /// true when L fulfils the contract (otherwise a static_assert above has said why)
   static constexpr bool value = req::has_name<L> && req::has_kind<L> && req::has_profile_kind<L> &&
-                                req::has_output_shape<L, In> && req::has_layer_param_counts<L, In>;
+                                req::has_output_shape<L, In> && req::has_layer_param_counts<L, In> &&
+                                (!req::is_plain_kind<L> || req::has_plain_passes<L, In>);
 };
 
 /// A layer spec that can be applied to input shape In (without the sentences: for overloads and requires).
@@ -130,8 +167,21 @@ constexpr std::size_t buffers_of() {
   else
     return 0;
 }
+/// A layer's multiply-adds per sample: its ::kMacs, or 0.
+template <class Applied>
+constexpr double macs_of() {
+  if constexpr (requires { Applied::kMacs; })
+    return double(Applied::kMacs);
+  else
+    return 0.0;
+}
+/// The multiply-adds of lowered nodes (a network's, a residual branch's).
+template <class... Nodes>
+constexpr double macs_of(type_list<Nodes...>) {
+  return (0.0 + ... + macs_of<typename Nodes::applied>());
+}
 /// Floats a layer occupies in the flat parameter buffer: a composite layer (Residual) declares its own
-/// ::kParamSpan, since its sub-layers each start aligned; a plain layer takes its count, rounded up.
+/// ::kParamSpan, since its sub-layers each start aligned; any other layer takes its count, rounded up.
 template <class Applied, std::size_t Params>
 constexpr std::size_t param_span_of() {
   if constexpr (requires { Applied::kParamSpan; })

@@ -5,6 +5,11 @@
 
 namespace sinew {
 
+/// This header's kind, what backends map to an op (backend/op_table.hpp): MaxPool and AvgPool.
+namespace layer_kind {
+struct pooling {};
+}  // namespace layer_kind
+
 namespace detail {
 template <int Kernel, int Stride, int Padding>
 struct pool_at {

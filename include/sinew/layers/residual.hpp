@@ -20,6 +20,12 @@
 
 namespace sinew {
 
+/// This header's kind, what backends map to an op (backend/op_table.hpp): a composite, which
+/// backend/generic/residual.hpp computes with the backend's own ops.
+namespace layer_kind {
+struct residual {};
+}  // namespace layer_kind
+
 /// The shortcut of torchvision's ResNets: identity if the input already has C channels and Stride is 1,
 /// else Conv2d<C, 1, Stride, 0, no bias> followed by BatchNorm2d, named as torchvision's (downsample.0, .1).
 template <int C, int Stride = 1>
@@ -114,6 +120,9 @@ struct Residual {
                                             detail::param_count<shortcut_nodes<false>>::buffers;
     /// floats the block takes in the flat buffer array
     static constexpr std::size_t kBufferSpan = shortcut_lowered<false>::kBufferEnd;
+    /// multiply-adds per sample: both branches' (the sum is not counted, see metrics/flops.hpp)
+    static constexpr double kMacs = sinew::detail::macs_of(main_nodes<false>{}) +
+                                    sinew::detail::macs_of(shortcut_nodes<false>{});
 
     /// `weights` starts the block's slice (kParamSpan floats, sub-layers aligned inside it).
     static void init(std::span<float> weights, std::span<float>, Rng& rng) {

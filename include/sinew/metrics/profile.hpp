@@ -6,7 +6,8 @@
 //                      convolution, convolution_backward_data, convolution_backward_weights, batch_norm(_backward),
 //                      pooling(_backward), fully_connected, fully_connected_backward_data/_weights, each
 //                      activation and its backward (relu, tanh_backward, ...), dropout, flatten, add (residual
-//                      sums), reorder (between the backends of a backend::Mix), loss and weights_update; per
+//                      sums), reorder (between the backends of a backend::Mix), loss and weights_update, and
+//                      the kinds a layer declares with its kProfile ("group_norm", "group_norm_backward"); per
 //                      node and per kind, per training step, as JSON or CSV.
 //
 // How an op's time is split (the probe). The Model times every op as a whole (a node's forward/backward
@@ -15,9 +16,8 @@
 // overload `forward(ctx, src, probe)` / `backward(ctx, src, diff_dst, probe)`; its plain forward/backward
 // call that overload with a NoProbe, whose begin() is an empty constexpr function, so without profiling the
 // split costs nothing). Every other op is timed whole in its node's kind, which its layer spec declares
-// (kProfile; default_kind: "convolution" for a Conv2d's forward, "pooling_backward" for a pooling's
-// backward). The parts of a node sum to its whole time
-// less the probe's own clock reads. Layout reorders inside an op count toward the part they serve.
+// (kProfile; profile_kind: "convolution" for a Conv2d's forward, "pooling_backward" for a pooling's
+// backward). The parts of a node sum to its whole time less the probe's own clock reads. Layout reorders inside an op count toward the part they serve.
 //
 // What each backend splits (see the op's probe overload):
 //   Conv2d / Dense    forward: the convolution (inner product), then the fused activation when it runs as
@@ -35,9 +35,11 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,47 +52,58 @@ namespace sinew::metrics {
 
 enum class Direction { forward, backward };
 
-/// The kinds a step's time is split into. Names (op_kind_name) follow seed 000's figures.
-enum class OpKind : std::uint8_t {
-  convolution,
-  convolution_backward_data,
-  convolution_backward_weights,
-  fully_connected,
-  fully_connected_backward_data,
-  fully_connected_backward_weights,
-  batch_norm,
-  batch_norm_backward,
-  pooling,
-  pooling_backward,
-  relu,
-  relu_backward,
-  tanh,
-  tanh_backward,
-  sigmoid,
-  sigmoid_backward,
-  dropout,
-  dropout_backward,
-  flatten,
-  flatten_backward,
-  add,
-  add_backward,
-  reorder,           ///< layout conversions at the boundary between two backends of a backend::Mix
-  reorder_backward,  ///< the same for the gradients flowing back across the boundary
-  loss,
-  weights_update,
-  other,
-  other_backward,
-};
-inline constexpr std::size_t kOpKinds = std::size_t(OpKind::other_backward) + 1;
+/// The kinds that ops split their time into and the step's parts outside the nodes, one table from which the
+/// enum and op_kind_name come. Names follow seed 000's figures; `reorder` is the layout conversions at the
+/// boundary between two backends of a backend::Mix (and `reorder_backward` the gradients' way back). A layer
+/// kind whose kProfile is not here gets its two kinds at first use (declare_kind below).
+#define SINEW_OP_KINDS(X)                                                                                          \
+  X(convolution) X(convolution_backward_data) X(convolution_backward_weights) X(fully_connected)                 \
+  X(fully_connected_backward_data) X(fully_connected_backward_weights) X(batch_norm) X(batch_norm_backward)       \
+  X(pooling) X(pooling_backward) X(relu) X(relu_backward) X(tanh) X(tanh_backward) X(sigmoid) X(sigmoid_backward) \
+  X(dropout) X(dropout_backward) X(flatten) X(flatten_backward) X(add) X(add_backward) X(reorder)                  \
+  X(reorder_backward) X(loss) X(weights_update) X(other) X(other_backward)
 
+/// An operator kind: one of the table's, or (from kNamedOpKinds on) one a layer declared.
+enum class OpKind : std::uint8_t {
+#define SINEW_OP_KIND_ENUMERATOR(name) name,
+  SINEW_OP_KINDS(SINEW_OP_KIND_ENUMERATOR)
+#undef SINEW_OP_KIND_ENUMERATOR
+};
+
+/// The table's names, in the enum's order.
+inline constexpr std::array kOpKindNames{
+#define SINEW_OP_KIND_NAME(name) std::string_view(#name),
+    SINEW_OP_KINDS(SINEW_OP_KIND_NAME)
+#undef SINEW_OP_KIND_NAME
+};
+#undef SINEW_OP_KINDS
+
+/// Kinds of the table.
+inline constexpr std::size_t kNamedOpKinds = kOpKindNames.size();
+/// Kinds a profile holds: the table's and room for the kinds that layers declare.
+inline constexpr std::size_t kOpKinds = kNamedOpKinds + 36;
+static_assert(kOpKinds <= 256, "OpKind is one byte");
+
+namespace detail {
+/// The kinds layers declared, in the order they were first used; the Model's threads may declare at once.
+struct declared_kinds {
+  std::mutex mutex;
+  std::array<std::string, kOpKinds - kNamedOpKinds> names;
+  std::atomic<std::size_t> count{0};  ///< names published (written before count is raised)
+};
+inline declared_kinds& declared() {
+  static declared_kinds kinds;
+  return kinds;
+}
+}  // namespace detail
+
+/// A kind's name: the table's, or the name a layer declared ("" for a kind no one declared).
 constexpr std::string_view op_kind_name(OpKind k) {
-  constexpr std::array<std::string_view, kOpKinds> names{
-      "convolution", "convolution_backward_data", "convolution_backward_weights", "fully_connected",
-      "fully_connected_backward_data", "fully_connected_backward_weights", "batch_norm", "batch_norm_backward",
-      "pooling", "pooling_backward", "relu", "relu_backward", "tanh", "tanh_backward", "sigmoid",
-      "sigmoid_backward", "dropout", "dropout_backward", "flatten", "flatten_backward", "add", "add_backward",
-      "reorder", "reorder_backward", "loss", "weights_update", "other", "other_backward"};
-  return names[std::size_t(k)];
+  const auto i = std::size_t(k);
+  if (i < kNamedOpKinds) return kOpKindNames[i];
+  const detail::declared_kinds& d = detail::declared();
+  return i - kNamedOpKinds < d.count.load(std::memory_order_acquire) ? std::string_view(d.names[i - kNamedOpKinds])
+                                                                      : std::string_view();
 }
 
 /// Whether a kind is part of the backward pass (its name says "backward").
@@ -99,10 +112,10 @@ constexpr bool is_backward(OpKind k) { return op_kind_name(k).find("backward") !
 /// The kind a node's time goes to unless its op says otherwise, from the kind its layer declares (the spec's
 /// kProfile, see layers/layer_spec.hpp): forward, the kind of that name; backward, "<kProfile>_backward", or
 /// "<kProfile>_backward_weights" for a Conv2d or Dense (the part every such node computes). `other` for a
-/// name that is no kind (node_kind in backend/generic/probe.hpp stops the build before that can happen).
+/// name the table lacks (profile_kind below declares such a layer's own kinds instead).
 constexpr OpKind default_kind(std::string_view profile, Direction d) {
-  for (std::size_t k = 0; k < kOpKinds; ++k) {
-    const std::string_view name = op_kind_name(OpKind(k));
+  for (std::size_t k = 0; k < kNamedOpKinds; ++k) {
+    const std::string_view name = kOpKindNames[k];
     if (d == Direction::forward) {
       if (name == profile && !is_backward(OpKind(k))) return OpKind(k);
     } else if (name.size() > profile.size() && name.starts_with(profile) && name[profile.size()] == '_') {
@@ -117,6 +130,30 @@ constexpr OpKind default_kind(std::string_view profile, Direction d) {
 constexpr bool is_profile_kind(std::string_view profile) {
   return default_kind(profile, Direction::forward) != OpKind::other &&
          default_kind(profile, Direction::backward) != OpKind::other_backward;
+}
+
+/// The kind named `name`, declared if it is not yet (a kind of the table is returned as it is). When the
+/// profile has no room left, `other` or `other_backward`.
+inline OpKind declare_kind(std::string_view name) {
+  for (std::size_t k = 0; k < kNamedOpKinds; ++k)
+    if (kOpKindNames[k] == name) return OpKind(k);
+  detail::declared_kinds& d = detail::declared();
+  const std::lock_guard lock(d.mutex);
+  const std::size_t n = d.count.load(std::memory_order_relaxed);
+  for (std::size_t i = 0; i < n; ++i)
+    if (d.names[i] == name) return OpKind(kNamedOpKinds + i);
+  const bool backward = name.find("backward") != std::string_view::npos;
+  if (n == d.names.size()) return backward ? OpKind::other_backward : OpKind::other;
+  d.names[n] = std::string(name);
+  d.count.store(n + 1, std::memory_order_release);
+  return OpKind(kNamedOpKinds + n);
+}
+
+/// The kind of a pass of a layer whose kProfile is `profile`: default_kind for a name of the table (a
+/// constant), else the layer's own kinds "<profile>" and "<profile>_backward", declared at first use.
+constexpr OpKind profile_kind(std::string_view profile, Direction d) {
+  if (is_profile_kind(profile)) return default_kind(profile, d);
+  return d == Direction::forward ? declare_kind(profile) : declare_kind(std::string(profile) + "_backward");
 }
 
 /// The probe of an unprofiled run: begin() compiles to nothing.

@@ -133,7 +133,7 @@ class chain<B, type_list<N...>> {
   template <std::size_t I, class Probe>
   void backward_at(typename B::context& ctx, const tensor& chain_src, const tensor& diff_dst, Probe& probe) {
     auto& op = std::get<I>(ops_);
-    constexpr auto kind = node_kind<node_at<I>>(metrics::Direction::backward);
+    const auto kind = node_kind<node_at<I>>(metrics::Direction::backward);
     if constexpr (I == 0) {
       backward_probed(op, ctx, chain_src, diff_dst, probe, kind);
     } else {

@@ -19,6 +19,14 @@ constexpr metrics::OpKind activation_kind_in(simd::activation a, metrics::Direct
   (void)((simd::kernel_of<A> == a ? (k = metrics::default_kind(A::kProfile, d), true) : false) || ...);
   return k;
 }
+
+/// A layer's own kinds (see node_kind), declared once per layer type.
+template <class L>
+metrics::OpKind declared_node_kind(metrics::Direction d) {
+  static const metrics::OpKind forward = metrics::profile_kind(L::kProfile, metrics::Direction::forward);
+  static const metrics::OpKind backward = metrics::profile_kind(L::kProfile, metrics::Direction::backward);
+  return d == metrics::Direction::forward ? forward : backward;
+}
 }  // namespace detail
 
 /// The profile kind of an activation kernel's pass: the kProfile of the activation layer it computes.
@@ -26,14 +34,21 @@ constexpr metrics::OpKind activation_kind(simd::activation a, metrics::Direction
   return detail::activation_kind_in(a, d, activations{});
 }
 
-/// The kind a lowered node's time goes to unless its op says otherwise: the one its layer spec declares.
+/// The kind a lowered node's time goes to unless its op says otherwise: the one its layer spec declares
+/// (metrics::profile_kind: a constant for a kind of the profile's table, else the layer's own kind, declared
+/// once, at the first call, for each layer type).
 template <class N>
 constexpr metrics::OpKind node_kind(metrics::Direction d) {
-  static_assert(metrics::is_profile_kind(N::layer::kProfile),
-                "the layer's kProfile names no operator kind of metrics::OpKind (see metrics/profile.hpp): declare "
-                "one of \"convolution\", \"fully_connected\", \"batch_norm\", \"pooling\", \"relu\", \"tanh\", "
-                "\"sigmoid\", \"dropout\", \"flatten\", \"add\", or add a kind there");
-  return metrics::default_kind(N::layer::kProfile, d);
+  constexpr std::string_view kProfile = N::layer::kProfile;
+  static_assert(!kProfile.empty() && kProfile.find("backward") == std::string_view::npos,
+                "a layer's kProfile names the operator kind of its forward pass (metrics/profile.hpp): a name such as "
+                "\"convolution\" or \"group_norm\", without \"backward\" (its backward pass is "
+                "\"<kProfile>_backward\")");
+  if constexpr (metrics::is_profile_kind(kProfile)) {
+    return metrics::default_kind(kProfile, d);
+  } else {
+    return detail::declared_node_kind<typename N::layer>(d);
+  }
 }
 
 /// Runs op.forward with the probe if the op splits its time, else as one part of kind `whole`.
