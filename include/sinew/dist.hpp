@@ -8,4 +8,4 @@
 #include "sinew/dist/ring_allreduce.hpp"
 #include "sinew/dist/strategy_spec.hpp"
 #include "sinew/dist/sync_mode.hpp"
-#include "sinew/dist/tensor_layout.hpp"
+#include "sinew/nets/tensor_layout.hpp"

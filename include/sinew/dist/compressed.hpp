@@ -7,7 +7,7 @@
 //
 // Compressed<S, C> is S (dist::RingAllReduce or dist::MpiAllReduce) with another update(): after backward, the
 // compressor C (compress/compressor_spec.hpp) encodes this rank's gradient tensor by tensor (their shapes come
-// from the trainer, dist/tensor_layout.hpp), the ranks all-gather the payloads in a ring of point-to-point
+// from the trainer, nets/tensor_layout.hpp), the ranks all-gather the payloads in a ring of point-to-point
 // messages, and every rank decodes every payload and sums them in rank order, so every rank holds the same
 // floats, bit for bit, and applies the same step. Everything else is S's: the start-up agreement and broadcast
 // (with the compressor and the tensor layout added to what the ranks must agree on), the NaN check, the
@@ -50,7 +50,7 @@
 #include "sinew/dist/detail/allreduce_common.hpp"
 #include "sinew/dist/strategy_spec.hpp"
 #include "sinew/dist/sync_mode.hpp"
-#include "sinew/dist/tensor_layout.hpp"
+#include "sinew/nets/tensor_layout.hpp"
 #include "sinew/metrics/timer.hpp"
 #include "sinew/optim/optimizer_spec.hpp"
 
@@ -115,7 +115,7 @@ class Compressed : public S {
   /// The compressor, for its residual() (tests) and payload_words() (reports).
   const C& compressor() const noexcept { return compressor_; }
 
-  /// The tensor-layout hook (dist/tensor_layout.hpp): the shapes the compressor works on.
+  /// The tensor-layout hook (nets/tensor_layout.hpp): the shapes the compressor works on.
   void set_tensor_layout(std::span<const ParamTensor> tensors) { tensors_.assign(tensors.begin(), tensors.end()); }
 
   /// The checkpoint hook (dist/strategy_spec.hpp): S's state, if any, and the compressor's under "compressor.".

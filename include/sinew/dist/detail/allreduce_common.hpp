@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "sinew/backend/simd/elementwise.hpp"
+#include "sinew/core/elementwise.hpp"
 #include "sinew/comm/agreement.hpp"
 #include "sinew/comm/communicator_spec.hpp"
 #include "sinew/dist/buckets.hpp"
