@@ -14,9 +14,10 @@
 #include <utility>
 #include <vector>
 
-#include "sinew/core/elementwise.hpp"
 #include "sinew/comm/agreement.hpp"
 #include "sinew/comm/communicator_spec.hpp"
+#include "sinew/core/elementwise.hpp"
+#include "sinew/core/message_tags.hpp"
 #include "sinew/dist/buckets.hpp"
 #include "sinew/metrics/timeline.hpp"
 #include "sinew/metrics/timer.hpp"
@@ -47,9 +48,7 @@ inline void scale(std::span<float> x, float factor) {
   });
 }
 
-inline constexpr int kRollCallTag = 7417;
-
-/// The floats one rank sends in a ring all-reduce of n floats over p ranks (ring_allreduce.hpp): every segment
+/// The floats one rank sends in a ring all-reduce of n floats over p ranks (comm/ring_allreduce.hpp): every segment
 /// but one in the reduce-scatter and every segment but another in the all-gather, 2 (p - 1) n / p in all, the
 /// least any all-reduce sends.
 constexpr std::size_t ring_wire_floats(std::size_t n, std::size_t p, std::size_t rank) noexcept {
@@ -336,8 +335,9 @@ class allreduce_base {
     std::vector<request> sends, receives;
     for (int peer = 0; peer < p; ++peer) {
       if (peer == self) continue;
-      receives.push_back(comm_.irecv(std::span<float>(&answers[std::size_t(peer)], 1), peer, kRollCallTag));
-      sends.push_back(comm_.isend(std::span<const float>(&here, 1), peer, kRollCallTag));
+      receives.push_back(
+          comm_.irecv(std::span<float>(&answers[std::size_t(peer)], 1), peer, message_tag::kRollCall));
+      sends.push_back(comm_.isend(std::span<const float>(&here, 1), peer, message_tag::kRollCall));
     }
     std::vector<bool> answered(std::size_t(p), false);
     answered[std::size_t(self)] = true;
