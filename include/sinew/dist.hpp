@@ -4,6 +4,7 @@
 #include "sinew/dist/compressed.hpp"
 #include "sinew/dist/local.hpp"
 #include "sinew/dist/mpi_allreduce.hpp"
+#include "sinew/dist/options.hpp"
 #include "sinew/dist/parameter_server.hpp"
 #include "sinew/dist/ring_allreduce.hpp"
 #include "sinew/dist/strategy_spec.hpp"

@@ -102,6 +102,7 @@
 #include "sinew/core/message_tags.hpp"
 #include "sinew/core/named_state.hpp"
 #include "sinew/dist/detail/allreduce_common.hpp"
+#include "sinew/dist/options.hpp"
 #include "sinew/dist/strategy_spec.hpp"
 #include "sinew/dist/sync_mode.hpp"
 #include "sinew/metrics/timer.hpp"
@@ -187,7 +188,7 @@ class ParameterServer {
     std::string configuration;
     /// A server waiting longer for a worker's message, or a worker for a server's reply (plus a grace), aborts
     /// the job naming the silent rank (see the file comment); 0: never.
-    double timeout_seconds = 25;
+    double timeout_seconds = kDefaultTimeoutSeconds;
   };
 
   /// Every sync mode runs on servers; Async and BoundedStaleness<K> let workers take uneven numbers of steps.

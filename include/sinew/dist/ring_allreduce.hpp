@@ -36,6 +36,7 @@
 #include "sinew/core/diagnostics.hpp"
 #include "sinew/core/error.hpp"
 #include "sinew/dist/detail/allreduce_common.hpp"
+#include "sinew/dist/options.hpp"
 #include "sinew/dist/strategy_spec.hpp"
 #include "sinew/dist/sync_mode.hpp"
 #include "sinew/metrics/timer.hpp"
@@ -62,7 +63,8 @@ class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
     RingTransport transport = RingTransport::automatic;  ///< messages or the shared window (automatic: by the hosts)
     std::size_t bucket_bytes = kDefaultBucketBytes;  ///< gradient bytes per ring; 0: one ring for all
     bool overlap = true;          ///< start each bucket's ring during backward (off: all after backward)
-    double timeout_seconds = 25;  ///< waiting longer in a collective aborts the job naming silent ranks; 0: never
+    /// waiting longer in a collective aborts the job naming silent ranks; 0: never
+    double timeout_seconds = kDefaultTimeoutSeconds;
   };
 
   template <class M>

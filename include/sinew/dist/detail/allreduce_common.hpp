@@ -19,6 +19,7 @@
 #include "sinew/core/elementwise.hpp"
 #include "sinew/core/message_tags.hpp"
 #include "sinew/dist/buckets.hpp"
+#include "sinew/dist/options.hpp"
 #include "sinew/metrics/timeline.hpp"
 #include "sinew/metrics/timer.hpp"
 #include "sinew/optim/optimizer_spec.hpp"
@@ -61,7 +62,8 @@ constexpr std::size_t ring_wire_floats(std::size_t n, std::size_t p, std::size_t
 struct bucket_options {
   std::size_t bucket_bytes = kDefaultBucketBytes;  ///< gradient bytes per all-reduce; 0: one for all
   bool overlap = true;            ///< start each bucket's all-reduce during backward (off: all after backward)
-  double timeout_seconds = 25;    ///< a collective waited on longer aborts the job, naming silent ranks; 0: never
+  /// a collective waited on longer aborts the job, naming silent ranks; 0: never
+  double timeout_seconds = kDefaultTimeoutSeconds;
 };
 
 /// What MpiAllReduce and RingAllReduce share: every rank is a worker; all_agree; the overlap hooks of
