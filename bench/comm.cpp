@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "sinew/comm/mpi.hpp"
+#include "sinew/comm/ring_allreduce.hpp"
 #include "sinew/dist/parameter_server.hpp"
-#include "sinew/dist/ring_allreduce.hpp"
 #include "sinew/metrics.hpp"
 #include "sinew/optim/sgd.hpp"
 #include "cli/cli.hpp"

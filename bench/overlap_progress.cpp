@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "sinew/comm/mpi.hpp"
-#include "sinew/dist/ring_allreduce.hpp"
+#include "sinew/comm/ring_allreduce.hpp"
 #include "sinew/metrics.hpp"
 #include "cli/cli.hpp"
 

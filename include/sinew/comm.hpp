@@ -5,3 +5,4 @@
 #include "sinew/comm/communicator_spec.hpp"
 #include "sinew/comm/failure.hpp"
 #include "sinew/comm/mpi.hpp"
+#include "sinew/comm/ring_allreduce.hpp"

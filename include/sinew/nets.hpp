@@ -6,4 +6,5 @@
 #include "sinew/nets/resnet.hpp"
 #include "sinew/nets/sequential.hpp"
 #include "sinew/nets/state_dict.hpp"
+#include "sinew/nets/tensor_layout.hpp"
 #include "sinew/nets/vgg.hpp"

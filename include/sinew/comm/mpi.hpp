@@ -264,7 +264,7 @@ class Mpi {
   /// This process's rank, 0 .. size() - 1.
   int rank() const noexcept { return rank_; }
   /// The number of hosts the processes run on: groups that can share memory (MPI_COMM_TYPE_SHARED), as
-  /// mpirun's hostfile places them. The ring all-reduce sizes its messages by it (dist/ring_allreduce.hpp).
+  /// mpirun's hostfile places them. The ring all-reduce sizes its messages by it (comm/ring_allreduce.hpp).
   int hosts() const noexcept { return topology_.hosts; }
   /// The processes on this host that the launcher gave the same CPU set as this one, and this one's place among
   /// them (by rank): how they split the set's cores (core/affinity.hpp, Trainer). Found once, at construction.
@@ -336,7 +336,7 @@ class Mpi {
 
   /// Collective over every rank, which must share one host (hosts() == 1, else comm_error): `bytes` of memory
   /// per rank, zeroed, that every rank can read and write through base(rank) (comm/communicator_spec.hpp).
-  /// The ring all-reduce sums through it without messages (dist/ring_allreduce.hpp).
+  /// The ring all-reduce sums through it without messages (comm/ring_allreduce.hpp).
   MpiSharedWindow shared_window(std::size_t bytes) {
     if (topology_.hosts != 1)
       throw comm_error("comm::Mpi: rank " + std::to_string(rank_) + ": shared_window needs every rank on one host, "

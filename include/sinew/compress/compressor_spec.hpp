@@ -8,7 +8,7 @@
 //   C::kName                         "onebit", "fp16", ... for reports and the ranks' agreement.
 //   C::kErrorFeedback                whether it carries what a step's payload left out into the next step.
 //   C c;                             default-constructible; all its settings are template arguments.
-//   c.plan(tensors, total)           once, before the first reduce: the parameter tensors (dist/tensor_layout.hpp:
+//   c.plan(tensors, total)           once, before the first reduce: the parameter tensors (nets/tensor_layout.hpp:
 //                                    ascending, disjoint, inside [0, total)) it compresses; floats outside
 //                                    every tensor are the strategy's (it sets them to zero).
 //   c.reduce(grads, exchange)        every step, collective over the exchange: on return grads[t] holds, for
@@ -44,7 +44,7 @@
 #include <vector>
 
 #include "sinew/core/named_state.hpp"
-#include "sinew/dist/tensor_layout.hpp"
+#include "sinew/nets/tensor_layout.hpp"
 
 namespace sinew {
 

@@ -4,7 +4,7 @@
 //   using Strategy = sinew::dist::Compressed<sinew::dist::MpiAllReduce<sinew::comm::Mpi>, sinew::compress::OneBit>;
 //
 // Each value of the gradient, plus the error carried from the last step, is sent as one bit: whether it is
-// >= 0. Each column of each tensor (dist/tensor_layout.hpp: the rows values one input feeds) sends two floats
+// >= 0. Each column of each tensor (nets/tensor_layout.hpp: the rows values one input feeds) sends two floats
 // with its bits, the mean of its values >= 0 and the mean of its values < 0, and a bit decodes to the mean of
 // its side: the reconstruction that makes the column's quantisation error smallest in the mean-square sense
 // for that threshold, and keeps the column's sum. What the bits left out (value - decoded value) is added to
@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "sinew/compress/compressor_spec.hpp"
-#include "sinew/dist/tensor_layout.hpp"
+#include "sinew/nets/tensor_layout.hpp"
 
 namespace sinew::compress {
 

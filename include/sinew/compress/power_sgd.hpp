@@ -4,7 +4,7 @@
 //   using Ring     = sinew::dist::RingAllReduce<sinew::comm::Mpi>;
 //   using Strategy = sinew::dist::Compressed<Ring, sinew::compress::PowerSgd<4>>;
 //
-// Each weight matrix M (rows x cols, dist/tensor_layout.hpp), plus the error carried from the last step, is
+// Each weight matrix M (rows x cols, nets/tensor_layout.hpp), plus the error carried from the last step, is
 // sent as a rank-r approximation found by one step of power iteration per training step:
 //   P = M Q               rows x r, with Q from the last step (warm start; the first Q is drawn from a fixed
 //                         seed, the same on every rank);
@@ -37,7 +37,7 @@
 #include "sinew/compress/compressor_spec.hpp"
 #include "sinew/core/diagnostics.hpp"
 #include "sinew/core/rng.hpp"
-#include "sinew/dist/tensor_layout.hpp"
+#include "sinew/nets/tensor_layout.hpp"
 
 namespace sinew::compress {
 

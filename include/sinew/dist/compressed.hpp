@@ -7,7 +7,7 @@
 //
 // Compressed<S, C> is S (dist::RingAllReduce or dist::MpiAllReduce) with another update(): after backward, the
 // compressor C (compress/compressor_spec.hpp) encodes this rank's gradient tensor by tensor (their shapes come
-// from the trainer, dist/tensor_layout.hpp), the ranks all-gather the payloads in a ring of point-to-point
+// from the trainer, nets/tensor_layout.hpp), the ranks all-gather the payloads in a ring of point-to-point
 // messages, and every rank decodes every payload and sums them in rank order, so every rank holds the same
 // floats, bit for bit, and applies the same step. Everything else is S's: the start-up agreement and broadcast
 // (with the compressor and the tensor layout added to what the ranks must agree on), the NaN check, the
@@ -47,11 +47,12 @@
 #include "sinew/compress/compressor_spec.hpp"
 #include "sinew/core/diagnostics.hpp"
 #include "sinew/core/error.hpp"
+#include "sinew/core/message_tags.hpp"
 #include "sinew/dist/detail/allreduce_common.hpp"
 #include "sinew/dist/strategy_spec.hpp"
 #include "sinew/dist/sync_mode.hpp"
-#include "sinew/dist/tensor_layout.hpp"
 #include "sinew/metrics/timer.hpp"
+#include "sinew/nets/tensor_layout.hpp"
 #include "sinew/optim/optimizer_spec.hpp"
 
 namespace sinew::dist {
@@ -64,8 +65,6 @@ std::false_type derives_allreduce_base(const void*);
 /// averaging and watchdog Compressed keeps.
 template <class S>
 inline constexpr bool is_allreduce_strategy_v = decltype(derives_allreduce_base(std::declval<S*>()))::value;
-
-inline constexpr int kCompressedTag = 7331;
 
 /// "ring_allreduce+onebit": S's name and C's.
 template <std::string_view const& A, std::string_view const& B>
@@ -115,7 +114,7 @@ class Compressed : public S {
   /// The compressor, for its residual() (tests) and payload_words() (reports).
   const C& compressor() const noexcept { return compressor_; }
 
-  /// The tensor-layout hook (dist/tensor_layout.hpp): the shapes the compressor works on.
+  /// The tensor-layout hook (nets/tensor_layout.hpp): the shapes the compressor works on.
   void set_tensor_layout(std::span<const ParamTensor> tensors) { tensors_.assign(tensors.begin(), tensors.end()); }
 
   /// The checkpoint hook (dist/strategy_spec.hpp): S's state, if any, and the compressor's under "compressor.".
@@ -207,8 +206,8 @@ class Compressed : public S {
       const int right = int((rank + 1) % p), left = int((rank + p - 1) % p);
       // Step k passes on the block of rank - k and receives that of rank - k - 1 (Patarasuk and Yuan's ring).
       for (std::size_t k = 0; k + 1 < p; ++k) {
-        auto receive = comm.irecv(block(rank + 2 * p - k - 1), left, detail::kCompressedTag);
-        auto send = comm.isend(std::span<const float>(block(rank + p - k)), right, detail::kCompressedTag);
+        auto receive = comm.irecv(block(rank + 2 * p - k - 1), left, message_tag::kCompressedRing);
+        auto send = comm.isend(std::span<const float>(block(rank + p - k)), right, message_tag::kCompressedRing);
         self.wait_watched([&] { return bool(receive.test()) && bool(send.test()); },
                           "the all-gather of compressed gradients");
       }

@@ -34,6 +34,7 @@
 #include "sinew/comm/communicator_spec.hpp"
 #include "sinew/core/diagnostics.hpp"
 #include "sinew/dist/detail/allreduce_common.hpp"
+#include "sinew/dist/options.hpp"
 #include "sinew/dist/strategy_spec.hpp"
 #include "sinew/dist/sync_mode.hpp"
 #include "sinew/metrics/timer.hpp"
@@ -58,7 +59,8 @@ class MpiAllReduce : public detail::allreduce_base<Comm, MpiAllReduce<Comm>> {
     std::string configuration;
     std::size_t bucket_bytes = kDefaultBucketBytes;  ///< gradient bytes per all-reduce; 0: one for all
     bool overlap = true;          ///< start each bucket's all-reduce during backward (off: all after backward)
-    double timeout_seconds = 25;  ///< waiting longer in a collective aborts the job naming silent ranks; 0: never
+    /// waiting longer in a collective aborts the job naming silent ranks; 0: never
+    double timeout_seconds = kDefaultTimeoutSeconds;
   };
 
   template <class M>

@@ -97,10 +97,12 @@
 
 #include "sinew/comm/agreement.hpp"
 #include "sinew/comm/communicator_spec.hpp"
+#include "sinew/core/elementwise.hpp"
 #include "sinew/core/error.hpp"
+#include "sinew/core/message_tags.hpp"
 #include "sinew/core/named_state.hpp"
 #include "sinew/dist/detail/allreduce_common.hpp"
-#include "sinew/dist/ring_allreduce.hpp"
+#include "sinew/dist/options.hpp"
 #include "sinew/dist/strategy_spec.hpp"
 #include "sinew/dist/sync_mode.hpp"
 #include "sinew/metrics/timer.hpp"
@@ -109,7 +111,6 @@
 namespace sinew::dist {
 
 namespace detail {
-inline constexpr int kPushHeaderTag = 7401, kPushPayloadTag = 7402, kReplyHeaderTag = 7403, kReplyPayloadTag = 7404;
 
 /// How a rank waits for a message that may take long (a server for a worker's next gradient, seconds of
 /// forward and backward; a worker for the servers' update): it polls for the first kPollSeconds, then sleeps
@@ -187,7 +188,7 @@ class ParameterServer {
     std::string configuration;
     /// A server waiting longer for a worker's message, or a worker for a server's reply (plus a grace), aborts
     /// the job naming the silent rank (see the file comment); 0: never.
-    double timeout_seconds = 25;
+    double timeout_seconds = kDefaultTimeoutSeconds;
   };
 
   /// Every sync mode runs on servers; Async and BoundedStaleness<K> let workers take uneven numbers of steps.
@@ -302,7 +303,7 @@ class ParameterServer {
     if (ok || !is_worker() || stopped_) return ok;
     stopped_ = true;
     stop_ = {float(detail::ps_kind::stop), float(worker_index()), float(epoch_), float(step_)};
-    for (int s = 0; s < Servers; ++s) comm_.send(stop_, server_rank(s), detail::kPushHeaderTag);
+    for (int s = 0; s < Servers; ++s) comm_.send(stop_, server_rank(s), message_tag::kPushHeader);
     return false;
   }
 
@@ -439,12 +440,12 @@ class ParameterServer {
     const bool with_gradient = push[0] == float(detail::ps_kind::gradient);
     requests_.clear();
     for (int s = 0; s < Servers; ++s) {
-      requests_.push_back(comm_.irecv(replies_[std::size_t(s)], server_rank(s), detail::kReplyHeaderTag));
-      requests_.push_back(comm_.irecv(slice(params, s), server_rank(s), detail::kReplyPayloadTag));
+      requests_.push_back(comm_.irecv(replies_[std::size_t(s)], server_rank(s), message_tag::kReplyHeader));
+      requests_.push_back(comm_.irecv(slice(params, s), server_rank(s), message_tag::kReplyPayload));
     }
     for (int s = 0; s < Servers; ++s) {
-      requests_.push_back(comm_.isend(push, server_rank(s), detail::kPushHeaderTag));
-      if (with_gradient) requests_.push_back(comm_.isend(slice(grads, s), server_rank(s), detail::kPushPayloadTag));
+      requests_.push_back(comm_.isend(push, server_rank(s), message_tag::kPushHeader));
+      if (with_gradient) requests_.push_back(comm_.isend(slice(grads, s), server_rank(s), message_tag::kPushPayload));
     }
     wait_for_servers(watched);
     requests_.clear();
@@ -465,7 +466,7 @@ class ParameterServer {
       stopped_ = true;
       for (int s = 0; s < Servers; ++s)
         if (replies_[std::size_t(s)][0] != float(detail::ps_kind::stop))
-          comm_.send(stop_, server_rank(s), detail::kPushHeaderTag);
+          comm_.send(stop_, server_rank(s), message_tag::kPushHeader);
       throw training_error("dist::ParameterServer: worker " + std::to_string(worker_index()) + " stops at epoch " +
                            std::to_string(epoch_) + ", step " + std::to_string(step_) + " because " +
                            stop_cause() + " (told by server rank " + std::to_string(server_rank(told_by)) +
@@ -545,19 +546,19 @@ class ParameterServer {
 
   detail::ps_header receive_header(int w) {
     detail::ps_header h{};
-    receive_from(w, h, detail::kPushHeaderTag);
+    receive_from(w, h, message_tag::kPushHeader);
     return h;
   }
 
   // The next worker whose message has come (Async): watches every worker the server waits for.
   int next_sender() {
-    if (options_.timeout_seconds <= 0) return comm_.probe_any(detail::kPushHeaderTag);
+    if (options_.timeout_seconds <= 0) return comm_.probe_any(message_tag::kPushHeader);
     detail::patient_wait wait;
     for (;;) {
       // Every time, not only when nothing came: the other workers' messages must not hide a silent one.
       for (int v = 0; v < workers(); ++v)
         if (peers_[std::size_t(v)] == peer::running) check_silence(v);
-      const int w = comm_.iprobe_any(detail::kPushHeaderTag);
+      const int w = comm_.iprobe_any(message_tag::kPushHeader);
       if (w >= 0) return w;
       wait.pause();
     }
@@ -566,8 +567,8 @@ class ParameterServer {
   void reply(int w, detail::ps_kind kind, std::span<const float> mine, float seconds, int lead) {
     const detail::ps_header h =
         kind == detail::ps_kind::stop ? stop_ : detail::ps_header{float(kind), seconds, float(lead), 0};
-    comm_.send(h, w, detail::kReplyHeaderTag);
-    comm_.send(mine, w, detail::kReplyPayloadTag);
+    comm_.send(h, w, message_tag::kReplyHeader);
+    comm_.send(mine, w, message_tag::kReplyPayload);
     last_heard_[std::size_t(w)] = metrics::clock::now();  // its next message is due from now
   }
 
@@ -604,8 +605,8 @@ class ParameterServer {
         switch (detail::ps_kind(int(h[0]))) {
           case detail::ps_kind::gradient:
             receive_from(w, gradients == 0 ? std::span<float>(sum_) : std::span<float>(gradient_),
-                         detail::kPushPayloadTag);
-            if (gradients > 0) detail::add_into(sum_, gradient_.data());
+                         message_tag::kPushPayload);
+            if (gradients > 0) simd::add(sum_.data(), gradient_.data(), sum_.data(), sum_.size());
             ++gradients, ++counters_.gradients;
             lr = h[1];
             peers_[std::size_t(w)] = peer::waiting;
@@ -633,7 +634,7 @@ class ParameterServer {
       const detail::ps_header h = receive_header(w);
       switch (detail::ps_kind(int(h[0]))) {
         case detail::ps_kind::gradient:
-          receive_from(w, gradient_, detail::kPushPayloadTag);
+          receive_from(w, gradient_, message_tag::kPushPayload);
           update_seconds_[std::size_t(w)] = timed_step(mine, gradient_, h[1]);
           ++clocks_[std::size_t(w)], ++counters_.gradients;
           peers_[std::size_t(w)] = peer::waiting;
@@ -679,7 +680,7 @@ class ParameterServer {
     for (int w = 0; w < workers(); ++w) {
       if (peers_[std::size_t(w)] != peer::running) continue;
       const detail::ps_header h = receive_header(w);
-      if (h[0] == float(detail::ps_kind::gradient)) receive_from(w, gradient_, detail::kPushPayloadTag);
+      if (h[0] == float(detail::ps_kind::gradient)) receive_from(w, gradient_, message_tag::kPushPayload);
       if (h[0] != float(detail::ps_kind::stop)) reply(w, detail::ps_kind::stop, mine, 0, 0);
       peers_[std::size_t(w)] = peer::gone;
     }

@@ -93,7 +93,7 @@
 // dist::example::counting_hooks below is the smallest strategy with hooks.
 //
 // Optional, for strategies that treat parameter tensors one by one (dist::Compressed): s.set_tensor_layout(t),
-// which the trainer calls once, before start(), with each tensor's offset and shape (dist/tensor_layout.hpp).
+// which the trainer calls once, before start(), with each tensor's offset and shape (nets/tensor_layout.hpp).
 //
 // Optional, for reports: s.bytes_sent() -> std::uint64_t, the bytes of gradients this rank has sent since it
 // was built (the all-reduce strategies: what the ring sends; dist::Compressed: its payloads).

@@ -19,10 +19,10 @@
 #include "sinew/core/named_state.hpp"
 #include "sinew/dist/strategy_spec.hpp"
 #include "sinew/dist/sync_mode.hpp"
-#include "sinew/dist/tensor_layout.hpp"
 #include "sinew/io/checkpoint.hpp"
 #include "sinew/metrics/timeline.hpp"
 #include "sinew/metrics/timer.hpp"
+#include "sinew/nets/tensor_layout.hpp"
 
 namespace sinew::dist {
 

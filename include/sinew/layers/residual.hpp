@@ -16,7 +16,7 @@
 #include "sinew/layers/batch_norm.hpp"
 #include "sinew/layers/conv2d.hpp"
 #include "sinew/layers/layer_spec.hpp"
-#include "sinew/nets/sequential.hpp"
+#include "sinew/layers/detail/lower.hpp"
 
 namespace sinew {
 

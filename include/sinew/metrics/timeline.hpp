@@ -35,6 +35,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <concepts>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -44,8 +45,8 @@
 #include <utility>
 #include <vector>
 
-#include "sinew/comm/communicator_spec.hpp"
 #include "sinew/core/error.hpp"
+#include "sinew/core/message_tags.hpp"
 #include "sinew/metrics/json.hpp"
 #include "sinew/metrics/timer.hpp"
 
@@ -170,9 +171,20 @@ struct TraceNames {
 /// rounds of ping-pong per rank when aligning the clocks
 inline constexpr int kClockRounds = 16;
 
-namespace detail {
-inline constexpr int kClockTag = 7523, kGatherTag = 7524;
+/// What the collective functions below ask of a communicator: rank, size, blocking messages of floats,
+/// broadcast and barrier (every comm/ Communicator has them). Spelled here, not taken from
+/// comm/communicator_spec.hpp, so that metrics/ stays below comm/ (docs/architecture.md).
+template <class C>
+concept TraceCommunicator = requires(C& c, std::span<float> out, std::span<const float> in, int peer, int tag) {
+  { c.rank() } -> std::convertible_to<int>;
+  { c.size() } -> std::convertible_to<int>;
+  c.send(in, peer, tag);
+  c.recv(out, peer, tag);
+  c.broadcast(out, peer);
+  c.barrier();
+};
 
+namespace detail {
 inline void put(std::span<float> out, std::size_t at, std::int64_t v) { std::memcpy(out.data() + at, &v, 8); }
 inline std::int64_t get(std::span<const float> in, std::size_t at) {
   std::int64_t v;
@@ -185,7 +197,7 @@ inline std::int64_t now_ns() { return Timeline::ns(clock::now()); }
 /// Collective: this rank's clock offset to rank 0's (add it to read rank 0's clock) and its uncertainty (half
 /// the shortest round trip), by Cristian's algorithm over kClockRounds ping-pongs with rank 0, one rank after
 /// another; ends with a barrier. `now` reads the local clock in nanoseconds (tests skew it).
-template <Communicator C, class Now = std::int64_t (*)()>
+template <TraceCommunicator C, class Now = std::int64_t (*)()>
 std::pair<std::int64_t, std::int64_t> estimate_clock_offset(C& comm, Now now = detail::now_ns,
                                                             int rounds = kClockRounds) {
   std::pair<std::int64_t, std::int64_t> result{0, 0};
@@ -194,16 +206,16 @@ std::pair<std::int64_t, std::int64_t> estimate_clock_offset(C& comm, Now now = d
   if (comm.rank() == 0) {
     for (int peer = 1; peer < comm.size(); ++peer)
       for (int round = 0; round < rounds; ++round) {
-        comm.recv(message.first(1), peer, detail::kClockTag);
+        comm.recv(message.first(1), peer, message_tag::kTraceClock);
         detail::put(message, 0, now());
-        comm.send(message, peer, detail::kClockTag);
+        comm.send(message, peer, message_tag::kTraceClock);
       }
   } else {
     std::int64_t best = INT64_MAX;
     for (int round = 0; round < rounds; ++round) {
       const std::int64_t t1 = now();
-      comm.send(message.first(1), 0, detail::kClockTag);
-      comm.recv(message, 0, detail::kClockTag);
+      comm.send(message.first(1), 0, message_tag::kTraceClock);
+      comm.recv(message, 0, message_tag::kTraceClock);
       const std::int64_t t2 = now(), t0 = detail::get(message, 0);
       if (t2 - t1 < best) best = t2 - t1, result = {t0 - (t1 + (t2 - t1) / 2), (t2 - t1 + 1) / 2};
     }
@@ -213,7 +225,7 @@ std::pair<std::int64_t, std::int64_t> estimate_clock_offset(C& comm, Now now = d
 }
 
 /// Collective: every rank's events to rank 0, which returns them all (by rank); other ranks return nothing.
-template <Communicator C>
+template <TraceCommunicator C>
 std::vector<RankTrace> gather_traces(C& comm, const Timeline& mine) {
   static_assert(sizeof(TraceEvent) % sizeof(float) == 0);
   constexpr std::size_t kFloats = sizeof(TraceEvent) / sizeof(float);
@@ -230,10 +242,10 @@ std::vector<RankTrace> gather_traces(C& comm, const Timeline& mine) {
                 " events, more than one message carries (start_trace with a smaller capacity)");
   if (comm.rank() != 0) {
     const std::vector<float> header = header_of(mine);
-    comm.send(header, 0, detail::kGatherTag);
+    comm.send(header, 0, message_tag::kTraceGather);
     std::vector<float> payload(mine.events().size() * kFloats);
     if (!payload.empty()) std::memcpy(payload.data(), mine.events().data(), payload.size() * sizeof(float));
-    comm.send(payload, 0, detail::kGatherTag);
+    comm.send(payload, 0, message_tag::kTraceGather);
     return {};
   }
   std::vector<RankTrace> all(std::size_t(comm.size()));
@@ -241,10 +253,10 @@ std::vector<RankTrace> gather_traces(C& comm, const Timeline& mine) {
             std::vector<TraceEvent>(mine.events().begin(), mine.events().end())};
   for (int peer = 1; peer < comm.size(); ++peer) {
     std::vector<float> header(8);
-    comm.recv(header, peer, detail::kGatherTag);
+    comm.recv(header, peer, message_tag::kTraceGather);
     const std::size_t n = std::size_t(detail::get(header, 0));
     std::vector<float> payload(n * kFloats);
-    comm.recv(payload, peer, detail::kGatherTag);
+    comm.recv(payload, peer, message_tag::kTraceGather);
     RankTrace& t = all[std::size_t(peer)];
     t = {peer, detail::get(header, 2), detail::get(header, 4), std::uint64_t(detail::get(header, 6)), {}};
     t.events.resize(n);
@@ -355,7 +367,7 @@ inline void write_trace(const Timeline& mine, const TraceNames& names, const std
 
 /// Collective: rank 0 gathers every rank's events (gather_traces) and writes them to `path`. Rank 0 opens the
 /// file first and tells the others, so that a path it cannot write throws on every rank, before anything moves.
-template <Communicator C>
+template <TraceCommunicator C>
 void write_trace(C& comm, const Timeline& mine, const TraceNames& names, const std::string& path) {
   std::ofstream f;
   float ok = 1;

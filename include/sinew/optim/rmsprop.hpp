@@ -4,7 +4,7 @@
 #include <span>
 #include <string>
 
-#include "sinew/backend/simd/elementwise.hpp"
+#include "sinew/core/elementwise.hpp"
 #include "sinew/core/error.hpp"
 #include "sinew/core/parallel.hpp"
 #include "sinew/optim/optimizer_spec.hpp"

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "sinew/backend/eigen/common.hpp"
-#include "sinew/backend/simd/elementwise.hpp"
+#include "sinew/core/elementwise.hpp"
 
 namespace sinew::backend::eigen {
 

@@ -34,8 +34,8 @@
 #include "sinew/backend/generic/node_config.hpp"
 #include "sinew/backend/generic/probe.hpp"
 #include "sinew/backend/onednn/common.hpp"
-#include "sinew/backend/simd/elementwise.hpp"
 #include "sinew/backend/simd/thin_conv2d.hpp"
+#include "sinew/core/elementwise.hpp"
 #include "sinew/metrics/profile.hpp"
 #include "sinew/tensor/buffer.hpp"
 

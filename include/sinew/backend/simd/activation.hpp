@@ -15,7 +15,7 @@
 #include <Eigen/Core>
 
 #include "sinew/backend/simd/activation_kind.hpp"
-#include "sinew/backend/simd/elementwise.hpp"
+#include "sinew/core/elementwise.hpp"
 #include "sinew/core/parallel.hpp"
 #include "sinew/layers/activation.hpp"
 

@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "sinew/backend/simd/elementwise.hpp"
+#include "sinew/core/elementwise.hpp"
 #include "sinew/core/parallel.hpp"
 
 namespace sinew::simd {

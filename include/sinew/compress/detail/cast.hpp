@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "sinew/compress/compressor_spec.hpp"
-#include "sinew/dist/tensor_layout.hpp"
+#include "sinew/nets/tensor_layout.hpp"
 
 namespace sinew::compress::detail {
 

@@ -14,10 +14,12 @@
 #include <utility>
 #include <vector>
 
-#include "sinew/backend/simd/elementwise.hpp"
 #include "sinew/comm/agreement.hpp"
 #include "sinew/comm/communicator_spec.hpp"
+#include "sinew/core/elementwise.hpp"
+#include "sinew/core/message_tags.hpp"
 #include "sinew/dist/buckets.hpp"
+#include "sinew/dist/options.hpp"
 #include "sinew/metrics/timeline.hpp"
 #include "sinew/metrics/timer.hpp"
 #include "sinew/optim/optimizer_spec.hpp"
@@ -47,9 +49,7 @@ inline void scale(std::span<float> x, float factor) {
   });
 }
 
-inline constexpr int kRollCallTag = 7417;
-
-/// The floats one rank sends in a ring all-reduce of n floats over p ranks (ring_allreduce.hpp): every segment
+/// The floats one rank sends in a ring all-reduce of n floats over p ranks (comm/ring_allreduce.hpp): every segment
 /// but one in the reduce-scatter and every segment but another in the all-gather, 2 (p - 1) n / p in all, the
 /// least any all-reduce sends.
 constexpr std::size_t ring_wire_floats(std::size_t n, std::size_t p, std::size_t rank) noexcept {
@@ -62,7 +62,8 @@ constexpr std::size_t ring_wire_floats(std::size_t n, std::size_t p, std::size_t
 struct bucket_options {
   std::size_t bucket_bytes = kDefaultBucketBytes;  ///< gradient bytes per all-reduce; 0: one for all
   bool overlap = true;            ///< start each bucket's all-reduce during backward (off: all after backward)
-  double timeout_seconds = 25;    ///< a collective waited on longer aborts the job, naming silent ranks; 0: never
+  /// a collective waited on longer aborts the job, naming silent ranks; 0: never
+  double timeout_seconds = kDefaultTimeoutSeconds;
 };
 
 /// What MpiAllReduce and RingAllReduce share: every rank is a worker; all_agree; the overlap hooks of
@@ -336,8 +337,9 @@ class allreduce_base {
     std::vector<request> sends, receives;
     for (int peer = 0; peer < p; ++peer) {
       if (peer == self) continue;
-      receives.push_back(comm_.irecv(std::span<float>(&answers[std::size_t(peer)], 1), peer, kRollCallTag));
-      sends.push_back(comm_.isend(std::span<const float>(&here, 1), peer, kRollCallTag));
+      receives.push_back(
+          comm_.irecv(std::span<float>(&answers[std::size_t(peer)], 1), peer, message_tag::kRollCall));
+      sends.push_back(comm_.isend(std::span<const float>(&here, 1), peer, message_tag::kRollCall));
     }
     std::vector<bool> answered(std::size_t(p), false);
     answered[std::size_t(self)] = true;

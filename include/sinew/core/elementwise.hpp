@@ -1,4 +1,5 @@
-// sinew/backend/simd/elementwise.hpp: one loop body for SIMD batches and the scalar tail, on xsimd.
+// sinew/core/elementwise.hpp: one loop body for SIMD batches and the scalar tail, on xsimd.
+// In core/ because optim/, comm/ and the backends all use it.
 //
 //   simd::transform(n, [&](auto v, std::size_t i) {      // v is xsimd::batch<float> or float
 //     using V = decltype(v);

@@ -1,4 +1,4 @@
-// sinew/dist/tensor_layout.hpp: where each parameter tensor lies in the flat gradient buffer, and its shape as a
+// sinew/nets/tensor_layout.hpp: where each parameter tensor lies in the flat gradient buffer, and its shape as a
 // matrix, for strategies that treat tensors one by one (gradient compression: dist/compressed.hpp).
 //
 //   for (const sinew::dist::ParamTensor& t : sinew::dist::tensor_layout<Net>())
@@ -9,6 +9,9 @@
 // out x (in kh kw), as PowerSGD reshapes it (Vogels et al. 2019, and torch's powerSGD_hook); a vector (a bias,
 // BatchNorm's scale and shift) is d0 rows and one column. A column is thus the d0 values that one input feeds,
 // the column of CNTK's column-major weight matrices that 1-bit SGD scales (Seide et al. 2014).
+//
+// It lies beside the nets (it reads their state_dict) so that compress/ and dist/ both include it from below;
+// the names stay in sinew::dist, where the strategies that use them live.
 //
 // Optional strategy hook (req::has_tensor_layout_hook): s.set_tensor_layout(tensors), which the trainer calls
 // once, before start(), with tensor_layout<Net>(). The tensors are in ascending offset order and do not
@@ -59,7 +62,7 @@ std::vector<ParamTensor> tensor_layout() {
 }  // namespace sinew::dist
 
 namespace sinew::req {
-/// The optional tensor-layout hook of dist/tensor_layout.hpp.
+/// The optional tensor-layout hook of nets/tensor_layout.hpp.
 template <class S>
 concept has_tensor_layout_hook = requires(S& s, std::span<const dist::ParamTensor> tensors) {
   { s.set_tensor_layout(tensors) };
