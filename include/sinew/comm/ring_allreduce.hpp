@@ -16,9 +16,8 @@
 // (with xsimd) and sent on to the right as soon as it arrived, while the next chunks are still on the wire.
 // The chunk size follows the transport (kRingChunkAuto): 128 KiB within one host, where shared memory copies a
 // large message once; 32 KiB across hosts, where Open MPI's TCP transport sends a message of up to 64 KiB
-// (btl_tcp_eager_limit) at once but a larger one only after a round trip to the receiver (rendezvous). Across
-// 2 and 3 emulated hosts at 1 Gbit/s, 32 KiB chunks take a 4 MiB all-reduce from 84-90% of its alpha-beta
-// bound to 95% (docs/several-hosts.md).
+// (btl_tcp_eager_limit) at once but a larger one only after a round trip to the receiver (rendezvous), so
+// chunks under that limit keep the link busy (measured: docs/several-hosts.md).
 //
 // Within one host (RingTransport::automatic, when the communicator offers shared_window() and hosts() is 1) the
 // segments move through an MPI-3 shared window instead of messages: each rank copies into its part of the

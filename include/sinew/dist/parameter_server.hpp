@@ -114,9 +114,8 @@ namespace detail {
 
 /// How a rank waits for a message that may take long (a server for a worker's next gradient, seconds of
 /// forward and backward; a worker for the servers' update): it polls for the first kPollSeconds, then sleeps
-/// kNapSeconds between polls. A server that spun instead would take a core's worth of CPU for the whole step:
-/// 2x fewer images/s for one worker and one server beside other work on 2 cores (LeNet-5 measured, and the
-/// ResNet-50 scaling figure), where the all-reduce's lone worker uses one core. A nap adds at most
+/// kNapSeconds between polls. A server that spun instead would take a core's worth of CPU for the whole step,
+/// which the workers beside it on the host need (bench/paper/scaling.py shows the cost). A nap adds at most
 /// kNapSeconds to a wait.
 class patient_wait {
  public:

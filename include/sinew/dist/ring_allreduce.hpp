@@ -17,7 +17,7 @@
 //
 // Determinism: each float of the sum is added in the ring's order, whatever order messages arrive in, so with
 // the same seeds, ranks and threads a Sync run repeats bit for bit, and a run resumed from a checkpoint ends
-// where the run that was not stopped ends (tests/dist/test_checkpoint.cpp).
+// where the run that was not stopped ends (tests/dist/test_resume.cpp).
 #pragma once
 
 #include <algorithm>

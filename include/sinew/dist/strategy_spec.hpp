@@ -92,8 +92,9 @@
 // for a slower rank is communication); neither rewrites the other's numbers.
 // dist::example::counting_hooks below is the smallest strategy with hooks.
 //
-// Optional, for strategies that treat parameter tensors one by one (dist::Compressed): s.set_tensor_layout(t),
-// which the trainer calls once, before start(), with each tensor's offset and shape (nets/tensor_layout.hpp).
+// Optional, for strategies that treat parameter tensors one by one (dist::Compressed; req::has_tensor_layout_hook):
+// s.set_tensor_layout(t), which the trainer calls once, before start(), with each tensor's offset and shape
+// (nets/tensor_layout.hpp).
 //
 // Optional, for reports: s.bytes_sent() -> std::uint64_t, the bytes of gradients this rank has sent since it
 // was built (the all-reduce strategies: what the ring sends; dist::Compressed: its payloads).
@@ -119,6 +120,7 @@
 #include "sinew/core/named_state.hpp"
 #include "sinew/dist/sync_mode.hpp"
 #include "sinew/metrics/timer.hpp"
+#include "sinew/nets/tensor_layout.hpp"
 #include "sinew/optim/optimizer_spec.hpp"
 
 namespace sinew {
@@ -193,6 +195,11 @@ template <class S>
 concept has_checkpoint_state = requires(S& s, std::span<float> p, const NamedState& state) {
   { s.checkpoint_state(p) } -> std::same_as<NamedState>;
   { s.restore_checkpoint_state(state) };
+};
+/// The tensor-layout hook of the contract above.
+template <class S>
+concept has_tensor_layout_hook = requires(S& s, std::span<const dist::ParamTensor> tensors) {
+  { s.set_tensor_layout(tensors) };
 };
 /// Whether M lets workers take uneven numbers of steps in an epoch (S::mode<M>::kUnevenEpochs).
 template <class S, class M>

@@ -6,8 +6,8 @@
 // The keys come from the network's layer list: a layer inside a module is named by its position there, as
 // torch.nn.Sequential numbers its children, unless Named<"fc", L> names it; Module<"features", Layers...>
 // opens a submodule (layer_spec.hpp). The zoo nets declare torchvision's names this way, so a sinew model
-// and the torchvision model have the same keys with the same shapes (tests/nets/test_zoo.cpp checks them
-// against PyTorch's lists).
+// and the torchvision model have the same keys with the same shapes (tests/nets/test_resnet.cpp and
+// test_lenet5_alexnet_vgg.cpp check them against PyTorch's golden files).
 //
 // The walk below follows the layer list as Sequential lowers it and places each tensor in the flat buffers
 // as the lowering does; a static_assert checks that both end at the same offsets. The walk is constexpr, so

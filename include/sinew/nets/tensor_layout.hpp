@@ -13,9 +13,9 @@
 // It lies beside the nets (it reads their state_dict) so that compress/ and dist/ both include it from below;
 // the names stay in sinew::dist, where the strategies that use them live.
 //
-// Optional strategy hook (req::has_tensor_layout_hook): s.set_tensor_layout(tensors), which the trainer calls
-// once, before start(), with tensor_layout<Net>(). The tensors are in ascending offset order and do not
-// overlap; the floats between them (each node's slice starts 64-byte aligned) belong to no tensor.
+// A strategy may take it through an optional hook (dist/strategy_spec.hpp: req::has_tensor_layout_hook). The
+// tensors are in ascending offset order and do not overlap; the floats between them (each node's slice starts
+// 64-byte aligned) belong to no tensor.
 #pragma once
 
 #include <algorithm>
@@ -60,11 +60,3 @@ std::vector<ParamTensor> tensor_layout() {
 }
 
 }  // namespace sinew::dist
-
-namespace sinew::req {
-/// The optional tensor-layout hook of nets/tensor_layout.hpp.
-template <class S>
-concept has_tensor_layout_hook = requires(S& s, std::span<const dist::ParamTensor> tensors) {
-  { s.set_tensor_layout(tensors) };
-};
-}  // namespace sinew::req
