@@ -15,21 +15,8 @@
 namespace {
 using namespace sinew;
 
-// A strategy with only the required members, and one with some optional members that count their calls.
-struct bare {
-  static constexpr std::string_view kName = "bare";
-  template <class M>
-  struct mode {};
-  int rank() const { return 0; }
-  int world_size() const { return 1; }
-  bool is_worker() const { return true; }
-  int workers() const { return 1; }
-  int worker_index() const { return 0; }
-  template <SyncMode M, class O>
-  void start(std::span<float>, O&) {}
-  template <SyncMode M, class O>
-  void update(std::span<float>, std::span<float>, O&, metrics::PhaseSeconds&) {}
-};
+// A strategy with only the required members (strategy_spec.hpp's example), and one with some optional members.
+using bare = dist::example::one_process;
 struct voting : bare {
   bool all_agree(bool ok) { return ++votes, !ok; }  // inverted, so that the test sees whose answer it was
   void synchronize_buffers(std::span<float> b) { b[0] = 42.0f; }

@@ -211,10 +211,9 @@ template <class S>
 concept Strategy = req::has_strategy_name<S> && req::has_topology<S> && req::has_sync_update<S>;
 
 namespace dist::example {
-/// One process that watches backward through the overlap hooks (a real strategy would send each finished
-/// range of gradients there): update() applies the local gradient.
-struct counting_hooks {
-  static constexpr std::string_view kName = "counting_hooks";
+/// The smallest strategy: one process, the required members only; update() applies the local gradient.
+struct one_process {
+  static constexpr std::string_view kName = "one_process";
   template <class M>
   struct mode;  // Sync only, below
 
@@ -229,6 +228,15 @@ struct counting_hooks {
   void update(std::span<float> params, std::span<float> grads, O& optimizer, metrics::PhaseSeconds&) {
     optimizer.step(params, grads);
   }
+};
+template <>
+struct one_process::mode<Sync> {};
+static_assert(Strategy<one_process>);
+
+/// One process that watches backward through the overlap hooks (a real strategy would send each finished
+/// range of gradients there).
+struct counting_hooks : one_process {
+  static constexpr std::string_view kName = "counting_hooks";
 
   void set_layer_starts(std::span<const std::size_t> starts) { layers = int(starts.size()); }
   void backward_begins(std::span<float>) { ready = 0, lowest = std::size_t(-1); }
@@ -237,8 +245,6 @@ struct counting_hooks {
   int layers = 0, ready = 0;  ///< layers with parameters; layers whose gradients were final in the last backward
   std::size_t lowest = std::size_t(-1);  ///< the smallest `first` reported in the last backward
 };
-template <>
-struct counting_hooks::mode<Sync> {};
 static_assert(Strategy<counting_hooks> && req::has_overlap_hooks<counting_hooks>);
 
 /// A strategy extended as described above: S, counting the updates it made.
