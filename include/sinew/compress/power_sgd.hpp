@@ -82,7 +82,9 @@ class PowerSgd {
   /// For checkpoints: the residual and each matrix's warm-start Q (compressor_spec.hpp).
   NamedState checkpoint_state() {
     NamedState state{{{"residual", residual_}}, {}, {}};
-    for (std::size_t i = 0; i < low_rank_.size(); ++i) state.tensors.emplace_back("q" + std::to_string(i), low_rank_[i].q);
+    // "q" + to_string(i) would do, but GCC 12 warns falsely (-Wrestrict) on a literal plus a temporary string.
+    for (std::size_t i = 0; i < low_rank_.size(); ++i)
+      state.tensors.emplace_back(std::string("q").append(std::to_string(i)), low_rank_[i].q);
     return state;
   }
 

@@ -38,7 +38,7 @@ struct LoaderOptions {
   /// @}
   /// Per channel: a pixel x becomes (x / 255 - mean[c]) / std[c]. Empty mean = 0, empty std = 1.
   /// @{
-  std::vector<float> mean, std;
+  std::vector<float> mean = {}, std = {};  // "= {}": designated initializers may leave them out without a warning
   /// @}
   /// This worker's index among the workers and their number (see `sharding`). With all-reduce every rank is a
   /// worker; with a parameter server take the strategy's worker_index() and workers(), not the MPI rank and

@@ -490,11 +490,12 @@ inline std::uint64_t read_count(const SafetensorsReader& reader, const std::stri
 inline void check_same_run(const CheckpointManifest& m, const RunState& run, const std::filesystem::path& dir) {
   const std::string where = "checkpoint: " + (dir / kManifestName).string();
   std::vector<std::string> differ;
-  for (const auto& [key, value] : run.type) {
-    const auto it = std::find_if(m.trainer.begin(), m.trainer.end(), [&](const auto& kv) { return kv.first == key; });
-    const bool same = key == "network" ? m.network_layout == run.network_layout
-                                       : it != m.trainer.end() && it->second == value;
-    if (!same) differ.push_back(key == "sync_mode" ? "sync mode" : key);
+  for (const auto& part : run.type) {
+    const auto it =
+        std::find_if(m.trainer.begin(), m.trainer.end(), [&](const auto& kv) { return kv.first == part.first; });
+    const bool same = part.first == "network" ? m.network_layout == run.network_layout
+                                              : it != m.trainer.end() && it->second == part.second;
+    if (!same) differ.push_back(part.first == "sync_mode" ? "sync mode" : part.first);
   }
   if (!differ.empty()) {
     std::string what;

@@ -60,7 +60,7 @@ struct NoActivation {
 /// Kind tags live in their layers' headers (`using kind = layer_kind::conv2d;`, layers/conv2d.hpp). A new
 /// layer that an existing op computes reuses its tag; a new op gets a new tag in the new layer's header.
 namespace layer_kind {
-/// Base of the tags of layers that compute themselves on plain NCHW floats (at<In>::forward / ::backward
+/// Base of the tags of layers that compute themselves on plain NCHW floats (forward and backward of at<In>
 /// with a PlainPass): every backend runs them through backend/generic/plain_op.hpp, converting their input and
 /// gradients from and to its own layouts, unless it maps the kind to an op of its own. A new layer kind then
 /// needs no backend file: `namespace layer_kind { struct group_norm : plain {}; }`.
