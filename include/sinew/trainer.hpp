@@ -537,12 +537,20 @@ class Trainer {
   }
 
   void check_shape(const L& loader) const {
-    if (loader.channels() != input_shape::kChannels || loader.height() != input_shape::kHeight ||
-        loader.width() != input_shape::kWidth)
-      throw shape_error("trainer: the loader produces " + std::to_string(loader.channels()) + "x" +
-                        std::to_string(loader.height()) + "x" + std::to_string(loader.width()) +
-                        " images but the network takes " + to_string<input_shape>() +
-                        " (pad with LoaderOptions::pad_to_height/width, or change the network's Input)");
+    const int c = loader.channels(), h = loader.height(), w = loader.width();
+    if (c == input_shape::kChannels && h == input_shape::kHeight && w == input_shape::kWidth) return;
+    // The fix that fits: padding only grows an image, resizing also shrinks it, channels are the network's.
+    const char* fix =
+        c != input_shape::kChannels
+            ? "give the network an Input with the loader's channels, or read the data with the network's"
+        : h > input_shape::kHeight || w > input_shape::kWidth
+            ? "shrink the images with LoaderOptions::resize_to_height/width (an ImageFolder also takes "
+              "ImageFolderOptions::height/width), or change the network's Input"
+            : "pad with LoaderOptions::pad_to_height/width, resize with resize_to_height/width, or change the "
+              "network's Input";
+    throw shape_error("trainer: the loader produces " + std::to_string(c) + "x" + std::to_string(h) + "x" +
+                      std::to_string(w) + " images but the network takes " + to_string<input_shape>() + " (" + fix +
+                      ")");
   }
 
   // ---- checkpoints: the run as an io::RunState (io/checkpoint.hpp writes and reads it) ----

@@ -87,6 +87,18 @@ TEST(trainer, loader_of_the_wrong_shape_is_a_shape_error) {
     FAIL() << "expected a shape_error";
   } catch (const shape_error& e) {
     EXPECT_NE(std::string(e.what()).find("1x12x12 images but the network takes 1x32x32"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("pad with LoaderOptions::pad_to_height/width"), std::string::npos) << e.what();
+  }
+  // Images larger than the input: padding cannot help, so the sentence says to resize.
+  Trainer<Sequential<Input<1, 8, 8>, Flatten, Dense<2>>, backend::OneDnn> small({.threads = 1});
+  try {
+    small.train_epoch(wrong);
+    FAIL() << "expected a shape_error";
+  } catch (const shape_error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("1x12x12 images but the network takes 1x8x8 (shrink the images with "
+                     "LoaderOptions::resize_to_height/width"), std::string::npos) << m;
+    EXPECT_EQ(m.find("pad_to"), std::string::npos) << m;
   }
 }
 
