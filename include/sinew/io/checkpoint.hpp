@@ -107,11 +107,7 @@ struct CheckpointManifest {
   std::vector<CheckpointFile> files;
 
   /// "Trainer<net, backend, strategy, mode, optimizer>".
-  std::string trainer_type() const {
-    std::string s = "Trainer<";
-    for (std::size_t i = 0; i < trainer.size(); ++i) s += (i ? ", " : "") + trainer[i].second;
-    return s + ">";
-  }
+  std::string trainer_type() const { return trainer_type_name(trainer); }
   /// The listed file called `name`, or nullptr.
   const CheckpointFile* find(std::string_view name) const {
     for (const CheckpointFile& f : files)

@@ -7,6 +7,7 @@
 
 #include <cxxabi.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -20,6 +21,14 @@
 #include "sinew/core/named_state.hpp"
 
 namespace sinew::io {
+
+/// "Trainer<net, backend, strategy, mode, optimizer>" from the type's parts, as checkpoints and their errors
+/// name a trainer.
+inline std::string trainer_type_name(const std::vector<std::pair<std::string, std::string>>& parts) {
+  std::string s = "Trainer<";
+  for (std::size_t i = 0; i < parts.size(); ++i) s += (i ? ", " : "") + parts[i].second;
+  return s + ">";
+}
 
 /// What a checkpoint records of the loader: a resumed run must read the same batches.
 struct LoaderFacts {
@@ -71,11 +80,7 @@ struct RunState {
     return nullptr;
   }
   /// "Trainer<net, backend, strategy, mode, optimizer>".
-  std::string type_name() const {
-    std::string s = "Trainer<";
-    for (std::size_t i = 0; i < type.size(); ++i) s += (i ? ", " : "") + type[i].second;
-    return s + ">";
-  }
+  std::string type_name() const { return trainer_type_name(type); }
 };
 
 /// T's name as checkpoints record it: sinew::nets::LeNet5<sinew::Input<1, 32, 32> > -> LeNet5<Input<1,32,32>>,
