@@ -15,7 +15,10 @@
 // PyTorch under torch.autocast("cpu", dtype=torch.bfloat16) as a second anchor; ratios are to PyTorch f32.
 // Every row shows sinew's GFLOP/s (6 x forward multiply-adds x images / s for training, 2 x for inference;
 // sinew/metrics/flops.hpp) and its share of the peak of its precision on its thread count, which a process of
-// its own measures once per run with oneDNN's matmul (bench/support/peak.hpp). The JSON also has PyTorch's GFLOP/s.
+// its own measures once per run with oneDNN's matmul (bench/support/peak.hpp), and the memory traffic a step
+// implies (GB/s by sinew/metrics/traffic.hpp's count) as a share of the bandwidth STREAM's triad measures on the
+// same threads (bench/support/bandwidth.hpp), the denominator for memory-bound nets. The JSON also has PyTorch's
+// GFLOP/s and GB/s.
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,6 +28,7 @@
 #include <vector>
 
 #include "support/anchor.hpp"
+#include "support/bandwidth.hpp"
 #include "support/child.hpp"
 #include "support/peak.hpp"
 #include "cli/cli.hpp"
@@ -123,9 +127,16 @@ int main(int argc, char** argv) try {
   // The measured peak of a precision on --threads threads, in a process of its own: --peak f32|bf16.
   std::string peak_precision;
   app.add_option("--peak", peak_precision)->group("");
+  // The measured memory bandwidth on --threads threads, in a process of its own.
+  bool bandwidth_mode = false;
+  app.add_flag("--bandwidth", bandwidth_mode)->group("");
   sinew::cli::parse(app, argc, argv);
   if (!peak_precision.empty()) {
     zoo::result("peak_gflops", sinew::bench::matmul_peak_gflops(peak_precision, base.threads));
+    return 0;
+  }
+  if (bandwidth_mode) {
+    zoo::result("bandwidth_gbps", sinew::bench::triad_bandwidth_gbps(base.threads));
     return 0;
   }
   if (child_mode) {
@@ -167,9 +178,21 @@ int main(int argc, char** argv) try {
     }
     return it->second;
   };
-  fmt::print("{:<15} {:<9} {:>6} {:>3} {:<7} {:<4} {:>10} {:>10} {:>6} {:>9} {:>9} {:>8} {:>5}{}\n", "net", "mode",
-             "batch", "thr", "backend", "prec", "sinew/s", "torch/s", "ratio", "RSS MiB", "torch MiB", "GFLOP/s",
-             "peak", bf16 ? " torch bf16/s ratio" : "");
+  // The memory bandwidth of each thread count, measured once in this run (bench/support/bandwidth.hpp).
+  std::map<int, double> bandwidths;
+  const auto bandwidth_of = [&](int threads) {
+    auto [it, added] = bandwidths.try_emplace(threads, 0.0);
+    if (added) {
+      const Measurement m = run_child(fmt::format("/proc/{}/exe --bandwidth --threads {}", getpid(), threads));
+      if (!m.failure.empty()) fmt::print(stderr, "zoo: measuring the memory bandwidth failed: {}\n", m.failure);
+      const auto v = m.values.find("bandwidth_gbps");
+      it->second = v == m.values.end() ? 0.0 : v->second;
+    }
+    return it->second;
+  };
+  fmt::print("{:<15} {:<9} {:>6} {:>3} {:<7} {:<4} {:>10} {:>10} {:>6} {:>9} {:>9} {:>8} {:>5} {:>6} {:>4}{}\n", "net",
+             "mode", "batch", "thr", "backend", "prec", "sinew/s", "torch/s", "ratio", "RSS MiB", "torch MiB", "GFLOP/s",
+             "peak", "GB/s", "bw", bf16 ? " torch bf16/s ratio" : "");
   auto out = Json::array();
   for (const zoo::Config& c : configs) {
     // PyTorch in f32 (every ratio's anchor) and, when bf16 is measured, under bf16 autocast.
@@ -203,10 +226,13 @@ int main(int argc, char** argv) try {
         // Training: 6 x forward MACs per image (forward, backward data, backward weights); inference: 2 x.
         const double flops_per_image = (c.inference ? 2.0 : 6.0) * get(m, "forward_macs");
         const double gflops = flops_per_image * ips / 1e9, peak = peak_of(precision, c.threads);
-        fmt::print("{:<15} {:<9} {:>6} {:>3} {:<7} {:<4} {:>10.1f} {:>10.1f} {:>6.2f} {:>9.0f} {:>9.0f} {:>8.1f} {:>4.0f}%",
+        // Memory traffic by metrics/traffic.hpp's model, and its share of the bandwidth measured in this run.
+        const double gbps = get(m, "bytes_per_image") * ips / 1e9, bandwidth = bandwidth_of(c.threads);
+        fmt::print("{:<15} {:<9} {:>6} {:>3} {:<7} {:<4} {:>10.1f} {:>10.1f} {:>6.2f} {:>9.0f} {:>9.0f} {:>8.1f} {:>4.0f}% "
+                   "{:>6.1f} {:>3.0f}%",
                    c.net, c.inference ? "inference" : "train", c.batch, c.threads, backend, precision, ips, tips, ratio,
                    get(m, "peak_rss_bytes") / 1048576.0, get(torch, "peak_rss_bytes") / 1048576.0, gflops,
-                   peak > 0 ? 100.0 * gflops / peak : 0.0);
+                   peak > 0 ? 100.0 * gflops / peak : 0.0, gbps, bandwidth > 0 ? 100.0 * gbps / bandwidth : 0.0);
         if (bf16) fmt::print(" {:>12.1f} {:>5.2f}", tips_bf16, ratio_bf16);
         fmt::print("\n");
         for (const auto& op : m.operators) fmt::print("    {}\n", op);
@@ -233,6 +259,11 @@ int main(int argc, char** argv) try {
         j["gflops"] = gflops;
         j["peak_gflops"] = peak > 0 ? Json(peak) : Json();
         j["share_of_peak"] = peak > 0 ? Json(gflops / peak) : Json();
+        j["bytes_per_image"] = get(m, "bytes_per_image");
+        j["gbps"] = gbps;
+        j["bandwidth_gbps"] = bandwidth > 0 ? Json(bandwidth) : Json();
+        j["share_of_bandwidth"] = bandwidth > 0 ? Json(gbps / bandwidth) : Json();
+        j["pytorch_gbps"] = tips > 0 ? Json(get(m, "bytes_per_image") * tips / 1e9) : Json();
         j["pytorch_gflops"] = tips > 0 ? Json(flops_per_image * tips / 1e9) : Json();
         j["pytorch_bf16_autocast_gflops"] = tips_bf16 > 0 ? Json(flops_per_image * tips_bf16 / 1e9) : Json();
         // Which PyTorch the anchor ran (1.13 on Debian 12, 2.6 on 13) and its torch.compile candidate, on 2.x.

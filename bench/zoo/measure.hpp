@@ -97,6 +97,9 @@ int measure(const Config& c) {
       seconds = time_steps(ctx, c, model);
       result("parameters", double(Net::kParams));
       result("forward_macs", metrics::forward_macs<Net>);
+      // The bytes a step moves by metrics/traffic.hpp's model, per image.
+      result("bytes_per_image",
+             (c.inference ? metrics::inference_bytes<Net>(c.batch) : metrics::training_bytes<Net>(c.batch)) / c.batch);
     }
     result("images_per_second", double(c.batch) * c.steps / seconds);
     result("peak_rss_bytes", double(metrics::peak_rss_bytes()));

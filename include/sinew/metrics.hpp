@@ -1,4 +1,4 @@
-// sinew/metrics.hpp: timers, the step breakdown, memory, flop counts and JSON reports.
+// sinew/metrics.hpp: timers, the step breakdown, memory, flop and traffic counts and JSON reports.
 #pragma once
 #include "sinew/metrics/flops.hpp"
 #include "sinew/metrics/json.hpp"
@@ -6,3 +6,4 @@
 #include "sinew/metrics/profile.hpp"
 #include "sinew/metrics/timeline.hpp"
 #include "sinew/metrics/timer.hpp"
+#include "sinew/metrics/traffic.hpp"

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "sinew/metrics/flops.hpp"
+#include "sinew/metrics/traffic.hpp"
 #include "sinew/nets/lenet5.hpp"
 #include "sinew/nets/resnet.hpp"
 
@@ -39,3 +40,22 @@ TEST(flops, forward_multiply_adds_count_convolutions_inner_products_and_residual
 }
 
 }  // namespace
+
+// Activation floats per image (sinew/metrics/traffic.hpp), counted by hand. LeNet-5 on 3x32x32: conv, tanh and
+// pool outputs of 6 x 28 x 28, 6 x 28 x 28, 6 x 14 x 14, then 16 x 10 x 10 twice and 16 x 5 x 5, the flattened 400,
+// and the inner products' 120, 84 (each with its tanh) and 10. The input is not an activation a layer writes.
+static_assert(metrics::forward_activations<nets::LeNet5<Cifar>> ==
+              2 * 4704 + 1176 + 2 * 1600 + 400 + 400 + 2 * 120 + 2 * 84 + 10);  // 15,002
+// A residual block counts its branches' layers and its sum: 2 x 4 x 4 after the conv, after the ReLU, the
+// shortcut's projection (a 1x1 conv, then batch norm) and the sum.
+using SmallResidual = Sequential<Input<2, 4, 4>, Residual<Chain<Conv2d<2, 3, 1, 1>, ReLU>,
+                                                          Chain<Conv2d<2, 1, 1, 0, false>, BatchNorm2d>>>;
+static_assert(metrics::forward_activations<SmallResidual> == 5 * 32);
+
+TEST(traffic, a_training_step_moves_activations_five_times_and_parameters_six_times) {
+  constexpr double a = 15002, p = double(nets::LeNet5<Cifar>::kParams);
+  EXPECT_EQ(metrics::training_bytes<nets::LeNet5<Cifar>>(42), 4 * (5 * a * 42 + 6 * p));
+  EXPECT_EQ(metrics::inference_bytes<nets::LeNet5<Cifar>>(1), 4 * (2 * a + p));
+  // A net twice as deep in activations moves more at the same batch: the count is not the parameters alone.
+  EXPECT_GT(metrics::training_bytes<ResNet18Cifar>(42), metrics::training_bytes<nets::LeNet5<Cifar>>(42));
+}

@@ -180,6 +180,20 @@ template <class... Nodes>
 constexpr double macs_of(type_list<Nodes...>) {
   return (0.0 + ... + macs_of<typename Nodes::applied>());
 }
+/// A layer's output floats per sample, and a composite layer's (Residual) every inner output too: its
+/// ::kActivations where it declares them, else its output's size. metrics/traffic.hpp sums them.
+template <class Applied>
+constexpr double activations_of() {
+  if constexpr (requires { Applied::kActivations; })
+    return double(Applied::kActivations);
+  else
+    return double(Applied::output::kSize);
+}
+/// The output floats of lowered nodes (a network's, a residual branch's).
+template <class... Nodes>
+constexpr double activations_of(type_list<Nodes...>) {
+  return (0.0 + ... + activations_of<typename Nodes::applied>());
+}
 /// Floats a layer occupies in the flat parameter buffer: a composite layer (Residual) declares its own
 /// ::kParamSpan, since its sub-layers each start aligned; any other layer takes its count, rounded up.
 template <class Applied, std::size_t Params>

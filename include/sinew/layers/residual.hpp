@@ -124,6 +124,11 @@ struct Residual {
     static constexpr double kMacs = sinew::detail::macs_of(main_nodes<false>{}) +
                                     sinew::detail::macs_of(shortcut_nodes<false>{});
 
+    /// output floats per sample: both branches' layers' and the sum's (see metrics/traffic.hpp)
+    static constexpr double kActivations = sinew::detail::activations_of(main_nodes<false>{}) +
+                                           sinew::detail::activations_of(shortcut_nodes<false>{}) +
+                                           double(output::kSize);
+
     /// `weights` starts the block's slice (kParamSpan floats, sub-layers aligned inside it).
     static void init(std::span<float> weights, std::span<float>, Rng& rng) {
       detail::init_lowered_params(main_nodes<false>{}, weights.data(), rng);
