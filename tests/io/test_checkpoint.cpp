@@ -77,8 +77,13 @@ void expect_resume_is_exact(const O& optimizer, const std::string& name) {
   EXPECT_EQ(third.steps_done(), 10);
   third.train_steps(data, 3);
   EXPECT_TRUE(bitwise_equal(state_of(whole), state_of(third))) << "the resumed run differs from the one not stopped";
-  // Only the last checkpoint's files are left: the manifest, the model and one rank file.
-  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}), 3);
+  // Only the last checkpoint's files are left: the manifest, the model and one rank file (beside this run's lock).
+  EXPECT_EQ(std::count_if(fs::directory_iterator(dir), fs::directory_iterator{},
+                          [](const fs::directory_entry& e) {
+                            return e.path().filename() != io::lock_file_name(0);
+                          }),
+            3);
+  EXPECT_TRUE(fs::exists(dir / io::lock_file_name(0)));
   fs::remove_all(dir);
 }
 
@@ -335,5 +340,115 @@ TEST(checkpoint, a_run_state_round_trips_through_save_run_and_load_run) {
   EXPECT_EQ(loaded.loader.batches_per_epoch, 6u);
   EXPECT_EQ(loaded.loader.shuffle_seed, std::optional<std::uint64_t>(4));
   EXPECT_EQ(loaded.section("optimizer.")->count("steps"), 17u);
+  fs::remove_all(dir);
+}
+
+// One writer per checkpoint directory (io/directory_lock.hpp). A child process takes the lock and holds it
+// until told; the parent (another run) must be refused with a sentence naming the child, then take the lock
+// once the child ended normally (no note) or was killed (a note naming it).
+namespace {
+
+struct LockHolder {
+  pid_t pid = -1;
+  int release_fd = -1;  // closing it tells the child to release and exit
+};
+
+LockHolder hold_lock_in_child(const fs::path& dir) {
+  int ready[2], release[2];
+  if (::pipe(ready) != 0 || ::pipe(release) != 0) throw std::runtime_error("pipe failed");
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(ready[0]), ::close(release[1]);
+    try {
+      io::lock_directory(dir, 0);
+    } catch (...) {
+      ::_exit(3);
+    }
+    const char ok = 'x';
+    if (::write(ready[1], &ok, 1) != 1) ::_exit(4);
+    char c;
+    while (::read(release[0], &c, 1) > 0) {
+    }
+    io::release_directory(dir);  // as a run that ends normally
+    ::_exit(0);
+  }
+  ::close(ready[1]), ::close(release[0]);
+  char c = 0;
+  EXPECT_EQ(::read(ready[0], &c, 1), 1) << "the child could not take the lock";
+  ::close(ready[0]);
+  return {pid, release[1]};
+}
+
+}  // namespace
+
+TEST(directory_lock, a_second_run_is_refused_with_a_sentence_naming_the_first_and_writes_nothing) {
+  const fs::path dir = fresh_dir("lock-busy");
+  fs::create_directories(dir);
+  const LockHolder child = hold_lock_in_child(dir);
+  try {
+    io::lock_directory(dir, 0);
+    ADD_FAILURE() << "a second process took a held lock";
+  } catch (const error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("is in use by another run"), std::string::npos) << message;
+    EXPECT_NE(message.find("pid " + std::to_string(child.pid)), std::string::npos) << message;
+    EXPECT_NE(message.find("save to another directory"), std::string::npos) << message;
+  }
+  // Through a trainer: save_checkpoint and resume refuse alike, and the save leaves no file behind.
+  {
+    SgdTrainer trainer(kOptions, {.lr = 0.05f});
+    EXPECT_THROW(trainer.save_checkpoint(dir), error);
+    EXPECT_FALSE(fs::exists(dir / io::kManifestName));
+    EXPECT_THROW(trainer.resume(dir), error);
+  }
+  // A lock of another rank is another file: rank 1 of this run is not refused by rank 0 of the other.
+  EXPECT_EQ(io::lock_directory(dir, 1), "");
+  io::release_directory(dir);
+  ::close(child.release_fd);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child.pid, &status, 0), child.pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  // The first run ended normally: its lock is free and names nobody.
+  EXPECT_EQ(io::lock_directory(dir, 0), "");
+  SgdTrainer trainer(kOptions, {.lr = 0.05f});
+  trainer.save_checkpoint(dir);
+  EXPECT_TRUE(fs::exists(dir / io::kManifestName));
+  io::release_directory(dir);
+  fs::remove_all(dir);
+}
+
+TEST(directory_lock, a_lock_left_by_a_killed_run_is_taken_over_with_a_note) {
+  const fs::path dir = fresh_dir("lock-stale");
+  fs::create_directories(dir);
+  const LockHolder child = hold_lock_in_child(dir);
+  ::kill(child.pid, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child.pid, &status, 0), child.pid);
+  ::close(child.release_fd);
+  const std::string note = io::lock_directory(dir, 0);
+  EXPECT_NE(note.find("from a run that has ended"), std::string::npos) << note;
+  EXPECT_NE(note.find("pid " + std::to_string(child.pid)), std::string::npos) << note;
+  // Taken once, held: asking again in the same process is no takeover.
+  EXPECT_EQ(io::lock_directory(dir, 0), "");
+  io::release_directory(dir);
+  fs::remove_all(dir);
+}
+
+TEST(directory_lock, the_trainers_of_one_process_share_its_locks) {
+  const fs::path dir = fresh_dir("lock-shared");
+  auto data = loader();
+  SgdTrainer first(kOptions, {.lr = 0.05f});
+  first.train_steps(data, 2);
+  first.save_checkpoint(dir);
+  SgdTrainer second(kOptions, {.lr = 0.05f});
+  EXPECT_EQ(second.resume(dir), "");  // the first trainer still lives, in this process: one run
+  second.save_checkpoint(dir);
+  io::release_directory(dir);
+  // Released, another process may take it.
+  const LockHolder child = hold_lock_in_child(dir);
+  ::close(child.release_fd);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child.pid, &status, 0), child.pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   fs::remove_all(dir);
 }

@@ -34,6 +34,10 @@
 // crash before that rename leaves the previous manifest and its files whole; a crash after it, the new ones.
 // The directory must be one every rank sees (a shared file system with several hosts).
 //
+// One run at a time. Saving into a directory or resuming from it takes this rank's lock there first
+// (io/directory_lock.hpp), held until the process exits: a second run on the same directory is refused with a
+// sentence naming the first (host, pid, since when), and a lock left by a killed run is taken over with a note.
+//
 // Loading checks the version tag, the trainer's type (a mismatch names what differs), and each
 // file's size and checksum before a value is changed, so a refused resume leaves the trainer as it was; a
 // truncated or corrupt file is a data_error naming the file. With several ranks, a rank that cannot save or
@@ -64,6 +68,7 @@
 #include "sinew/core/error.hpp"
 #include "sinew/core/named_state.hpp"
 #include "sinew/io/detail/json_reader.hpp"
+#include "sinew/io/directory_lock.hpp"
 #include "sinew/io/run_state.hpp"
 #include "sinew/io/safetensors.hpp"
 
@@ -364,6 +369,13 @@ CheckpointGroup group_of(Comm& comm) {
 }
 
 namespace detail {
+/// Takes this rank's lock of the directory (io/directory_lock.hpp) before the rank writes or reads there; a
+/// lock taken over from a run that was killed is said on stderr, once.
+inline void take_lock(const std::filesystem::path& dir, int rank) {
+  const std::string note = lock_directory(dir, rank);
+  if (!note.empty()) std::fprintf(stderr, "sinew: %s\n", note.c_str());
+}
+
 /// Runs `f` on every rank; if it threw on any, every rank throws: the rank's own message, or one naming how
 /// many others failed.
 template <class F>
@@ -398,6 +410,7 @@ void save_checkpoint(const std::filesystem::path& dir, const CheckpointGroup& gr
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) throw error("checkpoint: cannot create the directory " + dir.string() + ": " + ec.message());
+    detail::take_lock(dir, group.rank);
   });
   generation = group.broadcast(group.rank == 0 ? next_generation(dir) : 0);
   detail::on_every_rank(group, "write its checkpoint files", [&] { write_files(generation); });
@@ -588,6 +601,7 @@ std::string load_run(const std::filesystem::path& dir, const CheckpointGroup& gr
   std::vector<std::vector<std::vector<float>>> staged(run.sections.size());
   std::vector<std::vector<std::uint64_t>> counts(run.sections.size());
   detail::on_every_rank(group, "load the checkpoint", [&] {
+    if (std::filesystem::is_directory(dir)) detail::take_lock(dir, group.rank);
     m = read_manifest(dir);
     detail::check_same_run(m, run, dir);
     const std::string model_file = model_file_name(m.generation);
