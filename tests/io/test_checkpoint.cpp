@@ -149,6 +149,24 @@ TEST(checkpoint, weights_load_as_a_state_dict_and_the_manifest_names_the_trainer
   fs::remove_all(dir);
 }
 
+// A net's string literal arguments (Named<"fc", ...>, Module<"layer1", ...>) read as text in the manifest and in
+// every sentence that quotes the trainer's type, and a manifest written with GCC's raw form (older sinew) reads the
+// same.
+TEST(checkpoint, the_manifest_writes_named_layers_as_text) {
+  using Labelled = Sequential<Input<1, 4, 4>, Flatten, Named<"fc", Dense<3>>, Named<"", ReLU>>;
+  const std::string name = io::type_part_name<Labelled>();
+  EXPECT_NE(name.find("Named<\"fc\",Dense<3,true>>"), std::string::npos) << name;
+  EXPECT_NE(name.find("Named<\"\",ReLU>"), std::string::npos) << name;
+  EXPECT_EQ(name.find("(char)"), std::string::npos) << name;
+  EXPECT_EQ(io::readable_type_name("Named<fixed_string<6ul>{char[6]{(char)99,(char)111,(char)110,(char)118,(char)49,"
+                                   "(char)0}},Conv2d<8,3>>"),
+            "Named<\"conv1\",Conv2d<8,3>>");
+  EXPECT_EQ(io::readable_type_name("Named<fixed_string<3ul>{char[3]{(char)102,(char)99}},X>"), "Named<\"fc\",X>");
+  EXPECT_EQ(io::readable_type_name("Module<fixed_string<1ul>{},X>"), "Module<\"\",X>");
+  // Not a literal of that form: left as it is.
+  EXPECT_EQ(io::readable_type_name("fixed_string<3ul>{weird}"), "fixed_string<3ul>{weird}");
+}
+
 std::string message_of(const std::function<void()>& f) {
   try {
     f();

@@ -246,7 +246,7 @@ inline CheckpointManifest parse_manifest(std::string_view text, const std::strin
   if (!trainer || !trainer->is_object()) throw corrupt("\"trainer\" is missing or not an object");
   for (const auto& [k, v] : trainer->items()) {
     if (!v.is_string()) throw corrupt("trainer." + k + " is not a string");
-    m.trainer.emplace_back(k, v.get<std::string>());
+    m.trainer.emplace_back(k, readable_type_name(v.get<std::string>()));  // as older sinew wrote literals too
   }
   m.network_layout = str(doc, "network_layout");
   m.seed = u64(doc, "seed");

@@ -14,6 +14,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <typeinfo>
 #include <utility>
 #include <vector>
@@ -83,8 +84,63 @@ struct RunState {
   std::string type_name() const { return trainer_type_name(type); }
 };
 
+namespace detail {
+/// The characters of a demangled string literal argument, from after "{char[N]{" to the closing "}}":
+/// GCC writes Named<"conv1", L>'s "conv1" as fixed_string<6ul>{char[6]{(char)99,(char)111,...}} (zeros at the
+/// end may be left out). Returns false for anything else.
+inline bool decode_char_list(std::string_view list, std::string& out) {
+  out.clear();
+  while (!list.empty()) {
+    if (list.front() == ',') {
+      list.remove_prefix(1);
+      continue;
+    }
+    if (!list.starts_with("(char)")) return false;
+    list.remove_prefix(6);
+    std::size_t digits = 0;
+    int value = 0;
+    while (digits < list.size() && list[digits] >= '0' && list[digits] <= '9')
+      value = value * 10 + (list[digits++] - '0');
+    if (digits == 0 || value > 127) return false;
+    list.remove_prefix(digits);
+    if (value == 0) continue;  // the terminating zero
+    out += char(value);
+  }
+  return true;
+}
+}  // namespace detail
+
+/// A demangled name with its string literal arguments as text: `Named<fixed_string<6ul>{char[6]{(char)99,...}},
+/// Dense<10>>` -> `Named<"conv1",Dense<10>>`, `fixed_string<1ul>{}` -> `""`. Where a literal is not in that form
+/// it is left as it is.
+inline std::string readable_type_name(std::string name) {
+  constexpr std::string_view kOpen = "fixed_string<";
+  for (std::size_t at = 0; (at = name.find(kOpen, at)) != std::string::npos;) {
+    const std::size_t brace = name.find('{', at);
+    std::string text;
+    std::size_t end = std::string::npos;  // one past the literal
+    if (brace != std::string::npos && name.compare(brace, 2, "{}") == 0) {
+      end = brace + 2;  // "": fixed_string<1ul>{}
+    } else if (const std::size_t list = brace == std::string::npos ? brace : name.find('{', brace + 1);
+               list != std::string::npos) {
+      const std::size_t close = name.find("}}", list);
+      if (close != std::string::npos &&
+          detail::decode_char_list(std::string_view(name).substr(list + 1, close - list - 1), text))
+        end = close + 2;
+    }
+    if (end == std::string::npos) {
+      at += kOpen.size();
+      continue;
+    }
+    const std::string quoted = '"' + text + '"';
+    name.replace(at, end - at, quoted);
+    at += quoted.size();
+  }
+  return name;
+}
+
 /// T's name as checkpoints record it: sinew::nets::LeNet5<sinew::Input<1, 32, 32> > -> LeNet5<Input<1,32,32>>,
-/// the same from GCC and Clang.
+/// the same from GCC and Clang, with string literal arguments as text (Named<"fc",Dense<10>>).
 template <class T>
 std::string type_part_name() {
   int status = 0;
@@ -95,7 +151,7 @@ std::string type_part_name() {
                              "sinew::"})
     for (std::size_t at; (at = name.find(prefix)) != std::string::npos;) name.erase(at, std::strlen(prefix));
   std::erase(name, ' ');
-  return name;
+  return readable_type_name(std::move(name));
 }
 
 }  // namespace sinew::io
