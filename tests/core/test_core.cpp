@@ -100,6 +100,27 @@ TEST(affinity, more_ranks_than_cores_take_one_unbound_thread_each_and_say_so) {
   EXPECT_NE(third.describe().find("oversubscribed"), std::string::npos) << third.describe();
 }
 
+// describe() says who bound the threads: under mpirun --bind-to core a rank alone on its one-core set is bound by
+// the launcher, not "not bound" (issue 36's newcomer read that as wrong).
+TEST(affinity, describe_says_whether_the_launcher_or_sinew_bound_the_threads) {
+  CorePlan by_launcher = plan_cores(std::vector<int>{0}, {0, 1});
+  by_launcher.launch_set = 1, by_launcher.host_cpus = 2;
+  const std::string launcher = by_launcher.describe();
+  EXPECT_NE(launcher.find("cores 0 (1 thread; the launcher bound this process to 1 of the host's 2 CPUs"),
+            std::string::npos) << launcher;
+  EXPECT_NE(launcher.find("sinew binds nothing more"), std::string::npos) << launcher;
+  CorePlan by_sinew = plan_cores(std::vector<int>{0, 1}, {1, 2});
+  by_sinew.launch_set = 2, by_sinew.host_cpus = 2;
+  const std::string sinew = by_sinew.describe();
+  EXPECT_NE(sinew.find("cores 1 (1 thread, bound by sinew, one thread a core: rank 1 of the 2 ranks sharing"),
+            std::string::npos) << sinew;
+  EXPECT_EQ(sinew.find("launcher"), std::string::npos) << sinew;
+  CorePlan alone = plan_cores(std::vector<int>{0, 1}, {0, 1});
+  alone.launch_set = 2, alone.host_cpus = 2;
+  EXPECT_NE(alone.describe().find("(2 threads, not bound, the OS places them: it is the only rank"), std::string::npos)
+      << alone.describe();
+}
+
 TEST(affinity, reserve_leaves_cores_for_loader_and_communication_but_never_all) {
   const std::vector<int> cpus = {0, 1, 2, 3, 4, 5, 6, 7};
   const CorePlan p = plan_cores(cpus, {1, 2}, {.reserve = 1});

@@ -26,6 +26,7 @@
 
 #if defined(__linux__)
 #include <sched.h>
+#include <unistd.h>
 #endif
 
 namespace sinew {
@@ -60,11 +61,19 @@ struct CorePlan {
   bool bind = false;            ///< compute threads are bound, one per core of `compute`
   /// threads asked for (TrainerOptions::threads, else OMP_NUM_THREADS); 0: one per core of `compute`
   int requested = 0;
+  /// CPUs in the set the process was launched with, and online on the host (0: not known). Fewer in the set
+  /// than on the host: the launcher bound the process (mpirun --bind-to core, taskset, a container's cpuset).
+  /// @{
+  int launch_set = 0, host_cpus = 0;
+  /// @}
 
   /// The number of compute threads.
   int threads() const noexcept { return requested > 0 ? requested : std::max<int>(1, int(compute.size())); }
 
-  /// One line for logs and benchmark records, e.g. "rank 1 of 2 sharing 2 cores: cores 1 (1 thread, bound)".
+  /// One line for logs and benchmark records: which cores compute, with how many threads, and who bound them,
+  /// e.g. "cores 1 (1 thread, bound by sinew: rank 1 of the 2 ranks sharing this process's CPU set)" or
+  /// "cores 0 (1 thread; the launcher bound this process to 1 of the host's 2 CPUs, and it is the only rank on
+  /// them: sinew binds nothing more)".
   std::string describe() const {
     auto list = [](const std::vector<int>& cpus) {
       std::string s;
@@ -74,9 +83,21 @@ struct CorePlan {
       }
       return s.empty() ? std::string("none") : s;
     };
-    std::string s = "rank " + std::to_string(share.index) + " of " + std::to_string(share.count) +
-                    " on this CPU set: cores " + list(compute) + " (" + std::to_string(threads()) +
-                    (threads() == 1 ? " thread, " : " threads, ") + (bind ? "bound)" : "not bound)");
+    const std::string sharing = share.count > 1 ? "rank " + std::to_string(share.index) + " of the " +
+                                                      std::to_string(share.count) + " ranks sharing this process's CPU set"
+                                                : "the only rank on this process's CPU set";
+    const bool confined = launch_set > 0 && host_cpus > launch_set;
+    std::string s = "cores " + list(compute) + " (" + std::to_string(threads()) + (threads() == 1 ? " thread" : " threads");
+    if (confined)
+      s += "; the launcher bound this process to " + std::to_string(launch_set) + " of the host's " +
+           std::to_string(host_cpus) + " CPUs";
+    if (bind)
+      s += (confined ? "; " : ", ") + std::string("bound by sinew, one thread a core: ") + sharing + ")";
+    else if (share.count > 1)
+      s += (confined ? "; " : ", ") + std::string("not bound by sinew: ") + sharing + ")";
+    else
+      s += (confined ? ", and it is " : ", not bound, the OS places them: it is ") + sharing +
+           (confined ? ": sinew binds nothing more)" : ")");
     if (!reserved.empty()) s += ", cores " + list(reserved) + " left for loader and communication";
     if (oversubscribed) s += "; oversubscribed: more ranks than cores";
     if (requested > int(compute.size()) && !compute.empty()) s += "; more threads than cores, as asked";
@@ -155,6 +176,10 @@ inline bool bind_this_thread(std::span<const int> cpus) {
 inline CorePlan plan_and_confine(HostShare share, CoreSplit split, int threads) {
   CorePlan plan = plan_cores(launch_cpus(), share, split);
   plan.requested = threads;
+  plan.launch_set = int(launch_cpus().size());
+#if defined(__linux__)
+  plan.host_cpus = int(std::max(0L, ::sysconf(_SC_NPROCESSORS_ONLN)));
+#endif
   if (const char* env = std::getenv("OMP_NUM_THREADS"); plan.requested <= 0 && env != nullptr)
     plan.requested = std::max(0, std::atoi(env));
   if (plan.bind) {
