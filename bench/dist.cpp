@@ -4,7 +4,7 @@
 //
 //   build/bench/dist [--ranks 2] [--threads 1] [--batch 42] [--warmup 10] [--steps 30] [--bind core|none|sinew]
 //                    [--only ring,mpi,ps-sync,ps-async,ps-stale2] [--no-pytorch] [--json FILE] [--trace FILE]
-//                    [--compress none,fp16,bf16,onebit,powersgd4]
+//                    [--compress none,fp16,bf16,onebit,powersgd4] [--accumulate 1]
 //       runs each configuration under mpirun (one after another) and then bench/pytorch/ddp.py, and prints
 //       the table; or, under mpirun, one configuration:
 //   mpirun -np 2 --bind-to core build/bench/dist --run ring|mpi|ps-sync|ps-async|ps-stale2 [--batch 42] ...
@@ -15,6 +15,8 @@
 // --compress runs the ring once per compressor listed (dist::Compressed<RingAllReduce, C>: "ring+onebit" ...;
 // under MPI all-reduce the compressed exchange would be the same all-gather); every all-reduce row reports the
 // gradient bytes each rank sent per step (the strategy's bytes_sent()).
+// --accumulate K trains with TrainerOptions::accumulate = K: a step is K micro-batches of --batch images and one
+// exchange, so --warmup and --steps count such steps; each row adds the time and the bytes sent per image.
 // --trace FILE writes the timed steps of every rank as a Chrome trace (metrics/timeline.hpp), one file per
 // configuration: FILE with the configuration's name before its extension (trace.json -> trace-ring.json).
 #include <mpi.h>
@@ -47,6 +49,7 @@ const std::vector<std::string> kCompressors = {"none", "fp16", "bf16", "onebit",
 
 struct Settings {
   int batch = 42, threads = 1, warmup = 10, steps = 30;
+  int accumulate = 1;  // micro-batches per step (TrainerOptions::accumulate)
   std::string trace;  // a Chrome trace of the timed steps, or none
   bool sinew_binds = true;  // --bind none: nothing binds, sinew neither (Binding::never)
 };
@@ -67,7 +70,8 @@ int run(const Settings& s, const std::string& name) {
   Mpi world;
   Train trainer({.threads = s.threads,
                  .cores = {.binding = s.sinew_binds ? sinew::Binding::when_shared : sinew::Binding::never},
-                 .warmup_steps = 0},
+                 .warmup_steps = 0,
+                 .accumulate = s.accumulate},
                 {.lr = 0.01f, .momentum = 0.9f},
                 Strategy({.configuration = "bench/dist resnet18 batch " + std::to_string(s.batch)}, world));
   const int workers = trainer.dist().workers();
@@ -77,10 +81,10 @@ int run(const Settings& s, const std::string& name) {
   lo.rank = trainer.dist().worker_index();
   lo.world_size = workers;
   if (s.warmup > 0) {  // an empty data set is an error, so no warm-up loader at all for --warmup 0
-    sinew::data::CachedLoader warm(synthetic(std::size_t(s.warmup * s.batch * workers)), lo);
+    sinew::data::CachedLoader warm(synthetic(std::size_t(s.warmup * s.accumulate * s.batch * workers)), lo);
     trainer.train_epoch(warm);
   }
-  sinew::data::CachedLoader timed(synthetic(std::size_t(s.steps * s.batch * workers)), lo);
+  sinew::data::CachedLoader timed(synthetic(std::size_t(s.steps * s.accumulate * s.batch * workers)), lo);
   if (!s.trace.empty()) trainer.start_trace();
   MPI_Barrier(world.native());
   double bytes = 0;  // gradient bytes this rank sent in the timed epoch (strategies that count them)
@@ -112,6 +116,9 @@ int run(const Settings& s, const std::string& name) {
     const char* keys[] = {"load", "forward", "backward", "comm_exposed", "comm_hidden", "update"};
     for (int i = 0; i < 6; ++i) print(keys[i], sum[2 + i] / workers);
     if (all_bytes > 0) print("bytes_per_step", all_bytes / workers / (e.steps ? double(e.steps) : 1.0));
+    // Per image of a worker: its step time (the mean over the workers) over the images of its step.
+    print("seconds_per_image", sum[1] / sum[0]);
+    if (all_bytes > 0) print("bytes_per_image", all_bytes / sum[0]);
     std::printf("info %s, %d ranks (%d workers) x %d threads; %s\n", name.c_str(), world.size(), workers,
                 trainer.context().threads(), trainer.cores().describe().c_str());
   }
@@ -164,6 +171,8 @@ int main(int argc, char** argv) try {
   app.add_option("--batch", s.batch, "batch size of each worker")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--warmup", s.warmup, "untimed steps first")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--steps", s.steps, "timed steps")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--accumulate", s.accumulate, "micro-batches of --batch per step, one exchange each "
+                 "(TrainerOptions::accumulate)")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--bind", bind, "core: mpirun binds each rank to a core; none: nothing binds (mpirun --bind-to none, "
                  "Binding::never); sinew: mpirun binds nothing and each rank takes and binds its share of the cores "
                  "(TrainerOptions::cores' default)")
@@ -190,12 +199,14 @@ int main(int argc, char** argv) try {
 
   const std::string self = "/proc/" + std::to_string(getpid()) + "/exe";
   const std::string common = " --bind " + bind + " --batch " + std::to_string(s.batch) + " --threads " + std::to_string(s.threads) +
-                             " --warmup " + std::to_string(s.warmup) + " --steps " + std::to_string(s.steps);
-  std::printf("ResNet-18 (ImageNet stem, 3x32x32), %d ranks x %d threads, bound to %s, local batch %d, %d warm-up + "
+                             " --warmup " + std::to_string(s.warmup) + " --steps " + std::to_string(s.steps) +
+                             " --accumulate " + std::to_string(s.accumulate);
+  std::printf("ResNet-18 (ImageNet stem, 3x32x32), %d ranks x %d threads, bound to %s, local batch %d%s, %d warm-up + "
               "%d timed steps\n",
               ranks, s.threads,
               bind == "core" ? "one core each by mpirun" : bind == "sinew" ? "its share of the cores by sinew" : "nothing",
-              s.batch, s.warmup, s.steps);
+              s.batch, s.accumulate > 1 ? (" x " + std::to_string(s.accumulate) + " micro-batches a step").c_str() : "",
+              s.warmup, s.steps);
   std::printf("%-15s %8s %7s | ms per step: %6s %7s %8s %8s %7s %7s | %s\n", "strategy", "img/s", "vs DDP",
               "load", "forward", "backward", "exposed", "hidden", "update", "exposed comm");
   std::map<std::string, double> ddp;
@@ -235,6 +246,8 @@ int main(int argc, char** argv) try {
                 1e3 * r["comm_exposed"], 1e3 * r["comm_hidden"], 1e3 * r["update"],
                 step > 0 ? 100 * r["comm_exposed"] / step : 0.0);
     if (r.count("bytes_per_step")) std::printf(", %.3f MB sent per step", r["bytes_per_step"] / 1e6);
+    std::printf(", %.2f ms per image", 1e3 * r["seconds_per_image"]);
+    if (r.count("bytes_per_image")) std::printf(", %.1f kB sent per image", r["bytes_per_image"] / 1e3);
     std::printf("\n");
     std::fflush(stdout);
     auto j = sinew::metrics::Json::object();
@@ -247,6 +260,9 @@ int main(int argc, char** argv) try {
     j["threads_per_rank"] = s.threads;
     j["binding"] = bind;
     j["local_batch"] = s.batch;
+    j["accumulate"] = s.accumulate;
+    j["seconds_per_image"] = r["seconds_per_image"];
+    j["bytes_per_image"] = r.count("bytes_per_image") ? sinew::metrics::Json(r["bytes_per_image"]) : sinew::metrics::Json();
     j["images_per_second"] = r["images_per_second"];
     j["pytorch_ddp_images_per_second"] = ddp.count("images_per_second") ? sinew::metrics::Json(ddp["images_per_second"]) : sinew::metrics::Json();
     j["ratio"] = vs > 0 ? sinew::metrics::Json(vs) : sinew::metrics::Json();

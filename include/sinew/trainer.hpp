@@ -32,6 +32,17 @@
 // callback (set_step_callback) sees each step's loss and phases as it ends; it may throw to stop training.
 // start_trace() and write_trace(path) record every rank's steps as a Chrome trace (metrics/timeline.hpp).
 //
+// Gradient accumulation (TrainerOptions::accumulate = k): a step is one update over k of the loader's batches
+// (micro-batches), each run forward and backward on its own; their gradients are summed here and the update
+// applies their mean over every image of the k (each micro-batch weighted by its images), which is the
+// gradient of one batch of k x B images. The strategy sees one backward per step: the first k - 1 run without
+// its overlap hooks, and the last one's hooks hand it each layer's gradients with the sum folded in, so its
+// buckets still overlap that backward. An epoch of N batches takes ceil(N / k) steps (max_steps counts steps);
+// when k does not divide N, the last step takes the N mod k batches left. BatchNorm normalises each
+// micro-batch by its own statistics and updates its running statistics once per micro-batch, as PyTorch does.
+// The NaN check agrees once per step, on whether any micro-batch's loss was not finite. A step's StepInfo
+// and phases count all its micro-batches.
+//
 // Checkpoints (io/checkpoint.hpp): save_checkpoint(dir) on every rank, between epochs or (all-reduce and
 // Local) from the step callback in the middle of one, writes the run
 // (parameters, BatchNorm statistics, optimizer state, step and epoch, the loader's batch size and shuffle seed,
@@ -65,7 +76,9 @@
 #include "sinew/comm/agreement.hpp"
 #include "sinew/comm/failure.hpp"
 #include "sinew/core/affinity.hpp"
+#include "sinew/core/elementwise.hpp"
 #include "sinew/core/error.hpp"
+#include "sinew/core/parallel.hpp"
 #include "sinew/data/cached_loader.hpp"
 #include "sinew/data/loader_spec.hpp"
 #include "sinew/dist/buckets.hpp"
@@ -97,6 +110,10 @@ struct TrainerOptions {
   std::uint64_t seed = 0;     ///< parameter initialisation and dropout masks
   int warmup_steps = 10;      ///< steps left out of images/s
   bool check_finite = true;   ///< stop on a NaN or infinite loss
+  /// Gradient accumulation (DDP's no_sync, Horovod's backward_passes_per_step): the loader's batches (micro-
+  /// batches) per update, at least 1. Each runs forward and backward; one update (one all-reduce, one push to
+  /// the servers) applies the mean gradient over all their images. A step is an update (see the file comment).
+  int accumulate = 1;
 };
 
 /// What one epoch of training did.
@@ -166,7 +183,8 @@ class Trainer {
   /// The most events a training step records in a timeline (start_trace): each node's forward and backward, an
   /// overlap hook and a bucket per node with parameters at most, the step's phases, and an update for each
   /// piece of the parameters an all-reduce strategy updates at a time (dist::kUpdatePieceFloats; a bucket's
-  /// last piece may be short).
+  /// last piece may be short). With TrainerOptions::accumulate = k, each micro-batch records its own load,
+  /// forward, backward and nodes: up to k times as many.
   static constexpr std::size_t kTraceEventsPerStep = 2 * model_type::kOps + 3 * model_type::kLayerStarts.size() +
                                                      model_type::kParamSpan / dist::kUpdatePieceFloats + 10;
   /// train_epoch's default: the loader's whole epoch.
@@ -175,7 +193,7 @@ class Trainer {
   /// Builds the model (initialised from options.seed), the optimizer from its options, and starts the
   /// strategy. With several ranks: collective, and every rank must build the same trainer (checked).
   explicit Trainer(TrainerOptions options = {}, typename O::options optimizer = {}, S strategy = {})
-      : options_(options),
+      : options_(checked(options)),
         // The ranks on this host that share its CPU set (the strategy's communicator knows them) split its cores.
         cores_(plan_and_confine(strategy_type::host_share(strategy), options.cores, options.threads)),
         ctx_(BackendOptions{.threads = cores_.threads(),
@@ -195,8 +213,10 @@ class Trainer {
       std::string type = std::string(B::kName) + " " + std::string(S::kName) + " " + std::string(M::kName) + " " +
                          std::string(O::kName) + " " + to_string<input_shape>();
       for (const std::string& node : model_type::node_names()) type += " " + node;
-      const comm::Fact facts[] = {{"trainer type (backend, strategy, sync mode, optimizer, network)",
-                                   comm::fingerprint(type), true}};
+      // Ranks that accumulated over other numbers of batches would meet in other all-reduces.
+      const comm::Fact facts[] = {
+          {"trainer type (backend, strategy, sync mode, optimizer, network)", comm::fingerprint(type), true},
+          {"batches per update (TrainerOptions::accumulate)", std::uint64_t(options_.accumulate)}};
       strategy_.require_agreement(facts, "trainer");
     }
     // Only now: ranks that disagreed above all throw alike and need not abort the job.
@@ -252,8 +272,9 @@ class Trainer {
   double images_per_second() const { return timed_seconds_ > 0 ? double(timed_images_) / timed_seconds_ : 0; }
 
   /// One pass over the loader's epoch `epoch_` (counted by the trainer), updating the parameters; with
-  /// max_steps, the epoch ends after that many steps (every rank must pass the same), counted from the epoch's
-  /// first step (after a resume mid-epoch, those the saved run trained count too).
+  /// max_steps, the epoch ends after that many steps (updates, each of TrainerOptions::accumulate batches;
+  /// every rank must pass the same), counted from the epoch's first step (after a resume mid-epoch, those the
+  /// saved run trained count too).
   EpochStats train_epoch(L& loader, std::size_t max_steps = kWholeEpoch) {
     try {
       return train_epoch_steps(loader, max_steps);
@@ -290,11 +311,12 @@ class Trainer {
 
   /// Trains `steps` steps: whole epochs, then the first steps of one more (each epoch begins anew, as with
   /// train_epoch). Returns the stats of the epochs (or first parts) it trained. Epochs are counted by the
-  /// loader's batches_per_epoch(), so every rank (a parameter server's servers too, with the loader they pass)
-  /// calls train_epoch equally often when their loaders promise as many batches.
+  /// loader's batches_per_epoch() (an epoch is ceil(batches / accumulate) steps), so every rank (a parameter
+  /// server's servers too, with the loader they pass) calls train_epoch equally often when their loaders
+  /// promise as many batches.
   std::vector<EpochStats> train_steps(L& loader, std::size_t steps) {
     std::vector<EpochStats> epochs;
-    const std::size_t per_epoch = loader.batches_per_epoch();
+    const std::size_t per_epoch = steps_in(loader.batches_per_epoch());
     for (; steps > 0 && per_epoch > 0; steps -= std::min(steps, per_epoch))
       epochs.push_back(train_epoch(loader, std::min(steps, per_epoch)));
     return epochs;
@@ -308,7 +330,9 @@ class Trainer {
   }
 
   /// Collective: every rank (a parameter server's servers too) calls it between epochs, or every rank from the
-  /// step callback at the same step (not with a parameter server, whose servers serve). Writes the run into
+  /// step callback at the same step (not with a parameter server, whose servers serve). The step callback runs
+  /// after a step's update, so with TrainerOptions::accumulate no checkpoint holds a partial sum of gradients:
+  /// a resume needs the same accumulate (refused with a sentence otherwise). Writes the run into
   /// `dir` (created if missing; every rank must see it) as a new checkpoint that replaces the one there only
   /// once it is complete (io/checkpoint.hpp). Throws on every rank if any rank could not write.
   void save_checkpoint(const std::filesystem::path& dir) {
@@ -357,13 +381,15 @@ class Trainer {
   EpochStats train_epoch_steps(L& loader, std::size_t max_steps) {
     check_shape(loader);
     check_resumed_loader(loader);
+    // The batches this epoch trains: max_steps updates of `accumulate` batches each, or the loader's epoch.
+    const std::size_t k = std::size_t(options_.accumulate), per_epoch = loader.batches_per_epoch();
+    const std::size_t batches = max_steps >= steps_in(per_epoch) ? per_epoch : max_steps * k;
     {
       // A rank with another batch size would average its gradient with wrong weights; one with more batches
       // would wait forever in an all-reduce the others never start. A rank that does not train (a parameter
       // server) takes part without being compared.
-      const std::uint64_t batches = std::min<std::uint64_t>(loader.batches_per_epoch(), max_steps);
       const comm::Fact facts[] = {{"local batch size", std::uint64_t(loader.batch_size())},
-                                  {"number of batches in this epoch", batches}};
+                                  {"number of batches in this epoch", std::uint64_t(batches)}};
       strategy_.require_agreement(std::span<const comm::Fact>(facts, kUnevenEpochs ? 1 : 2), "trainer",
                                   strategy_.is_worker());
     }
@@ -372,6 +398,8 @@ class Trainer {
     if (!strategy_.is_worker()) return serve_epoch(stats);
     loader.start_epoch(epoch_);
     ensure_buffers(loader.batch_size());
+    if (k > 1 && accumulated_.size() != model_type::kParamSpan)
+      accumulated_ = AlignedBuffer<float>(model_type::kParamSpan);
     // Resumed from a checkpoint saved mid-epoch: the batches the saved run trained are read and passed over.
     for (std::size_t b = 0; b < epoch_batch_; ++b)
       if (loader.next(images_.span(), labels_) == 0)
@@ -382,71 +410,101 @@ class Trainer {
     double loss_sum = 0, timed_s = 0;
     std::size_t correct = 0, timed_images = 0;
     metrics::Stopwatch epoch_watch;
-    const std::size_t epoch_steps = std::min<std::size_t>(loader.batches_per_epoch(), max_steps);
-    while (epoch_batch_ < max_steps) {
+    const std::size_t epoch_steps = steps_in(batches);
+    std::size_t epoch_step = steps_in(epoch_batch_);  // a resume continues at a step's first batch
+    while (epoch_batch_ < batches) {
+      // One step: `group` micro-batches (the last step of an epoch may have fewer than k), one update.
+      const std::size_t group = std::min(k, batches - epoch_batch_);
       metrics::PhaseSeconds phases;
       metrics::Stopwatch watch;
       // A timeline (start_trace) records the phases from the laps that time them; null: nothing is recorded.
       metrics::Timeline* const trace = timeline_.get();
       if (trace) trace->set_step(step_);
       const metrics::clock::time_point step_began = watch.since();
-      const std::size_t n = loader.next(images_.span(), labels_);
-      phases.load = watch.lap();
-      if (n == 0) break;
-      if (trace) trace->record(metrics::TraceKind::load, step_began, watch.since());
-      const int batch = int(n);
-      model_.forward({images_.data(), n * input_shape::kSize}, batch);
-      const LossValue value = model_.loss({labels_.data(), n});
-      phases.forward = metrics::lap(watch, trace, metrics::TraceKind::forward);
-      // The NaN check agrees across ranks (an all-reduce of one flag): its wait for slower ranks is exposed
-      // communication, not backward. A strategy that can carry it beside the gradients (deferred agreement)
-      // only starts it here, and its update() applies the step only if every rank's loss was finite.
+      std::size_t n = 0, images = 0;  // the micro-batch's images, the step's
+      double step_loss = 0, bad_loss = 0;
+      bool finite = true;
+      for (std::size_t micro = 0; micro < group; ++micro) {
+        const metrics::clock::time_point loading = watch.since();
+        n = loader.next(images_.span(), labels_);
+        phases.load += watch.lap();
+        if (n == 0 && micro == 0) break;
+        if (n == 0)
+          throw error("trainer: the loader's epoch " + std::to_string(epoch_) + " ended after " +
+                      std::to_string(epoch_batch_) + " batches, though its batches_per_epoch() is " +
+                      std::to_string(per_epoch) + " (a loader must give the batches it promises)");
+        if (trace) trace->record(metrics::TraceKind::load, loading, watch.since());
+        model_.forward({images_.data(), n * input_shape::kSize}, int(n));
+        const LossValue value = model_.loss({labels_.data(), n});
+        phases.forward += metrics::lap(watch, trace, metrics::TraceKind::forward);
+        step_loss += value.loss * double(n);
+        correct += value.correct;
+        images += n;
+        if (finite && !std::isfinite(value.loss)) finite = false, bad_loss = value.loss;
+        ++epoch_batch_;
+        if (micro + 1 == group) break;  // the last one's backward is the strategy's
+        // Not the step's last: its gradients join the sum, without the strategy (nothing is final yet).
+        model_.backward();
+        add_to_sum(n, micro == 0);
+        phases.backward += metrics::lap(watch, trace, metrics::TraceKind::backward);
+      }
+      if (images == 0) break;
+      const bool accumulated = images > n;  // earlier micro-batches wait in the sum
+      const double loss = finite ? step_loss / double(images) : bad_loss;
+      // The NaN check agrees across ranks (an all-reduce of one flag), once per step: its wait for slower ranks
+      // is exposed communication, not backward. A strategy that can carry it beside the gradients (deferred
+      // agreement) only starts it here, and its update() applies the step only if every rank's loss was finite.
       double checked = 0;
       if (options_.check_finite) {
         if constexpr (strategy_type::kDeferredAgreement)
-          strategy_.agree_during_update(std::isfinite(value.loss));
+          strategy_.agree_during_update(finite);
         else
-          check_finite(value.loss, epoch_batch_);
+          check_finite(loss, epoch_step);
         checked = metrics::lap(watch, trace, metrics::TraceKind::loss_check);
       }
+      // Folding the sum into the last micro-batch's gradients is backward's work; the strategy's hooks are not.
+      folded_end_ = model_type::kParamSpan;
       if constexpr (req::has_overlap_hooks<S>) {
         // The strategy sends each layer's gradients while backward computes the earlier layers'. The time in
         // its hooks is communication, which the strategy reports (phases.comm): backward leaves it out.
         strategy_.backward_begins(model_.gradients());
         double hooks = 0;
-        model_.backward([this, &hooks, trace](std::size_t first) {
+        model_.backward([this, &hooks, trace, accumulated, n, images](std::size_t first) {
+          if (accumulated) fold_sum(first, n, images);
           metrics::Stopwatch hook;
           strategy_.gradients_ready(first);
           hooks += metrics::lap(hook, trace, metrics::TraceKind::overlap_hook);
         });
-        phases.backward = std::max(0.0, metrics::lap(watch, trace, metrics::TraceKind::backward) - hooks);
+        // Layers backward does not reach sent nothing: update() takes the rest of the gradients as final.
+        if (accumulated) fold_sum(0, n, images);
+        phases.backward += std::max(0.0, metrics::lap(watch, trace, metrics::TraceKind::backward) - hooks);
       } else {
         model_.backward();
-        phases.backward = metrics::lap(watch, trace, metrics::TraceKind::backward);
+        if (accumulated) fold_sum(0, n, images);
+        phases.backward += metrics::lap(watch, trace, metrics::TraceKind::backward);
       }
       optimizer_.set_learning_rate(schedule_ ? schedule_(base_lr_, step_) : base_lr_);
       const metrics::clock::time_point updating = metrics::mark(trace);
       strategy_.update(model_.parameters(), model_.gradients(), optimizer_, phases);
-      if (options_.check_finite && !strategy_.agreed()) stop_on_nonfinite(value.loss, epoch_batch_);
+      if (options_.check_finite && !strategy_.agreed()) stop_on_nonfinite(loss, epoch_step);
       phases.comm += checked;
       metrics::record(trace, metrics::TraceKind::strategy_update, updating);
       metrics::record(trace, metrics::TraceKind::step, step_began);
       if constexpr (Profile::kEnabled) model_.profile().add(metrics::OpKind::weights_update, phases.update);
 
       const double step_s = phases.total();
-      loss_sum += value.loss * double(n);
-      correct += value.correct;
-      stats.samples += n;
+      loss_sum += step_loss;
+      stats.samples += images;
       stats.phases += phases;
       ++stats.steps;
-      ++epoch_batch_;
       if (step_ >= options_.warmup_steps) {
         timed_s += step_s;
-        timed_images += n;
+        timed_images += images;
       }
       ++step_;
       if (step_callback_)
-        step_callback_(StepInfo{epoch_, epoch_batch_ - 1, step_, n, value.loss, phases, epoch_steps});
+        step_callback_(StepInfo{epoch_, epoch_step, step_, images, loss, phases, epoch_steps});
+      ++epoch_step;
     }
     // A parameter server's worker ends the epoch with the servers' final parameters.
     strategy_.finish_epoch(model_.parameters(), stats.phases);
@@ -580,6 +638,7 @@ class Trainer {
     run.network_layout += " params=" + std::to_string(model_type::kParamSpan) +
                           " buffers=" + std::to_string(model_type::kBufferSpan);
     run.seed = options_.seed;
+    run.accumulate = std::uint64_t(options_.accumulate);
     run.step = std::uint64_t(step_), run.epoch = std::uint64_t(epoch_), run.batches_done = epoch_batch_;
     run.loader = loader_seen_;
     run.ranks = {strategy_.rank(), strategy_.world_size(), strategy_.workers()};
@@ -626,6 +685,52 @@ class Trainer {
     loader_seen_ = now;
   }
 
+  // ---- gradient accumulation (TrainerOptions::accumulate) ----
+
+  static TrainerOptions checked(TrainerOptions options) {
+    if (options.accumulate < 1)
+      throw error("trainer: TrainerOptions::accumulate is " + std::to_string(options.accumulate) +
+                  "; it counts the batches whose gradients make one update, so it is at least 1 (1: every batch "
+                  "is an update, no accumulation)");
+    return options;
+  }
+
+  /// Steps (updates) that `batches` batches make: the last one takes what is left.
+  std::size_t steps_in(std::size_t batches) const {
+    const std::size_t k = std::size_t(options_.accumulate);
+    return batches / k + (batches % k != 0);
+  }
+
+  /// After a micro-batch of n images that is not its step's last: its gradients (a mean over its n images),
+  /// weighted by n, join the sum (the step's first writes it, so nothing is left from an interrupted step).
+  void add_to_sum(std::size_t n, bool first) {
+    const float w = float(n);
+    const float* g = model_.gradients().data();
+    float* sum = accumulated_.data();
+    parallel_ranges(model_type::kParamSpan, [&](std::size_t begin, std::size_t end) {
+      simd::transform(begin, end, [&](auto v, std::size_t i) {
+        using V = decltype(v);
+        const V weighted = simd::load<V>(g + i) * w;
+        simd::store(sum + i, first ? weighted : weighted + simd::load<V>(sum + i));
+      });
+    });
+  }
+
+  /// The step's last micro-batch (n images) wrote gradients[first, folded_end_): they become the mean over the
+  /// step's `images`, (sum + n x gradients) / images, the gradient of one batch of them all.
+  void fold_sum(std::size_t first, std::size_t n, std::size_t images) {
+    const float w = float(n), inv = 1.0f / float(images);
+    float* g = model_.gradients().data() + first;
+    const float* sum = accumulated_.data() + first;
+    parallel_ranges(std::max(first, folded_end_) - first, [&](std::size_t begin, std::size_t end) {
+      simd::transform(begin, end, [&](auto v, std::size_t i) {
+        using V = decltype(v);
+        simd::store(g + i, simd::fma(simd::load<V>(g + i), V(w), simd::load<V>(sum + i)) * inv);
+      });
+    });
+    folded_end_ = std::min(first, folded_end_);
+  }
+
   void ensure_buffers(int batch) {
     const std::size_t floats = std::size_t(batch) * input_shape::kSize;
     if (images_.size() != floats) images_ = AlignedBuffer<float>(floats);
@@ -645,6 +750,8 @@ class Trainer {
   std::unique_ptr<metrics::Timeline> timeline_;   // start_trace()'s; null: no trace
   AlignedBuffer<float> images_;
   std::vector<std::int32_t> labels_;
+  AlignedBuffer<float> accumulated_;  // accumulate > 1: the step's earlier micro-batches' gradients, summed
+  std::size_t folded_end_ = 0;        // gradients from here on hold the step's mean (fold_sum)
   int epoch_ = 0;
   std::size_t epoch_batch_ = 0;  // batches of epoch epoch_ trained: while it runs, or resumed mid-epoch
   std::int64_t step_ = 0;

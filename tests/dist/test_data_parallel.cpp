@@ -7,6 +7,9 @@
 // exactly the k-th batch of a one-rank loader with batch N x b. The loss is a mean over the batch, so the mean
 // of the N local gradients is the gradient of the global batch; only the summation order differs, hence the
 // tolerance. The network has no batch normalisation (its statistics would be per local batch).
+// With gradient accumulation (TrainerOptions::accumulate = k) a rank's k micro-batches of b are its batch of
+// k x b by the same argument (the micro-batches of a step are its consecutive positions), so N ranks
+// accumulating k micro-batches of b end where one process training on batches of N x k x b ends.
 #include <gtest/gtest.h>
 
 #include "../support/corners.hpp"
@@ -71,15 +74,16 @@ typename Strategy::options options_for(std::size_t bucket_bytes, bool overlap) {
 
 template <class Strategy>
 std::vector<float> expect_n_ranks_equal_one_rank_on_global_batches(std::size_t bucket_bytes = dist::kDefaultBucketBytes,
-                                                                   bool overlap = true) {
+                                                                   bool overlap = true, int accumulate = 1) {
   comm::Mpi world;
   const int p = world.size(), r = world.rank();
-  const data::Dataset d = corners(std::size_t(kStepsPerEpoch * kLocalBatch * p), 11);
+  const data::Dataset d = corners(std::size_t(kStepsPerEpoch * kLocalBatch * p * accumulate), 11);
 
   // Every rank starts from other parameters (seed = rank): start() must replace them with rank 0's.
   auto local = loader_for(d, kLocalBatch, r, p);
-  Trainer<SmallNet, backend::OneDnn, Strategy> parallel({.threads = 1, .seed = 100 + std::uint64_t(r)}, kSgd,
-                                                        Strategy(options_for<Strategy>(bucket_bytes, overlap), world));
+  Trainer<SmallNet, backend::OneDnn, Strategy> parallel(
+      {.threads = 1, .seed = 100 + std::uint64_t(r), .accumulate = accumulate}, kSgd,
+      Strategy(options_for<Strategy>(bucket_bytes, overlap), world));
   std::size_t steps = 0;
   metrics::PhaseSeconds phases;
   for (int e = 0; e < kEpochs; ++e) {
@@ -96,7 +100,7 @@ std::vector<float> expect_n_ranks_equal_one_rank_on_global_batches(std::size_t b
   world.broadcast(rank0, 0);
 
   // The one-rank run, on this process alone.
-  auto global = loader_for(d, kLocalBatch * p, 0, 1);
+  auto global = loader_for(d, kLocalBatch * p * accumulate, 0, 1);
   Trainer<SmallNet, backend::OneDnn> serial({.threads = 1, .seed = 100}, kSgd);
   std::size_t serial_steps = 0;
   for (int e = 0; e < kEpochs; ++e) serial_steps += serial.train_epoch(global).steps;
@@ -130,6 +134,38 @@ TEST(data_parallel, ring_allreduce_three_buckets_overlap_on_off_and_one_bucket_e
 
 TEST(data_parallel, mpi_allreduce_three_buckets_overlap_on_off_and_one_bucket_equal_one_rank) {
   expect_overlap_on_and_off_to_train_alike<dist::MpiAllReduce<comm::Mpi>>();
+}
+
+// Gradient accumulation: the buckets of the last micro-batch overlap its backward with the earlier ones' sum
+// folded in; with overlap off, and with one bucket for everything, the same.
+TEST(data_parallel, ring_allreduce_accumulate_3_equals_one_rank_on_batches_of_3_x_global) {
+  const std::vector<float> on = expect_n_ranks_equal_one_rank_on_global_batches<dist::RingAllReduce<comm::Mpi>>(
+      128, true, 3);
+  const std::vector<float> off = expect_n_ranks_equal_one_rank_on_global_batches<dist::RingAllReduce<comm::Mpi>>(
+      0, false, 3);
+  EXPECT_LT(compare(on, off).max_relative, 1e-5);
+}
+
+TEST(data_parallel, mpi_allreduce_accumulate_2_equals_one_rank_on_batches_of_2_x_global) {
+  expect_n_ranks_equal_one_rank_on_global_batches<dist::MpiAllReduce<comm::Mpi>>(128, true, 2);
+}
+
+TEST(data_parallel, a_rank_with_another_accumulate_stops_every_rank_with_an_error_naming_it) {
+  comm::Mpi world;
+  if (world.size() < 2) GTEST_SKIP() << "needs two ranks";
+  const int p = world.size(), r = world.rank();
+  using Strategy = dist::MpiAllReduce<comm::Mpi>;
+  std::string error = "no comm_error";
+  try {
+    Trainer<SmallNet, backend::OneDnn, Strategy> trainer({.threads = 1, .accumulate = r == p - 1 ? 4 : 2}, kSgd,
+                                                         Strategy({}, world));
+  } catch (const comm_error& e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find("trainer: rank " + std::to_string(p - 1) +
+                       " disagrees with rank 0 on the batches per update (TrainerOptions::accumulate) (4 vs 2)"),
+            std::string::npos)
+      << error;
 }
 
 TEST(data_parallel, smallnet_has_three_buckets_of_128_bytes_in_reverse_layer_order) {

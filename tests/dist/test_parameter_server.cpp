@@ -231,17 +231,20 @@ double max_relative(std::span<const float> a, std::span<const float> b) {
   return max_diff / max_b;
 }
 
+/// With accumulate = k, each worker's k micro-batches of 8 are its batch of 8k (and every rank, the servers
+/// too, passes the same k): one push per step, the same descent as one process on batches of workers x 8k.
 template <int Servers>
-void expect_sync_workers_equal_one_process_on_global_batches() {
+void expect_sync_workers_equal_one_process_on_global_batches(int accumulate = 1) {
   Mpi world;
   if (world.size() <= Servers) GTEST_SKIP() << "needs " << Servers + 1 << " ranks";
   using Strategy = Ps<Servers>;
   const int workers = world.size() - Servers, r = world.rank();
-  const data::Dataset d = corners(std::size_t(kStepsPerEpoch * kLocalBatch * workers), 11);
+  const data::Dataset d = corners(std::size_t(kStepsPerEpoch * kLocalBatch * workers * accumulate), 11);
 
   // Every rank starts from other parameters (seed = rank): start() must replace them with rank 0's.
-  Trainer<SmallNet, backend::OneDnn, Strategy> parallel({.threads = 1, .seed = 100 + std::uint64_t(r)}, kSgd,
-                                                        Strategy({.configuration = "smallnet batch=8"}, world));
+  Trainer<SmallNet, backend::OneDnn, Strategy> parallel(
+      {.threads = 1, .seed = 100 + std::uint64_t(r), .accumulate = accumulate}, kSgd,
+      Strategy({.configuration = "smallnet batch=8"}, world));
   // With one server, the server builds no loader and serves through serve_epoch(); with two, the servers pass
   // theirs to train_epoch, which serves too and never reads it.
   const bool loaderless_server = Servers == 1 && !parallel.dist().is_worker();
@@ -281,7 +284,7 @@ void expect_sync_workers_equal_one_process_on_global_batches() {
   std::vector<float> worker0(mine.begin(), mine.end());
   world.broadcast(worker0, 0);
 
-  auto global = loader_for(d, kLocalBatch * workers, 0, 1);
+  auto global = loader_for(d, kLocalBatch * workers * accumulate, 0, 1);
   Trainer<SmallNet, backend::OneDnn> serial({.threads = 1, .seed = 100}, kSgd);
   for (int e = 0; e < kEpochs; ++e) serial.train_epoch(global);
 
@@ -293,7 +296,7 @@ void expect_sync_workers_equal_one_process_on_global_batches() {
     }
     return;
   }
-  EXPECT_EQ(samples, std::size_t(kEpochs * kStepsPerEpoch * kLocalBatch));
+  EXPECT_EQ(samples, std::size_t(kEpochs * kStepsPerEpoch * kLocalBatch * accumulate));
   EXPECT_EQ(std::memcmp(mine.data(), worker0.data(), mine.size() * sizeof(float)), 0)
       << "worker " << r << "'s parameters differ from worker 0's";
   EXPECT_THROW(parallel.serve_epoch(), error) << "a worker does not serve";
@@ -312,6 +315,9 @@ TEST(parameter_server, sync_1_server_20_steps_of_smallnet_equal_one_process_on_g
 }
 TEST(parameter_server, sync_2_servers_20_steps_of_smallnet_equal_one_process_on_global_batches) {
   expect_sync_workers_equal_one_process_on_global_batches<2>();
+}
+TEST(parameter_server, sync_1_server_accumulate_3_equals_one_process_on_batches_of_3_x_global) {
+  expect_sync_workers_equal_one_process_on_global_batches<1>(3);
 }
 
 // LeNet-5 on a learnable synthetic pattern: class c (of 10) is a bright 6 x 6 square in cell (c % 4, c / 4) of

@@ -13,7 +13,8 @@ bool same(const sinew::io::CheckpointManifest& a, const sinew::io::CheckpointMan
         a.files[i].checksum != b.files[i].checksum)
       return false;
   return a.version == b.version && a.generation == b.generation && a.trainer == b.trainer &&
-         a.network_layout == b.network_layout && a.seed == b.seed && a.world_size == b.world_size &&
+         a.network_layout == b.network_layout && a.seed == b.seed && a.accumulate == b.accumulate &&
+         a.world_size == b.world_size &&
          a.step == b.step && a.epoch == b.epoch && a.batches_done == b.batches_done && a.batch_size == b.batch_size &&
          a.batches_per_epoch == b.batches_per_epoch && a.shuffle_seed == b.shuffle_seed;
 }

@@ -17,6 +17,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "sinew/backend/onednn.hpp"
@@ -469,4 +470,24 @@ TEST(directory_lock, the_trainers_of_one_process_share_its_locks) {
   ASSERT_EQ(::waitpid(child.pid, &status, 0), child.pid);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   fs::remove_all(dir);
+
+// A run that accumulated k batches a step (TrainerOptions::accumulate) continues on other ranks only at a
+// step's first batch: the samples the saved workers dealt must be a whole number of the new workers' steps.
+TEST(checkpoint, on_other_ranks_an_accumulating_run_continues_only_at_a_whole_step) {
+  io::CheckpointManifest m;
+  m.world_size = 3, m.step = 7, m.epoch = 1, m.batches_done = 2, m.batch_size = 8;
+  using position = std::pair<std::uint64_t, std::uint64_t>;  // epoch, batches done
+  const auto resumed_at = [&](std::uint64_t accumulate) {
+    m.accumulate = accumulate;
+    io::RunState run;
+    run.accumulate = accumulate;
+    run.ranks = {0, 2, 2};
+    EXPECT_NE(io::detail::continue_position(m, run), "");
+    return position{run.epoch, run.batches_done};
+  };
+  // 3 workers dealt 2 x 8 x 3 = 48 samples: 3 batches of 2 workers x 8, but 1.5 steps of 2 such batches.
+  EXPECT_EQ(resumed_at(1), (position{1, 3}));
+  EXPECT_EQ(resumed_at(2), (position{2, 0})) << "half a step is not continued: the next epoch starts";
+  m.batches_done = 4;  // 96 samples: 3 steps of 2 batches on 2 workers
+  EXPECT_EQ(resumed_at(2), (position{1, 6}));
 }

@@ -4,10 +4,14 @@
 
 #include "../support/corners.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "sinew/backend/onednn.hpp"
@@ -175,6 +179,180 @@ TEST(trainer, a_strategy_extended_by_deriving_is_the_one_the_trainer_calls) {
   Trainer<SmallNet, backend::OneDnn, Extended> trainer({.threads = 1}, {.lr = 0.05f}, Extended(dist::Local::options{}));
   trainer.train_epoch(train, 3);
   EXPECT_EQ(trainer.dist().updates, 3u);
+}
+
+
+// ---- gradient accumulation (TrainerOptions::accumulate) ----
+
+/// max |a - b| / max |b|
+double max_relative(std::span<const float> a, std::span<const float> b) {
+  double diff = 0, largest = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    diff = std::max(diff, std::abs(double(a[i]) - double(b[i]))), largest = std::max(largest, std::abs(double(b[i])));
+  return diff / largest;
+}
+
+/// k micro-batches of 8 against one batch of 8k, on the same shuffled order (the permutation depends on the seed
+/// and epoch only, so the batch of 8k is the concatenation of the k micro-batches): two epochs of `samples`.
+void expect_k_micro_batches_equal_one_batch_of_k_times_b(std::size_t samples, int k) {
+  const data::Dataset d = corners(samples, 1);
+  auto micro = test::corners_loader(d, {.batch_size = 8, .seed = 4});
+  auto whole = test::corners_loader(d, {.batch_size = 8 * k, .seed = 4});
+  Trainer<SmallNet, backend::OneDnn> accumulating({.threads = 1, .seed = 3, .accumulate = k},
+                                                  {.lr = 0.05f, .momentum = 0.9f});
+  Trainer<SmallNet, backend::OneDnn> big({.threads = 1, .seed = 3}, {.lr = 0.05f, .momentum = 0.9f});
+  std::vector<StepInfo> seen;
+  accumulating.set_step_callback([&](const StepInfo& s) { seen.push_back(s); });
+  for (int e = 0; e < 2; ++e) {
+    const EpochStats a = accumulating.train_epoch(micro), b = big.train_epoch(whole);
+    EXPECT_EQ(a.steps, b.steps) << "a step is an update of k micro-batches";
+    EXPECT_EQ(a.samples, samples);
+    EXPECT_NEAR(a.loss, b.loss, 1e-5 * b.loss) << "the loss over every micro-batch";
+    EXPECT_NEAR(a.accuracy, b.accuracy, 1.5 / double(samples)) << "at most one image on the fence";
+  }
+  EXPECT_EQ(accumulating.steps_done(), big.steps_done());
+  const double r = max_relative(accumulating.model().parameters(), big.model().parameters());
+  EXPECT_LT(r, 1e-5) << k << " micro-batches of 8 must update as one batch of " << 8 * k;
+  std::printf("[ compare  ] accumulate %d x 8 against batch %d, %zu samples: max |diff| / max |param| %.3g\n", k,
+              8 * k, samples, r);
+  const double moved = max_relative(big.model().parameters(),
+                                    Trainer<SmallNet, backend::OneDnn>({.seed = 3}).model().parameters());
+  EXPECT_GT(moved, 1e-2) << "training must have moved the parameters for the comparison to mean much";
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen[0].samples, std::size_t(8 * k));
+  EXPECT_EQ(seen[0].step, 0u);
+  EXPECT_EQ(seen[1].step, 1u);
+  const std::size_t batches = (samples + 7) / 8;
+  EXPECT_EQ(seen[0].epoch_steps, (batches + std::size_t(k) - 1) / std::size_t(k));
+}
+
+TEST(trainer, accumulate_3_micro_batches_of_8_equal_one_batch_of_24) {
+  expect_k_micro_batches_equal_one_batch_of_k_times_b(96, 3);  // 12 micro-batches, 4 steps an epoch
+}
+
+// 76 samples: 9 batches of 8 and one of 4. With k = 4 the last step takes the 2 batches left (8 + 4 images),
+// each weighted by its images: the batches of 32, 32 and 12 a loader of 32 gives.
+TEST(trainer, accumulate_leaves_the_last_step_the_batches_left_weighted_by_their_images) {
+  expect_k_micro_batches_equal_one_batch_of_k_times_b(76, 4);
+}
+
+TEST(trainer, accumulate_counts_steps_as_updates_in_max_steps_and_train_steps) {
+  auto train = loader_for(corners(64, 1));  // 4 batches of 16: 2 steps of 2
+  using Counting = dist::example::counting_updates<dist::Local>;
+  Trainer<SmallNet, backend::OneDnn, Counting> trainer({.threads = 1, .accumulate = 2}, {.lr = 0.05f},
+                                                       Counting(dist::Local::options{}));
+  const EpochStats one = trainer.train_epoch(train, 1);
+  EXPECT_EQ(one.steps, 1u);
+  EXPECT_EQ(one.samples, 32u);
+  const std::vector<EpochStats> epochs = trainer.train_steps(train, 3);  // 2 + 1
+  ASSERT_EQ(epochs.size(), 2u);
+  EXPECT_EQ(epochs[0].steps, 2u);
+  EXPECT_EQ(epochs[0].samples, 64u);
+  EXPECT_EQ(epochs[1].steps, 1u);
+  EXPECT_EQ(trainer.steps_done(), 4);
+  EXPECT_EQ(trainer.dist().updates, 4u) << "one update per step";
+}
+
+// The strategy hears one backward per step, the last micro-batch's, with every layer's hook.
+TEST(trainer, accumulate_calls_the_overlap_hooks_in_the_last_micro_batch_only) {
+  struct counting_begins : dist::example::counting_hooks {
+    void backward_begins(std::span<float> g) {
+      counting_hooks::backward_begins(g);
+      ++begins;
+    }
+    int begins = 0;
+  };
+  auto train = loader_for(corners(80, 1));  // 5 batches: steps of 3 and 2
+  Trainer<SmallNet, backend::OneDnn, counting_begins> trainer({.threads = 1, .accumulate = 3}, {.lr = 0.05f});
+  EXPECT_EQ(trainer.train_epoch(train).steps, 2u);
+  EXPECT_EQ(trainer.dist().begins, 2);
+  EXPECT_EQ(trainer.dist().ready, 3) << "one call per layer with parameters";
+  EXPECT_EQ(trainer.dist().lowest, 0u);
+}
+
+TEST(trainer, accumulate_below_1_is_refused_with_a_sentence) {
+  for (const int k : {0, -2}) {
+    try {
+      Trainer<SmallNet, backend::OneDnn> trainer({.threads = 1, .accumulate = k});
+      FAIL() << "accumulate " << k << " must be refused";
+    } catch (const error& e) {
+      EXPECT_NE(std::string(e.what()).find("trainer: TrainerOptions::accumulate is " + std::to_string(k) +
+                                           "; it counts the batches whose gradients make one update, so it is at "
+                                           "least 1"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+// What batch normalisation sees: each micro-batch's own statistics, its running statistics updated once per
+// micro-batch (as PyTorch does), not once per step over the k x B images. With a learning rate of 0 nothing
+// else changes, so k = 2 of 8 updates them as 4 steps of 8 do, and not as 2 steps of 16.
+TEST(trainer, accumulate_batch_norm_normalises_each_micro_batch_and_updates_its_statistics_each) {
+  using BnNet = Sequential<Input<1, 12, 12>, Conv2d<4, 3, 1, 1, false>, BatchNorm2d, ReLU, MaxPool<2>, Flatten,
+                           Dense<2>>;
+  const data::Dataset d = corners(32, 9);
+  auto eights = test::corners_loader(d, {.batch_size = 8, .seed = 4});
+  auto sixteens = test::corners_loader(d, {.batch_size = 16, .seed = 4});
+  const auto buffers_after = [&](int k, data::CachedLoader& loader) {
+    Trainer<BnNet, backend::OneDnn> t({.threads = 1, .seed = 2, .accumulate = k}, {.lr = 0.0f});
+    EXPECT_EQ(t.train_epoch(loader).steps, 32u / std::size_t(loader.batch_size() * k));
+    return std::vector<float>(t.model().buffers().begin(), t.model().buffers().end());
+  };
+  const std::vector<float> accumulated = buffers_after(2, eights), micro = buffers_after(1, eights),
+                           big = buffers_after(1, sixteens);
+  EXPECT_EQ(accumulated, micro) << "the running statistics take each micro-batch's, one update each";
+  EXPECT_GT(max_relative(accumulated, big), 1e-4) << "not the statistics of the 16-image step";
+}
+
+struct stop_here {};
+
+// The step callback runs after a step's update, so a checkpoint never holds half a sum of gradients: saved
+// mid-epoch, the resumed run ends bit for bit where the run that was not stopped ends. Another accumulate is
+// refused: it would group the batches into other steps.
+TEST(trainer, accumulate_saved_mid_epoch_resumes_exactly_and_another_accumulate_is_refused) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("sinew-test-trainer-accumulate-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  auto train = loader_for(corners(96, 1));  // 6 batches of 16: 3 steps of 2 an epoch
+  using T = Trainer<BnDropNet, backend::OneDnn>;
+  const TrainerOptions options{.threads = 1, .seed = 2, .accumulate = 2};
+  const optim::Sgd::options sgd{.lr = 0.05f, .momentum = 0.9f};
+  T whole(options, sgd);
+  whole.train_steps(train, 6);
+  {
+    T stopped(options, sgd);
+    stopped.set_step_callback([&](const StepInfo& s) {
+      if (s.steps_done == 4) {  // epoch 1, after its first step
+        stopped.save_checkpoint(dir);
+        throw stop_here{};
+      }
+    });
+    EXPECT_THROW(stopped.train_steps(train, 6), stop_here);
+  }
+  EXPECT_EQ(io::read_manifest(dir).accumulate, 2u);
+  EXPECT_EQ(io::read_manifest(dir).batches_done, 2u) << "the loader's batches, two per step";
+  T resumed(options, sgd);
+  EXPECT_EQ(resumed.resume(dir), "");
+  EXPECT_EQ(resumed.train_epoch(train).steps, 2u);
+  EXPECT_EQ(resumed.steps_done(), whole.steps_done());
+  const auto same = [](std::span<const float> a, std::span<const float> b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  };
+  EXPECT_TRUE(same(resumed.model().parameters(), whole.model().parameters()));
+  EXPECT_TRUE(same(resumed.model().buffers(), whole.model().buffers()));
+
+  T other({.threads = 1, .seed = 2, .accumulate = 1}, sgd);
+  try {
+    other.resume(dir);
+    ADD_FAILURE() << "a resume with another accumulate must be refused";
+  } catch (const error& e) {
+    EXPECT_NE(std::string(e.what()).find("was written with TrainerOptions::accumulate 2; this trainer has 1, which "
+                                         "would group the batches into other steps (build it with accumulate 2)"),
+              std::string::npos)
+        << e.what();
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -18,7 +18,8 @@
 //                           "optimizer.steps", a shard's range "shard.begin" and "shard.end") are its string
 //                           metadata;
 //   checkpoint.json         the manifest: format and version tag, generation, the trainer's type (network,
-//                           backend, strategy, sync mode, optimizer), seed, world size, step, epoch and the
+//                           backend, strategy, sync mode, optimizer), seed, batches per step
+//                           (TrainerOptions::accumulate), world size, step, epoch and the
 //                           batches of it already trained (the loader's position), the loader's batch size,
 //                           batches per epoch and shuffle seed, and every file above with
 //                           its size in bytes and FNV-1a 64 checksum.
@@ -97,6 +98,8 @@ struct CheckpointManifest {
   std::vector<std::pair<std::string, std::string>> trainer;
   std::string network_layout;   ///< input shape, lowered nodes and parameter count: what must match
   std::uint64_t seed = 0;       ///< TrainerOptions::seed (initialisation and dropout masks)
+  /// TrainerOptions::accumulate, the batches per step (absent in a manifest written before it existed: 1)
+  std::uint64_t accumulate = 1;
   /// ranks of the run that saved
   std::uint64_t world_size = 1;
   std::uint64_t step = 0;       ///< training steps done
@@ -196,6 +199,7 @@ inline std::string manifest_json(const CheckpointManifest& m) {
   for (const auto& [k, v] : m.trainer) j["trainer"][k] = v;
   j["network_layout"] = m.network_layout;
   j["seed"] = m.seed;
+  j["accumulate"] = m.accumulate;
   j["world_size"] = m.world_size;
   j["step"] = m.step;
   j["epoch"] = m.epoch;
@@ -250,6 +254,8 @@ inline CheckpointManifest parse_manifest(std::string_view text, const std::strin
   }
   m.network_layout = str(doc, "network_layout");
   m.seed = u64(doc, "seed");
+  if (detail::member(doc, "accumulate")) m.accumulate = u64(doc, "accumulate");
+  if (m.accumulate == 0 || m.accumulate > (1u << 24)) throw corrupt("\"accumulate\" is out of range");
   m.world_size = u64(doc, "world_size");
   m.step = u64(doc, "step");
   m.epoch = u64(doc, "epoch");
@@ -523,6 +529,12 @@ inline void check_same_run(const CheckpointManifest& m, const RunState& run, con
     throw error(where + " was written with TrainerOptions::seed " + std::to_string(m.seed) + "; this trainer has " +
                 std::to_string(run.seed) + ", which would draw other dropout masks (build it with seed " +
                 std::to_string(m.seed) + ")");
+  // A step's batches would be grouped otherwise: the step counts, schedule and position would mean other things.
+  if (m.accumulate != run.accumulate)
+    throw error(where + " was written with TrainerOptions::accumulate " + std::to_string(m.accumulate) +
+                "; this trainer has " + std::to_string(run.accumulate) +
+                ", which would group the batches into other steps (build it with accumulate " +
+                std::to_string(m.accumulate) + ")");
 }
 
 /// The number of workers of the saved run: the same servers (the strategy's type fixes them), the rest.
@@ -557,10 +569,12 @@ inline std::string continue_position(const CheckpointManifest& m, RunState& run)
                            std::to_string(m.epoch);
   if (m.batches_done == 0) return note + ": the epoch starts anew on the new workers";
   // The saved workers dealt the first batches_done x batch x saved workers samples of the epoch's permutation
-  // (rank r takes positions r, r + W, ...): the new workers continue there if it is a whole number of steps.
-  const std::uint64_t dealt = m.batches_done * m.batch_size * was, per_step = m.batch_size * workers;
+  // (rank r takes positions r, r + W, ...): the new workers continue there if it is a whole number of steps
+  // (of `accumulate` batches each).
+  const std::uint64_t dealt = m.batches_done * m.batch_size * was, per_batch = m.batch_size * workers,
+                      per_step = per_batch * m.accumulate;
   if (dealt % per_step == 0) {
-    run.batches_done = dealt / per_step;
+    run.batches_done = dealt / per_batch;
     return note + " after " + std::to_string(dealt) + " samples of it: the new workers continue from that "
            "sample, at their batch " + std::to_string(run.batches_done);
   }
@@ -581,6 +595,7 @@ void save_run(const std::filesystem::path& dir, const CheckpointGroup& group, co
   m.trainer = run.type;
   m.network_layout = run.network_layout;
   m.seed = run.seed;
+  m.accumulate = run.accumulate;
   m.step = run.step, m.epoch = run.epoch, m.batches_done = run.batches_done;
   m.batch_size = run.loader.batch_size, m.batches_per_epoch = run.loader.batches_per_epoch;
   m.shuffle_seed = run.loader.shuffle_seed;

@@ -60,6 +60,7 @@ struct RunState {
   std::vector<std::pair<std::string, std::string>> type;
   std::string network_layout;  ///< input shape, lowered nodes and parameter count: what must match
   std::uint64_t seed = 0;      ///< TrainerOptions::seed (initialisation and dropout masks)
+  std::uint64_t accumulate = 1;  ///< TrainerOptions::accumulate: batches per step
   /// training steps done, the epoch the next train_epoch trains, and the batches of it already trained
   /// @{
   std::uint64_t step = 0, epoch = 0, batches_done = 0;
