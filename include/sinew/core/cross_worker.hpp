@@ -9,6 +9,7 @@
 #include <concepts>
 #include <functional>
 #include <span>
+#include <type_traits>
 #include <utility>
 
 namespace sinew {
