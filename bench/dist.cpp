@@ -4,7 +4,7 @@
 //
 //   build/bench/dist [--ranks 2] [--threads 1] [--batch 42] [--warmup 10] [--steps 30] [--bind core|none|sinew]
 //                    [--only ring,mpi,ps-sync,ps-async,ps-stale2] [--no-pytorch] [--json FILE] [--trace FILE]
-//                    [--compress none,fp16,bf16,onebit,powersgd4] [--accumulate 1]
+//                    [--compress none,fp16,bf16,onebit,powersgd4] [--accumulate 1] [--sync-bn]
 //       runs each configuration under mpirun (one after another) and then bench/pytorch/ddp.py, and prints
 //       the table; or, under mpirun, one configuration:
 //   mpirun -np 2 --bind-to core build/bench/dist --run ring|mpi|ps-sync|ps-async|ps-stale2 [--batch 42] ...
@@ -17,6 +17,11 @@
 // gradient bytes each rank sent per step (the strategy's bytes_sent()).
 // --accumulate K trains with TrainerOptions::accumulate = K: a step is K micro-batches of --batch images and one
 // exchange, so --warmup and --steps count such steps; each row adds the time and the bytes sent per image.
+// --sync-bn adds a row after each uncompressed ring and mpi row: the same run with every BatchNorm2d a
+// SyncBatchNorm2d (ConvertSyncBatchNorm: statistics over every worker each step, two small all-reduces per layer
+// and step), so the difference between the two rows is its cost per step; with --ranks 1 the sums are skipped,
+// which leaves the cost of its generic op (and its layout conversions) alone. The parameter server has no
+// SyncBatchNorm2d (the trainer refuses it), so its rows get none.
 // --trace FILE writes the timed steps of every rank as a Chrome trace (metrics/timeline.hpp), one file per
 // configuration: FILE with the configuration's name before its extension (trace.json -> trace-ring.json).
 #include <mpi.h>
@@ -43,6 +48,7 @@ using Mpi     = sinew::comm::Mpi;
 using Ring    = sinew::dist::RingAllReduce<Mpi>;                     // bucketed, overlapped with backward
 using Native  = sinew::dist::MpiAllReduce<Mpi>;                      // MPI_Iallreduce per bucket, overlapped
 using Server  = sinew::dist::ParameterServer<Mpi, 1>;                // the last rank serves
+using SyncNet = sinew::ConvertSyncBatchNorm<Net>;                    // --sync-bn: statistics over every worker
 
 const std::vector<std::string> kConfigs = {"ring", "mpi", "ps-sync", "ps-async", "ps-stale2"};
 const std::vector<std::string> kCompressors = {"none", "fp16", "bf16", "onebit", "powersgd4"};
@@ -64,9 +70,9 @@ sinew::data::Dataset synthetic(std::size_t n) {
   return d;
 }
 
-template <class Strategy, class Mode>
+template <class Strategy, class Mode, class N = Net>
 int run(const Settings& s, const std::string& name) {
-  using Train = sinew::Trainer<Net, Backend, Strategy, Mode, Optim>;
+  using Train = sinew::Trainer<N, Backend, Strategy, Mode, Optim>;
   Mpi world;
   Train trainer({.threads = s.threads,
                  .cores = {.binding = s.sinew_binds ? sinew::Binding::when_shared : sinew::Binding::never},
@@ -136,7 +142,13 @@ int run_compressed(const std::string& compressor, const Settings& s) {
   return 2;  // not reached: the command line checked --compress against kCompressors
 }
 
-int run_one(const std::string& config, const Settings& s, const std::string& compressor) {
+int run_one(const std::string& config, const Settings& s, const std::string& compressor, bool sync_bn) {
+  if (sync_bn) {
+    if (compressor != "none") return 2;
+    if (config == "ring") return run<Ring, sinew::Sync, SyncNet>(s, "ring all-reduce, SyncBatchNorm2d");
+    if (config == "mpi") return run<Native, sinew::Sync, SyncNet>(s, "MPI all-reduce, SyncBatchNorm2d");
+    return 2;  // not reached: only the all-reduce rows get a --sync-bn row
+  }
   if (compressor != "none") return config == "ring" ? run_compressed(compressor, s) : 2;
   if (config == "ring") return run<Ring, sinew::Sync>(s, "ring all-reduce");
   if (config == "mpi") return run<Native, sinew::Sync>(s, "MPI all-reduce");
@@ -162,7 +174,7 @@ int main(int argc, char** argv) try {
   std::string one, bind = "core", json;
   std::vector<std::string> only = kConfigs, compressors = {"none"};
   int ranks = 2;
-  bool no_pytorch = false;
+  bool no_pytorch = false, sync_bn = false;
   CLI::App app{"ResNet-18 data-parallel under every strategy and mode, next to PyTorch DDP over Gloo.\n"
                "One configuration alone: mpirun -np N dist --run CONFIG [--batch 42] [--threads 1] ...",
                "dist"};
@@ -187,6 +199,7 @@ int main(int argc, char** argv) try {
       ->capture_default_str()
       ->check(CLI::IsMember(kCompressors));
   app.add_flag("--no-pytorch", no_pytorch, "skip PyTorch DDP");
+  app.add_flag("--sync-bn", sync_bn, "also run ring and mpi with SyncBatchNorm2d (under --run: only that)");
   sinew::cli::add_json(app, json);
   app.add_option("--trace", s.trace, "write each configuration's timed steps as a Chrome trace (Perfetto opens "
                  "it): FILE, with the configuration's name before the extension")->option_text("FILE");
@@ -194,7 +207,7 @@ int main(int argc, char** argv) try {
       ->check(CLI::IsMember(kConfigs));
   sinew::cli::parse(app, argc, argv);
   s.sinew_binds = bind != "none";
-  if (!one.empty()) return run_one(one, s, compressors.front());
+  if (!one.empty()) return run_one(one, s, compressors.front(), sync_bn);
   const bool pytorch = !no_pytorch;
 
   const std::string self = "/proc/" + std::to_string(getpid()) + "/exe";
@@ -221,14 +234,20 @@ int main(int argc, char** argv) try {
                   100 * ddp["exposed_comm_fraction"]);
   }
   auto out = sinew::metrics::Json::array();
-  std::vector<std::pair<std::string, std::string>> runs;  // (configuration, compressor)
+  struct row {
+    std::string config, compressor;
+    bool sync_bn = false;
+  };
+  std::vector<row> runs;
   for (const std::string& config : kConfigs) {
     if (std::find(only.begin(), only.end(), config) == only.end()) continue;
-    for (const std::string& c : compressors)
-      if (c == "none" || config == "ring") runs.emplace_back(config, c);
+    for (const std::string& c : compressors) {
+      if (c == "none" || config == "ring") runs.push_back({config, c});
+      if (sync_bn && c == "none" && (config == "ring" || config == "mpi")) runs.push_back({config, c, true});
+    }
   }
-  for (const auto& [config, compressor] : runs) {
-    const std::string label = compressor == "none" ? config : config + "+" + compressor;
+  for (const auto& [config, compressor, synced] : runs) {
+    const std::string label = (compressor == "none" ? config : config + "+" + compressor) + (synced ? "+syncbn" : "");
     std::string trace;
     if (!s.trace.empty()) {
       const std::filesystem::path p(s.trace);
@@ -236,7 +255,8 @@ int main(int argc, char** argv) try {
     }
     const std::string mpirun = "mpirun -np " + std::to_string(ranks) +
                                " --allow-run-as-root --oversubscribe --bind-to " + (bind == "core" ? "core" : "none") + " " +
-                               self + " --run " + config + " --compress " + compressor + common + trace;
+                               self + " --run " + config + " --compress " + compressor + common + trace +
+                               (synced ? " --sync-bn" : "");
     auto r = run_child(mpirun);
     if (r.empty()) continue;
     const double step = r["load"] + r["forward"] + r["backward"] + r["comm_exposed"] + r["update"];
@@ -253,6 +273,7 @@ int main(int argc, char** argv) try {
     auto j = sinew::metrics::Json::object();
     j["strategy"] = config;
     j["compressor"] = compressor;
+    j["sync_batch_norm"] = synced;
     j["bytes_per_step"] = r.count("bytes_per_step") ? sinew::metrics::Json(r["bytes_per_step"]) : sinew::metrics::Json();
     j["net"] = "resnet18";
     j["ranks"] = ranks;

@@ -25,6 +25,7 @@
 
 #include "sinew/backend/backend_spec.hpp"
 #include "sinew/backend/generic/probe.hpp"
+#include "sinew/core/cross_worker.hpp"
 #include "sinew/core/error.hpp"
 #include "sinew/core/rng.hpp"
 #include "sinew/core/type_list.hpp"
@@ -70,6 +71,10 @@ class Model {
     return (std::size_t(0) + ... + N::kBufferSpan);
   }(nodes{});
 
+  /// Whether a layer sums over the workers (SyncBatchNorm2d): it then needs set_sum_over_workers() to run on
+  /// several (without, it sees this process's batch only).
+  static constexpr bool kSumsOverWorkers = sinew::detail::sums_over_workers_of(nodes{});
+
   /// Offsets in parameters() and gradients() where each node with parameters begins, ascending (execution
   /// order). backward() writes the gradients of the node at layer_starts()[i] before those of the node before it.
   static constexpr auto kLayerStarts = []<class... N>(type_list<N...>) {
@@ -113,6 +118,9 @@ class Model {
   std::span<float> buffers() noexcept { return buffers_.span(); }
   /// The buffers, read-only.
   std::span<const float> buffers() const noexcept { return buffers_.span(); }
+  /// The sum over the workers that the layers with kSumsOverWorkers call (SyncBatchNorm2d's statistics): the
+  /// Trainer installs its strategy's. Default: one worker. Every plan sees the one set last.
+  void set_sum_over_workers(CrossWorkerSum sum) { *sum_over_workers_ = std::move(sum); }
   /// The backend's context the model runs on.
   typename B::context& context() noexcept { return *ctx_; }
 
@@ -272,7 +280,7 @@ class Model {
     float* w = params_.data() + N::kParamOffset;
     float* dw = grads_.data() + N::kParamOffset;
     const ParamSlots slots{w, N::kBias ? w + N::kWeights : nullptr, dw, N::kBias ? dw + N::kWeights : nullptr,
-                           N::kBuffers ? buffers_.data() + N::kBufferOffset : nullptr};
+                           N::kBuffers ? buffers_.data() + N::kBufferOffset : nullptr, sum_over_workers_.get()};
     auto& op = std::get<I>(p.ops);
     op.template setup<N>(*ctx_, src_desc, p.batch, slots, options_.input_gradient || params_before<I>());
     if constexpr (I + 1 < kOps) setup_at<I + 1>(p, op.dst_desc());
@@ -375,6 +383,8 @@ class Model {
   ModelOptions options_;
   AlignedBuffer<float> params_, grads_, buffers_;
   std::vector<std::unique_ptr<plan>> plans_;
+  // On the heap, so that the plans' pointers to it outlive a move of the model.
+  std::unique_ptr<CrossWorkerSum> sum_over_workers_ = std::make_unique<CrossWorkerSum>();
   [[no_unique_address]] Profile profile_;  // NoProfile takes no storage
   metrics::Timeline* timeline_ = nullptr;  // null: no trace (metrics/timeline.hpp)
   plan* plan_ = nullptr;

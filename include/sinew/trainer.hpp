@@ -76,6 +76,7 @@
 #include "sinew/comm/agreement.hpp"
 #include "sinew/comm/failure.hpp"
 #include "sinew/core/affinity.hpp"
+#include "sinew/core/cross_worker.hpp"
 #include "sinew/core/elementwise.hpp"
 #include "sinew/core/error.hpp"
 #include "sinew/core/parallel.hpp"
@@ -161,6 +162,10 @@ template <Network Net, Backend B, Strategy S = dist::Local, SyncMode M = Sync, O
 class Trainer {
   // A strategy that cannot run mode M stops the build here with its own sentence.
   static_assert(sizeof(typename S::template mode<M>) > 0);
+  static_assert(!Model<Net, B, Profile>::kSumsOverWorkers || req::has_sum_over_workers<S>,
+                "this network has a SyncBatchNorm2d, whose statistics are summed over every worker each step, and the "
+                "strategy has no sum_over_workers (dist::ParameterServer has none): use dist::RingAllReduce or "
+                "dist::MpiAllReduce, or BatchNorm2d (its running statistics are averaged once an epoch)");
 
  public:
   /// The policies and shapes it was built from.
@@ -206,6 +211,10 @@ class Trainer {
         strategy_(std::move(strategy)),
         base_lr_(optimizer_.learning_rate()) {
     strategy_.set_layer_starts(model_type::layer_starts());
+    // SyncBatchNorm2d's statistics cross the workers through the strategy (the trainer is not movable: its
+    // model points at its context).
+    if constexpr (model_type::kSumsOverWorkers)
+      model_.set_sum_over_workers(CrossWorkerSum([this](std::span<float> data) { strategy_.sum_over_workers(data); }));
     strategy_.set_tensor_layout(dist::tensor_layout<Net>());
     strategy_.start(model_.parameters(), optimizer_);
     {

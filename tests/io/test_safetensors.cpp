@@ -11,6 +11,7 @@
 #include <functional>
 #include <iterator>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "sinew/core/rng.hpp"
@@ -181,6 +182,27 @@ TEST(safetensors, round_trip_restores_every_tensor_and_the_batch_count) {
   EXPECT_TRUE(a.same_tensors(b));
   b.params[state_dict_entries<Small>().back().offset] += 1;  // the comparison can fail
   EXPECT_FALSE(a.same_tensors(b));
+}
+
+// SyncBatchNorm2d keeps BatchNorm2d's keys and layout (as PyTorch's SyncBatchNorm), so weights move both ways
+// between a network and its ConvertSyncBatchNorm, and so between it and torchvision.
+TEST(safetensors, a_batch_norm2d_file_loads_into_its_sync_batch_norm_network_and_back) {
+  using Synced = ConvertSyncBatchNorm<Small>;
+  static_assert(!std::is_same_v<Synced, Small>);
+  static_assert(Synced::kParamSpan == Small::kParamSpan && Synced::kBufferSpan == Small::kBufferSpan);
+  EXPECT_EQ(keys_of(state_dict_entries<Synced>()), keys_of(state_dict_entries<Small>()));
+  const fs::path file = temp_file(), back = temp_file("_back");
+  State<Small> plain, plain_again;
+  State<Synced> synced;
+  plain.randomize(3);
+  plain.save(file, 5);
+  ASSERT_EQ(synced.load(file), std::optional<std::uint64_t>(5));
+  State<Synced> expected;  // the same floats, seen through the synced network's entries
+  expected.params = plain.params, expected.buffers = plain.buffers;
+  EXPECT_TRUE(synced.same_tensors(expected));
+  synced.save(back, 5);
+  ASSERT_EQ(plain_again.load(back), std::optional<std::uint64_t>(5));
+  EXPECT_TRUE(plain.same_tensors(plain_again));
 }
 
 TEST(safetensors, a_network_without_batch_norm_has_no_batch_count) {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <string>
 #include <vector>
 #include <type_traits>
@@ -163,6 +164,13 @@ SINEW_LAYER_CASE(residual_identity_shortcut, ({.batch = 3, .seed = 6}), Net<Inpu
 SINEW_LAYER_CASE(residual_after_conv_identity_shortcut, ({.batch = 3, .seed = 6}), Net<Input<3, 5, 5>, Conv2d<4, 3, 1, 1>, Residual<Chain<Conv2d<4, 3, 1, 1, false>, BatchNorm2d>>, ReLU, Flatten, Dense<3>>)
 SINEW_LAYER_CASE(residual_projection_shortcut_stride2, ({.batch = 3, .seed = 6}), Net<Input<3, 6, 6>, Residual<Chain<Conv2d<8, 3, 2, 1, false>, BatchNorm2d, ReLU, Conv2d<8, 3, 1, 1, false>, BatchNorm2d>, ProjectIfNeeded<8, 2>>, ReLU, Flatten, Dense<3>>)
 SINEW_LAYER_CASE(bottleneck_block, ({.batch = 3, .seed = 6}), Net<Input<8, 4, 4>, nets::Bottleneck<2, 1>, GlobalAvgPool, Flatten, Dense<3>>)
+// SyncBatchNorm2d: in a Model of its own there is one worker, so its statistics are the batch's as BatchNorm2d's
+// (the sums across workers are tested in tests/dist/test_buffers.cpp); its own passes on plain floats, on every
+// backend, the activation after it a node of its own; inside a residual block as ConvertSyncBatchNorm puts it.
+SINEW_LAYER_CASE(sync_batch_norm2d_training_batch4, ({.batch = 4}), Net<Input<3, 4, 4>, SyncBatchNorm2d>)
+SINEW_LAYER_CASE(sync_batch_norm2d_eval_after_conv, ({.batch = 3, .training = false}), Net<Input<2, 4, 4>, Conv2d<4, 3, 1, 1>, SyncBatchNorm2d>)
+SINEW_LAYER_CASE(conv2d_sync_batch_norm2d_relu_dense_training, ({.batch = 3, .seed = 3}), Net<Input<2, 5, 5>, Conv2d<8, 3, 1, 1, false>, SyncBatchNorm2d, ReLU, Flatten, Dense<3>>)
+SINEW_LAYER_CASE(residual_projection_shortcut_with_sync_batch_norm, ({.batch = 3, .seed = 6}), ConvertSyncBatchNorm<Net<Input<3, 6, 6>, Residual<Chain<Conv2d<8, 3, 2, 1, false>, BatchNorm2d, ReLU, Conv2d<8, 3, 1, 1, false>, BatchNorm2d>, ProjectIfNeeded<8, 2>>, ReLU, Flatten, Dense<3>>>)
 // GroupNorm: statistics per sample and group (a batch of one suffices), on a plain input, after a convolution
 // (oneDNN's blocked output, Eigen's NHWC), in evaluation mode (the same function), and on a flat input.
 SINEW_LAYER_CASE(group_norm_2_groups_batch_1, ({.batch = 1}), Net<Input<4, 3, 3>, GroupNorm<2>>)
@@ -234,6 +242,44 @@ TYPED_TEST(group_norm, profiles_under_the_kind_its_header_declares) {
   EXPECT_TRUE(kinds.count("group_norm_backward"));
   EXPECT_EQ(model.profile().total(OpKind::other).calls, 0u);
   EXPECT_EQ(model.profile().total(OpKind::other_backward).calls, 0u);
+}
+
+// SyncBatchNorm2d in a Model of its own (one worker) computes BatchNorm2d: outputs, gradients of parameters and
+// input, running statistics after two training passes, then evaluation with them, within rounding.
+template <class B>
+class sync_batch_norm : public ::testing::Test {};
+TYPED_TEST_SUITE(sync_batch_norm, Backends, BackendName);
+TYPED_TEST(sync_batch_norm, on_one_worker_equals_batch_norm2d) {
+  using Plain = Net<Input<3, 5, 5>, Conv2d<6, 3, 1, 1>, BatchNorm2d, ReLU, Flatten, Dense<4>>;
+  using Sync = ConvertSyncBatchNorm<Plain>;
+  static_assert(Model<Sync, TypeParam>::kSumsOverWorkers && !Model<Plain, TypeParam>::kSumsOverWorkers);
+  typename TypeParam::context ctx({.threads = 2});
+  Model<Plain, TypeParam> plain(ctx, {.seed = 9, .input_gradient = true});
+  Model<Sync, TypeParam> sync(ctx, {.seed = 9, .input_gradient = true});
+  Rng rng(4);
+  std::vector<float> x(5 * Plain::input_shape::kSize);
+  for (float& v : x) v = 2 * rng.normal() + 1;
+  const std::vector<std::int32_t> labels{0, 3, 1, 2, 1};
+  const auto close = [](std::span<const float> a, std::span<const float> b, const char* what) {
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t i = 0; i < a.size(); ++i)
+      EXPECT_NEAR(a[i], b[i], 2e-5f * std::max(1.0f, std::abs(b[i]))) << what << " [" << i << "]";
+  };
+  for (int pass = 0; pass < 2; ++pass) {
+    const auto ys = sync.forward(x, 5);
+    const std::vector<float> y_sync(ys.begin(), ys.end());
+    close(y_sync, plain.forward(x, 5), "output");
+    sync.loss(labels), plain.loss(labels);
+    sync.backward(), plain.backward();
+    close(sync.gradients(), plain.gradients(), "parameter gradients");
+    close(sync.input_gradient(), plain.input_gradient(), "input gradient");
+    close(sync.buffers(), plain.buffers(), "running statistics");
+  }
+  EXPECT_NE(sync.buffers()[0], 0.0f) << "training must have moved the running mean";
+  sync.set_training(false), plain.set_training(false);
+  const auto ys = sync.forward(x, 5);
+  const std::vector<float> y_sync(ys.begin(), ys.end());
+  close(y_sync, plain.forward(x, 5), "evaluation output");
 }
 
 // One training step with the per-operator profile on a net of every layer kind (activations fused and on their

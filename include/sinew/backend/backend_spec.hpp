@@ -72,6 +72,8 @@ struct ParamSlots {
   /// where backward writes the biases' gradient
   float* diff_bias = nullptr;
   float* buffers = nullptr;  ///< the layer's kBuffers floats of non-trainable state (running statistics)
+  /// the Model's sum over the workers (core/cross_worker.hpp), for the layers that need one (SyncBatchNorm2d)
+  const CrossWorkerSum* sum_over_workers = nullptr;
 };
 
 /// How the next forward() runs: PyTorch's module.train() / module.eval(), and the randomness of this step.

@@ -13,6 +13,9 @@ namespace sinew::message_tag {
 inline constexpr int kRing = 7301;
 /// Compressed's ring all-gather of the ranks' compressed payloads (dist/compressed.hpp)
 inline constexpr int kCompressedRing = 7331;
+/// RingAllReduce's ring over a SyncBatchNorm2d's statistics, which may run while a gradient bucket's ring is in
+/// flight on kRing (dist/ring_allreduce.hpp, sum_over_workers)
+inline constexpr int kSyncBatchNorm = 7341;
 /// a worker's 4-float header to a server: gradient, done or stop, and the learning rate or its place
 /// (dist/parameter_server.hpp)
 inline constexpr int kPushHeader = 7401;

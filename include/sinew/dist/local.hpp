@@ -56,11 +56,15 @@ struct Local {
   /// Nothing to synchronise: one rank's running statistics are the only ones (the buffer hook of
   /// dist/strategy_spec.hpp).
   void synchronize_buffers(std::span<float>) noexcept {}
+
+  /// The sum over one worker is its own floats: SyncBatchNorm2d computes what BatchNorm2d does (the cross-worker
+  /// sum of dist/strategy_spec.hpp).
+  void sum_over_workers(std::span<float>) noexcept {}
 };
 
 template <>
 struct Local::mode<Sync> {};
 
-static_assert(Strategy<Local> && req::has_buffer_sync<Local>);
+static_assert(Strategy<Local> && req::has_buffer_sync<Local> && req::has_sum_over_workers<Local>);
 
 }  // namespace sinew::dist

@@ -88,6 +88,17 @@ class MpiAllReduce : public detail::allreduce_base<Comm, MpiAllReduce<Comm>> {
     detail::agree_and_broadcast<Comm, O>(this->comm_, params, "dist::MpiAllReduce", options_.configuration, buckets);
   }
 
+  /// Collective, blocking: `data` becomes its sum over the ranks (the cross-worker sum of strategy_spec.hpp, for
+  /// SyncBatchNorm2d), watched as the gradients' all-reduce is. It may come between the buckets' non-blocking
+  /// all-reduces inside backward: MPI requires every rank to start its collectives on a communicator in one
+  /// order, and every rank starts the same buckets before the same layer (the hooks cut them on layer
+  /// boundaries), so each rank's order is the same.
+  void sum_over_workers(std::span<float> data) {
+    if (this->comm_.size() == 1 || data.empty()) return;
+    auto request = this->comm_.iallreduce_sum(data);
+    this->wait_watched([&] { return bool(request.test()); }, "a SyncBatchNorm2d's all-reduce of its statistics");
+  }
+
   /// Collective: params -= optimizer(mean of every rank's grads). grads holds the mean afterwards.
   template <SyncMode M, Optimizer O>
   void update(std::span<float> params, std::span<float> grads, O& optimizer, metrics::PhaseSeconds& phases) {
@@ -127,5 +138,6 @@ class MpiAllReduce : public detail::allreduce_base<Comm, MpiAllReduce<Comm>> {
 
 static_assert(Strategy<MpiAllReduce<comm::example::single_process>>);
 static_assert(req::has_buffer_sync<MpiAllReduce<comm::example::single_process>>);
+static_assert(req::has_sum_over_workers<MpiAllReduce<comm::example::single_process>>);
 
 }  // namespace sinew::dist

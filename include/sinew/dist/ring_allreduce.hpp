@@ -15,6 +15,9 @@
 // BatchNorm's running statistics are averaged over the ranks at every epoch's end by the same ring
 // (synchronize_buffers, the buffer hook of strategy_spec.hpp), so every rank holds the same floats.
 //
+// SyncBatchNorm2d's statistics cross the ranks through sum_over_workers, a ring of their own on their own tag
+// (message_tag::kSyncBatchNorm) and buffers, so it may run inside backward while a bucket's ring is in flight.
+//
 // Determinism: each float of the sum is added in the ring's order, whatever order messages arrive in, so with
 // the same seeds, ranks and threads a Sync run repeats bit for bit, and a run resumed from a checkpoint ends
 // where the run that was not stopped ends (tests/dist/test_resume.cpp).
@@ -35,6 +38,7 @@
 #include "sinew/comm/ring_allreduce.hpp"
 #include "sinew/core/diagnostics.hpp"
 #include "sinew/core/error.hpp"
+#include "sinew/core/message_tags.hpp"
 #include "sinew/dist/detail/allreduce_common.hpp"
 #include "sinew/dist/options.hpp"
 #include "sinew/dist/strategy_spec.hpp"
@@ -98,6 +102,18 @@ class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
     RingOperation<Comm>::reserve(this->comm_, work_, largest, options_.transport);
   }
 
+  /// Collective, blocking: `data` becomes its sum over the ranks, the same floats on every rank (the cross-worker
+  /// sum of strategy_spec.hpp, for SyncBatchNorm2d), watched as the gradients' ring is. Inside backward a
+  /// bucket's ring may be in flight: this one has its own tag and workspace, and sends messages (not the shared
+  /// window, which the buckets' ring holds), so neither receives the other's messages; the bucket's ring goes
+  /// on at the next hook.
+  void sum_over_workers(std::span<float> data) {
+    if (this->comm_.size() == 1 || data.empty()) return;
+    RingOperation<Comm> ring;
+    ring.start(this->comm_, data, statistics_work_, 0, message_tag::kSyncBatchNorm, RingTransport::messages);
+    this->wait_watched([&] { return ring.advance(); }, "a SyncBatchNorm2d's all-reduce of its statistics");
+  }
+
   /// Collective: params -= optimizer(mean of every rank's grads). grads holds the mean afterwards.
   template <SyncMode M, Optimizer O>
   void update(std::span<float> params, std::span<float> grads, O& optimizer, metrics::PhaseSeconds& phases) {
@@ -135,6 +151,7 @@ class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
 
   options options_;
   RingWorkspace<Comm> work_;
+  RingWorkspace<Comm> statistics_work_;  // sum_over_workers's, apart from the buckets'
   RingOperation<Comm> ring_;
   std::deque<std::span<float>> queued_;
   bool running_ = false;  // a bucket's ring started and not yet seen to end
@@ -142,5 +159,6 @@ class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
 
 static_assert(Strategy<RingAllReduce<comm::example::single_process>>);
 static_assert(req::has_buffer_sync<RingAllReduce<comm::example::single_process>>);
+static_assert(req::has_sum_over_workers<RingAllReduce<comm::example::single_process>>);
 
 }  // namespace sinew::dist

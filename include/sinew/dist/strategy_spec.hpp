@@ -68,6 +68,20 @@
 // an epoch equals averaging every step up to rounding, so the statistics need not cross the wire each step.
 // Between two synchronisations (inside an epoch, from the step callback) each rank holds its own statistics.
 //
+// Optional, for networks whose layers take statistics over every worker (SyncBatchNorm2d, layers/batch_norm.hpp;
+// req::has_sum_over_workers):
+//   s.sum_over_workers(data)        collective over the workers, blocking: `data` (a few floats per channel)
+//                                   becomes its element-wise sum over every worker. The trainer hands it to the
+//                                   model, whose SyncBatchNorm2d layers call it once in each training-mode
+//                                   forward and once in each backward, so inside backward, between the overlap
+//                                   hooks: it must not mix with gradient messages in flight (its own tag, or a
+//                                   collective that the ranks call in the same order as the buckets' ones).
+// dist::RingAllReduce sums with its ring on a tag of its own, dist::MpiAllReduce with the communicator's
+// all-reduce (every rank starts the same buckets before the same layer, so MPI sees its collectives in one order),
+// dist::Local returns `data` as it is (one worker: SyncBatchNorm2d is BatchNorm2d). A trainer whose network holds
+// a SyncBatchNorm2d refuses at compile time a strategy without it: dist::ParameterServer has none (its workers
+// never meet in a collective; its servers would have to carry every layer's statistics twice a step).
+//
 // Optional, for a timeline (metrics/timeline.hpp): s.set_timeline(metrics::Timeline*) hands the strategy the
 // trainer's timeline (null: none); it records its communication there (the all-reduce strategies: each bucket's
 // all-reduce, the wait and the update). Without it the timeline holds the trainer's events only.
@@ -164,6 +178,11 @@ concept has_deferred_agreement = requires(S& s, bool ok) {
 template <class S>
 concept has_buffer_sync = requires(S& s, std::span<float> buffers) {
   { s.synchronize_buffers(buffers) };
+};
+/// The cross-worker sum of the contract above (SyncBatchNorm2d's statistics).
+template <class S>
+concept has_sum_over_workers = requires(S& s, std::span<float> data) {
+  { s.sum_over_workers(data) };
 };
 /// The NaN check's agreement that waits (all_agree) of the contract above.
 template <class S>

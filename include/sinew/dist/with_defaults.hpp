@@ -45,6 +45,8 @@ class with_defaults {
     else
       return false;
   }();
+  /// S sums floats over its workers (sum_over_workers), as SyncBatchNorm2d needs.
+  static constexpr bool kSumsOverWorkers = req::has_sum_over_workers<S>;
   /// Workers may take uneven numbers of steps in an epoch under M.
   static constexpr bool kUnevenEpochs = req::has_uneven_epochs<S, M>;
 
@@ -141,6 +143,12 @@ class with_defaults {
   /// The end-of-epoch buffer hook; without it each rank keeps its own statistics.
   void synchronize_buffers(std::span<float> buffers) {
     if constexpr (req::has_buffer_sync<S>) s_.synchronize_buffers(buffers);
+  }
+
+  /// The cross-worker sum (kSumsOverWorkers); without it, one worker's floats are their own sum (the trainer
+  /// refuses a network that needs it from a strategy without it).
+  void sum_over_workers(std::span<float> data) {
+    if constexpr (kSumsOverWorkers) s_.sum_over_workers(data);
   }
 
   /// Hands S the timeline where it records its communication; without the hook, S records nothing.

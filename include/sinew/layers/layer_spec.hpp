@@ -24,6 +24,9 @@
 //                                    shapes, where they lie); absent means "weight" [kWeights], "bias" [kBias].
 //       ::kMacs                      optional: multiply-adds of one sample's forward (metrics/flops.hpp);
 //                                    absent means none worth counting (activations, pooling, normalisation).
+//       ::kSumsOverWorkers           optional: true when the layer's passes call PlainPass::sum_over_workers, a
+//                                    collective (SyncBatchNorm2d); a Trainer then needs a strategy that sums
+//                                    over its workers; absent means false;
 //       ::forward(PlainPass), ::backward(PlainPass), ::workspace(batch)
 //                                    for a kind derived from layer_kind::plain: the layer on plain NCHW floats
 //                                    (PlainPass below), which every backend runs (backend/generic/plain_op.hpp);
@@ -43,6 +46,7 @@
 #include <span>
 #include <string_view>
 
+#include "sinew/core/cross_worker.hpp"
 #include "sinew/core/fixed_string.hpp"
 #include "sinew/core/rng.hpp"
 #include "sinew/core/type_list.hpp"
@@ -84,6 +88,9 @@ struct PlainPass {
   float* diff_bias = nullptr;        ///< backward overwrites the bias's gradient
   float* buffers = nullptr;          ///< kBuffers floats of non-trainable state
   std::span<float> workspace;        ///< workspace(batch) floats, the same in forward and the backward after it
+  /// the sum over every worker of the job (core/cross_worker.hpp), for a layer whose statistics span them
+  /// (SyncBatchNorm2d); nullptr: one worker
+  const CrossWorkerSum* sum_over_workers = nullptr;
 };
 
 namespace req {
@@ -166,6 +173,19 @@ constexpr std::size_t buffers_of() {
     return Applied::kBuffers;
   else
     return 0;
+}
+/// Whether a layer's passes sum over the workers: its ::kSumsOverWorkers, or false.
+template <class Applied>
+constexpr bool sums_over_workers_of() {
+  if constexpr (requires { Applied::kSumsOverWorkers; })
+    return bool(Applied::kSumsOverWorkers);
+  else
+    return false;
+}
+/// Whether any of lowered nodes (a network's, a residual branch's) sums over the workers.
+template <class... Nodes>
+constexpr bool sums_over_workers_of(type_list<Nodes...>) {
+  return (false || ... || sums_over_workers_of<typename Nodes::applied>());
 }
 /// A layer's multiply-adds per sample: its ::kMacs, or 0.
 template <class Applied>
@@ -288,6 +308,8 @@ struct Node {
   static constexpr std::size_t kBufferOffset = BufferOffset;
   /// space its buffers take, padded so the next start aligned
   static constexpr std::size_t kBufferSpan = detail::buffer_span_of<applied, kBuffers>();
+  /// whether its passes sum over the workers (SyncBatchNorm2d, or a Residual holding one)
+  static constexpr bool kSumsOverWorkers = detail::sums_over_workers_of<applied>();
 };
 
 template <class T>

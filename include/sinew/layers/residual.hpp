@@ -120,6 +120,9 @@ struct Residual {
                                             detail::param_count<shortcut_nodes<false>>::buffers;
     /// floats the block takes in the flat buffer array
     static constexpr std::size_t kBufferSpan = shortcut_lowered<false>::kBufferEnd;
+    /// whether a layer of either branch sums over the workers (SyncBatchNorm2d)
+    static constexpr bool kSumsOverWorkers = sinew::detail::sums_over_workers_of(main_nodes<false>{}) ||
+                                             sinew::detail::sums_over_workers_of(shortcut_nodes<false>{});
     /// multiply-adds per sample: both branches' (the sum is not counted, see metrics/flops.hpp)
     static constexpr double kMacs = sinew::detail::macs_of(main_nodes<false>{}) +
                                     sinew::detail::macs_of(shortcut_nodes<false>{});

@@ -112,7 +112,7 @@ class chain<B, type_list<N...>> {
     float* w = base.weights + M::kParamOffset;
     float* dw = base.diff_weights + M::kParamOffset;
     const ParamSlots slots{w, M::kBias ? w + M::kWeights : nullptr, dw, M::kBias ? dw + M::kWeights : nullptr,
-                           M::kBuffers ? base.buffers + M::kBufferOffset : nullptr};
+                           M::kBuffers ? base.buffers + M::kBufferOffset : nullptr, base.sum_over_workers};
     auto& op = std::get<I>(ops_);
     op.template setup<M>(ctx, src_desc, batch, slots, needs_diff_src<I>());
     if constexpr (I + 1 < kOps) setup_at<I + 1>(ctx, op.dst_desc(), batch, base);

@@ -90,6 +90,7 @@ class plain_op {
     p.bias = slots_.bias;
     p.buffers = slots_.buffers;
     p.workspace = workspace_;
+    p.sum_over_workers = slots_.sum_over_workers;
     return p;
   }
 
