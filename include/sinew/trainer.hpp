@@ -250,9 +250,18 @@ class Trainer {
   /// Sets the learning-rate schedule (default: the optimizer's rate throughout).
   void set_schedule(schedule_fn schedule) { schedule_ = std::move(schedule); }
 
-  /// Calls `callback` after every training step with what the step did (an empty function: none). An exception
-  /// it throws leaves train_epoch as one from the loader would (with several ranks, ending the job).
-  void set_step_callback(step_callback callback) { step_callback_ = std::move(callback); }
+  /// Calls `callback` after every training step with what the step did, in place of every callback set or added
+  /// before (an empty function: none). An exception it throws leaves train_epoch as one from the loader would
+  /// (with several ranks, ending the job), and the callbacks after it are not called for that step.
+  void set_step_callback(step_callback callback) {
+    step_callbacks_.clear();
+    add_step_callback(std::move(callback));
+  }
+  /// Calls `callback` after every training step too, after the callbacks set or added before it (a progress
+  /// line and a program's own checkpointing each keep their callback). An empty function adds nothing.
+  void add_step_callback(step_callback callback) {
+    if (callback) step_callbacks_.push_back(std::move(callback));
+  }
 
   /// Collective (with several ranks, servers included): starts recording a timeline of the training steps,
   /// room for `capacity` events reserved now (metrics/timeline.hpp: what is recorded, the clock alignment this
@@ -511,8 +520,10 @@ class Trainer {
         timed_images += images;
       }
       ++step_;
-      if (step_callback_)
-        step_callback_(StepInfo{epoch_, epoch_step, step_, images, loss, phases, epoch_steps});
+      if (!step_callbacks_.empty()) {
+        const StepInfo info{epoch_, epoch_step, step_, images, loss, phases, epoch_steps};
+        for (const step_callback& callback : step_callbacks_) callback(info);
+      }
       ++epoch_step;
     }
     // A parameter server's worker ends the epoch with the servers' final parameters.
@@ -754,7 +765,7 @@ class Trainer {
   strategy_type strategy_;  // S, its optional members defaulted
   float base_lr_;
   schedule_fn schedule_;
-  step_callback step_callback_;
+  std::vector<step_callback> step_callbacks_;  // in the order set and added
   std::unique_ptr<comm::unwinding_guard> guard_;  // with more than one rank (see the file comment)
   std::unique_ptr<metrics::Timeline> timeline_;   // start_trace()'s; null: no trace
   AlignedBuffer<float> images_;

@@ -470,6 +470,7 @@ TEST(directory_lock, the_trainers_of_one_process_share_its_locks) {
   ASSERT_EQ(::waitpid(child.pid, &status, 0), child.pid);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   fs::remove_all(dir);
+}
 
 // A run that accumulated k batches a step (TrainerOptions::accumulate) continues on other ranks only at a
 // step's first batch: the samples the saved workers dealt must be a whole number of the new workers' steps.

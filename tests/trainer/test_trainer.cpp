@@ -10,12 +10,15 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <functional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "sinew/backend/onednn.hpp"
 #include "sinew/data.hpp"
+#include "sinew/metrics/progress.hpp"
 #include "sinew/nets/lenet5.hpp"
 #include "sinew/optim/adam.hpp"
 #include "sinew/trainer.hpp"
@@ -170,6 +173,31 @@ TEST(trainer, trains_a_given_number_of_steps_and_calls_back_after_each) {
   });
   EXPECT_THROW(trainer.train_epoch(train), std::runtime_error);
   EXPECT_EQ(trainer.steps_done(), 11);
+}
+
+// A progress line and a program's own callback side by side: add_step_callback appends, in order; set_step_callback
+// replaces every one; a callback that throws stops the ones after it for that step.
+TEST(trainer, several_step_callbacks_run_in_the_order_added_and_set_replaces_them_all) {
+  auto train = loader_for(corners(64, 1));  // 4 steps per epoch
+  Trainer<SmallNet, backend::OneDnn> trainer({.threads = 1}, {.lr = 0.05f});
+  std::ostringstream log;
+  metrics::Progress progress(log, {.terminal = false, .every_seconds = 0, .epochs = 1});
+  std::vector<std::string> order;
+  trainer.add_step_callback(std::ref(progress));
+  trainer.add_step_callback([&](const StepInfo& s) { order.push_back("first " + std::to_string(s.step)); });
+  trainer.add_step_callback([&](const StepInfo& s) { order.push_back("second " + std::to_string(s.step)); });
+  trainer.add_step_callback({});  // nothing
+  trainer.train_epoch(train, 2);
+  EXPECT_EQ(order, (std::vector<std::string>{"first 0", "second 0", "first 1", "second 1"}));
+  EXPECT_NE(log.str().find("step 2/2"), std::string::npos) << log.str();
+  trainer.set_step_callback([&](const StepInfo&) { order.push_back("only"); });
+  trainer.train_epoch(train, 1);
+  EXPECT_EQ(order.back(), "only");
+  EXPECT_EQ(order.size(), 5u);
+  trainer.set_step_callback([](const StepInfo&) { throw std::runtime_error("stop"); });
+  trainer.add_step_callback([&](const StepInfo&) { order.push_back("after a throw"); });
+  EXPECT_THROW(trainer.train_epoch(train), std::runtime_error);
+  EXPECT_EQ(order.size(), 5u);
 }
 
 // strategy_spec.hpp's way to extend a strategy: derive, define the member, call the base's.
