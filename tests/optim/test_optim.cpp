@@ -115,6 +115,13 @@ TEST(adamw, defaults_to_decoupled_weight_decay_of_one_hundredth) {
   optim::AdamW::options o;
   EXPECT_TRUE(o.decoupled);
   EXPECT_FLOAT_EQ(o.weight_decay, 0.01f);
+  // Designated initializers work as for every other optimizer's options (the guide's table is compiled so).
+  const optim::AdamW::options some{.lr = 3e-4f, .eps = 1e-6f};
+  EXPECT_FLOAT_EQ(some.weight_decay, 0.01f);
+  const optim::AdamW adamw(some, 4);
+  EXPECT_FLOAT_EQ(adamw.hyper_parameters().lr, 3e-4f);
+  EXPECT_FLOAT_EQ(adamw.hyper_parameters().eps, 1e-6f);
+  EXPECT_TRUE(adamw.hyper_parameters().decoupled);
 }
 
 TEST(sgd, rejects_nesterov_without_momentum) {

@@ -102,17 +102,31 @@ class AdamW : public Adam {
  public:
   /// for reports and checkpoints
   static constexpr std::string_view kName = "adamw";
-  /// Adam's options with AdamW's defaults: weight_decay 0.01, decoupled.
-  struct options : Adam::options {
-    options() {
-      weight_decay = 0.01f;
-      decoupled = true;
-    }
-    /// From hyper_parameters() (inherited from Adam), so that a parameter server can build a like optimizer.
-    options(const Adam::options& o) : Adam::options(o) {}  // NOLINT(google-explicit-constructor)
+  /// Adam's options with AdamW's defaults: weight_decay 0.01, decoupled. Its own aggregate rather than one
+  /// derived from Adam::options, since designated initializers ({.lr = 3e-4f}) cannot name a base's members.
+  struct options {
+    /// learning rate
+    float lr = 1e-3f;
+    /// decay of the first moment
+    float beta1 = 0.9f;
+    /// decay of the second moment
+    float beta2 = 0.999f;
+    /// added to the square root of the second moment
+    float eps = 1e-8f;
+    /// the parameters shrink by lr x weight_decay each step (with `decoupled`)
+    float weight_decay = 0.01f;
+    bool decoupled = true;  ///< false: Adam's L2 penalty added to the gradient
+
+    /// As Adam's options.
+    operator Adam::options() const { return {lr, beta1, beta2, eps, weight_decay, decoupled}; }  // NOLINT
   };
   /// For n parameters.
-  AdamW(options o, std::size_t n) : Adam(o, n) {}
+  AdamW(options o, std::size_t n) : Adam(Adam::options(o), n) {}
+  /// Its options, so that a parameter server can build a like optimizer: AdamW(o.hyper_parameters(), n).
+  options hyper_parameters() const noexcept {
+    const Adam::options& o = Adam::hyper_parameters();
+    return {o.lr, o.beta1, o.beta2, o.eps, o.weight_decay, o.decoupled};
+  }
 };
 
 static_assert(Optimizer<Adam> && req::has_state<Adam> && req::has_range_step<Adam>);
