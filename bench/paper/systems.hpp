@@ -14,7 +14,7 @@ namespace sinew::bench::paper {
 /// oneDNN's operators (the cause of its slow backward?), with oneDNN's convolutions and nothing else
 /// (backend::Mix: is it the convolution_backward?), and asynchronous with each worker reading only its share
 /// (the cause of its slow asynchronous LeNet-5?).
-template <Network Net>
+template <NetworkPolicy Net>
 int tensorflow_main(int argc, char** argv, const std::string& target, const std::string& net) {
   return main_of(argc, argv, target, {"preset", "backend=onednn", "backend=mix-conv-onednn", "sharding=disjoint"},
                  {"sync", "async"},
@@ -47,7 +47,7 @@ int tensorflow_main(int argc, char** argv, const std::string& target, const std:
 /// PyTorch (oneDNN, bucketed ring overlapping backward, streaming loader): the preset, the preset with
 /// TensorFlow's caching loader (the cause of TensorFlow's faster loading?), and with a batch norm that is not
 /// oneDNN's (backend::Mix: PyTorch 1.7's CPU batch_norm was its own kernel).
-template <Network Net>
+template <NetworkPolicy Net>
 int pytorch_main(int argc, char** argv, const std::string& target, const std::string& net) {
   return main_of(argc, argv, target, {"preset", "loader=cached", "backend=mix-bn-eigen"}, {"sync"}, [&](const Settings& s) {
     using PT = presets::PyTorch<Net>;
@@ -66,7 +66,7 @@ int pytorch_main(int argc, char** argv, const std::string& target, const std::st
 
 /// MXNet (oneDNN, parameter server with a server beside each worker, streaming loader): PyTorch with one policy
 /// swapped, the strategy, so MXNet against PyTorch is itself the swap that isolates the parameter server.
-template <Network Net>
+template <NetworkPolicy Net>
 int mxnet_main(int argc, char** argv, const std::string& target, const std::string& net) {
   return main_of(argc, argv, target, {"preset"}, {"sync", "async"}, [&](const Settings& s) {
     if (s.mode == "async") {
@@ -79,7 +79,7 @@ int mxnet_main(int argc, char** argv, const std::string& target, const std::stri
 }
 
 /// ChainerMN (oneDNN, one MPI all-reduce after backward, caching loader): the usability paper's fourth system.
-template <Network Net>
+template <NetworkPolicy Net>
 int chainermn_main(int argc, char** argv, const std::string& target, const std::string& net) {
   return main_of(argc, argv, target, {"preset"}, {"sync"}, [&](const Settings& s) {
     using CM = presets::ChainerMN<Net>;
@@ -89,7 +89,7 @@ int chainermn_main(int argc, char** argv, const std::string& target, const std::
 
 /// CNTK (oneDNN, MPI all-reduce with 1-bit SGD, caching loader): the preset, and the usability paper's CNTK
 /// without 1-bit SGD (the swap that isolates the compression; it is ChainerMN's configuration).
-template <Network Net>
+template <NetworkPolicy Net>
 int cntk_main(int argc, char** argv, const std::string& target, const std::string& net) {
   return main_of(argc, argv, target, {"preset", "one_bit=off"}, {"sync"}, [&](const Settings& s) {
     using CN = presets::CNTK<Net>;

@@ -48,7 +48,7 @@ struct ModelOptions {
 };
 
 /// Profile: metrics::NoProfile (default, free) or metrics::OperatorProfile (see metrics/profile.hpp).
-template <Network Net, Backend B, class Profile = metrics::NoProfile>
+template <NetworkPolicy Net, BackendPolicy B, class Profile = metrics::NoProfile>
 class Model {
  public:
   /// The policies and shapes it was built from.

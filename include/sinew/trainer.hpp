@@ -157,8 +157,8 @@ struct EvalStats {
 /// Net, B, S, M, O, L: the policies (see the *_spec.hpp of each). Profile: metrics::NoProfile (free) or
 /// metrics::OperatorProfile for per-operator times (model().profile()), with the optimizer step as the
 /// kind weights_update (the strategy's update phase).
-template <Network Net, Backend B, Strategy S = dist::Local, SyncMode M = Sync, Optimizer O = optim::Sgd,
-          data::Loader L = data::CachedLoader, class Profile = metrics::NoProfile>
+template <NetworkPolicy Net, BackendPolicy B, StrategyPolicy S = dist::Local, SyncModePolicy M = Sync, OptimizerPolicy O = optim::Sgd,
+          data::LoaderPolicy L = data::CachedLoader, class Profile = metrics::NoProfile>
 class Trainer {
   // A strategy that cannot run mode M stops the build here with its own sentence.
   static_assert(sizeof(typename S::template mode<M>) > 0);

@@ -33,7 +33,7 @@ using EigenNormAndDense = Mix<OneDnn, Use<BatchNorm2d, Eigen>, Use<layer_kind::d
 /// The TensorFlow question: Eigen with oneDNN's convolutions and nothing else.
 using OneDnnConvolutions = Mix<Eigen, Use<layer_kind::conv2d, OneDnn>>;
 
-static_assert(Backend<EigenNormAndDense> && Backend<OneDnnConvolutions>);
+static_assert(BackendPolicy<EigenNormAndDense> && BackendPolicy<OneDnnConvolutions>);
 static_assert(EigenNormAndDense::kName == "onednn+eigen" && OneDnnConvolutions::kName == "eigen+onednn");
 // Through the one table: a kind no Use names gets exactly the base's op; a Use's kind gets that backend's op.
 using ConvNode = Node<Conv2d<4, 3>, Shape<2, 8, 8>, NoActivation, 0, 0>;

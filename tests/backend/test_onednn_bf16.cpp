@@ -58,7 +58,7 @@ static_assert(std::is_same_v<OneDnnBf16::op<ReluNode>, backend::onednn::activati
 static_assert(std::is_same_v<OneDnnBf16::op<TanhNode>, backend::onednn::f32_input<backend::onednn::activation_op>>);
 static_assert(std::is_same_v<OneDnnBf16::op<PoolNode>, backend::onednn::f32_input<OneDnn::op<PoolNode>>>);
 // A backend like any other: a Mix's base, with Eigen's batch norm.
-static_assert(Backend<backend::Mix<OneDnnBf16, backend::Use<BatchNorm2d, backend::Eigen>>>);
+static_assert(BackendPolicy<backend::Mix<OneDnnBf16, backend::Use<BatchNorm2d, backend::Eigen>>>);
 
 #define SKIP_WITHOUT_BF16()                                                                                    \
   if (!backend::onednn::has_bf16_kernels())                                                                   \

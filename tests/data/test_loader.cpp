@@ -26,9 +26,9 @@ using sinew::data::LoaderOptions;
 using sinew::data::ByteLoader;
 using namespace sinew::test;
 
-static_assert(sinew::data::Loader<sinew::data::example_loader>);
-static_assert(sinew::data::Loader<CachedLoader>);
-static_assert(sinew::data::Loader<ByteLoader>);
+static_assert(sinew::data::LoaderPolicy<sinew::data::example_loader>);
+static_assert(sinew::data::LoaderPolicy<CachedLoader>);
+static_assert(sinew::data::LoaderPolicy<ByteLoader>);
 
 struct no_next {
   int channels() const { return 1; }
@@ -40,7 +40,7 @@ struct no_next {
   void start_epoch(int) {}
 };
 static_assert(sinew::data::req::has_image_shape<no_next> && !sinew::data::req::has_next<no_next>);
-static_assert(!sinew::data::Loader<no_next>);
+static_assert(!sinew::data::LoaderPolicy<no_next>);
 
 // n images of c x h x w; sample i is labelled i (so labels name samples) and byte k of it is (7i + k) % 256.
 Dataset indexed_dataset(int n, int c = 1, int h = 2, int w = 3) {

@@ -34,8 +34,8 @@ using sinew::data::StreamingOptions;
 using namespace sinew::test;
 using Bytes = std::vector<std::uint8_t>;
 
-static_assert(sinew::data::Loader<StreamingLoader<CifarRecords>>);
-static_assert(sinew::data::Loader<StreamingLoader<IdxRecords>>);
+static_assert(sinew::data::LoaderPolicy<StreamingLoader<CifarRecords>>);
+static_assert(sinew::data::LoaderPolicy<StreamingLoader<IdxRecords>>);
 static_assert(sinew::data::RecordSource<sinew::data::example_record_source>);
 
 // `count` random CIFAR records with `label_bytes` label bytes each, labels below the given class counts.

@@ -13,14 +13,18 @@
 #include <functional>
 #include <sstream>
 #include <stdexcept>
+#include <type_traits>
 #include <string>
 #include <vector>
 
 #include "sinew/backend/onednn.hpp"
 #include "sinew/data.hpp"
+#include "sinew/comm/mpi.hpp"
+#include "sinew/compress/fp16.hpp"
 #include "sinew/metrics/progress.hpp"
 #include "sinew/nets/lenet5.hpp"
 #include "sinew/optim/adam.hpp"
+#include "sinew/optim/schedule.hpp"
 #include "sinew/trainer.hpp"
 
 namespace {
@@ -384,3 +388,22 @@ TEST(trainer, accumulate_saved_mid_epoch_resumes_exactly_and_another_accumulate_
 }
 
 }  // namespace
+
+// The names a configuration gives its policies (README, the guide) beside `using namespace sinew;` at global scope,
+// where a concept of the same name would make each use ambiguous: the concepts are BackendPolicy, StrategyPolicy,
+// ... (issue 36's newcomer met "template argument 2 is invalid" for `using Backend = backend::OneDnn;`).
+using namespace sinew;
+using Network = SmallNet;
+using Backend = backend::OneDnn;
+using Strategy = dist::Local;
+using SyncMode = Sync;
+using Optimizer = optim::Sgd;
+using Loader = data::CachedLoader;
+using Compressor = compress::Fp16;
+using Communicator = comm::Mpi;
+using Schedule = optim::WarmupCosine;
+using Activation = ReLU;
+static_assert(std::is_same_v<Trainer<Network, Backend, Strategy, SyncMode, Optimizer, Loader>::backend, Backend>);
+static_assert(BackendPolicy<Backend> && StrategyPolicy<Strategy> && SyncModePolicy<SyncMode> &&
+              OptimizerPolicy<Optimizer> && NetworkPolicy<Network> && data::LoaderPolicy<Loader> &&
+              CompressorPolicy<Compressor> && CommunicatorPolicy<Communicator> && ActivationPolicy<Activation>);

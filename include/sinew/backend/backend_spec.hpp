@@ -132,6 +132,6 @@ concept has_core_ops = has_op<B, backend::example::conv_node> && has_op<B, backe
 
 /// A backend policy: computes every layer of sinew's core set.
 template <class B>
-concept Backend = req::has_backend_traits<B> && req::has_context<B> && req::has_tensors<B> && req::has_core_ops<B>;
+concept BackendPolicy = req::has_backend_traits<B> && req::has_context<B> && req::has_tensors<B> && req::has_core_ops<B>;
 
 }  // namespace sinew

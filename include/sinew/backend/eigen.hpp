@@ -55,6 +55,6 @@ struct Eigen {
   /// @}
 };
 
-static_assert(Backend<Eigen>);
+static_assert(BackendPolicy<Eigen>);
 
 }  // namespace sinew::backend

@@ -43,6 +43,6 @@ struct OneDnn {
   /// @}
 };
 
-static_assert(Backend<OneDnn>);
+static_assert(BackendPolicy<OneDnn>);
 
 }  // namespace sinew::backend

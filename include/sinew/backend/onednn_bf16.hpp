@@ -236,6 +236,6 @@ struct op_for<layer_kind::residual, OneDnnBf16> {
   using type_for = generic::residual_op<OneDnnBf16, N>;
 };
 
-static_assert(Backend<OneDnnBf16>);
+static_assert(BackendPolicy<OneDnnBf16>);
 
 }  // namespace sinew::backend

@@ -51,7 +51,7 @@ inline std::string show(const Fact& fact, std::uint64_t value) {
 /// starts the message ("dist::RingAllReduce"). Every rank must pass as many facts, in the same order; a rank
 /// with `counted` false takes part in the collective but its facts are not compared (a parameter server's
 /// batch size, which it never uses).
-template <Communicator C>
+template <CommunicatorPolicy C>
 void require_agreement(C& comm, std::span<const Fact> facts, std::string_view who, bool counted = true) {
   // Each rank's slot: its facts, then one piece saying whether it counts.
   const std::size_t ranks = std::size_t(comm.size()), per_rank = facts.size() * detail::kPiecesPerValue + 1;

@@ -109,7 +109,7 @@ concept has_host_share = requires(const C& c) {
 
 /// A communicator policy (the template parameter of dist::RingAllReduce, dist::MpiAllReduce ...).
 template <class C>
-concept Communicator = req::has_comm_topology<C> && req::has_blocking_point_to_point<C> &&
+concept CommunicatorPolicy = req::has_comm_topology<C> && req::has_blocking_point_to_point<C> &&
                        req::has_nonblocking_point_to_point<C> && req::has_allreduce_sum<C> &&
                        req::has_broadcast<C> && req::has_barrier_and_abort<C>;
 
@@ -135,7 +135,7 @@ struct single_process {
   int iprobe_any(int) { return -1; }
   [[noreturn]] void abort(int, std::string_view) { std::abort(); }
 };
-static_assert(Communicator<single_process> && req::has_probe_any<single_process>);
+static_assert(CommunicatorPolicy<single_process> && req::has_probe_any<single_process>);
 }  // namespace comm::example
 
 }  // namespace sinew

@@ -473,6 +473,6 @@ class Mpi {
   std::shared_ptr<unwinding_guard> guard_;  // shared by the copies: the last one destroyed decides
 };
 
-static_assert(Communicator<Mpi> && req::has_probe_any<Mpi> && req::has_hosts<Mpi> && req::has_shared_window<Mpi>);
+static_assert(CommunicatorPolicy<Mpi> && req::has_probe_any<Mpi> && req::has_hosts<Mpi> && req::has_shared_window<Mpi>);
 
 }  // namespace sinew::comm

@@ -60,7 +60,7 @@ inline constexpr std::size_t kRingChunkNetworkFloats = std::size_t(1) << 13;
 inline constexpr std::size_t kRingChunkAuto = ~std::size_t(0);
 
 /// The chunk size a ring over `comm` uses when asked for `requested` floats (kRingChunkAuto: by the hosts).
-template <Communicator C>
+template <CommunicatorPolicy C>
 std::size_t ring_chunk_floats(const C& comm, std::size_t requested) {
   if (requested != kRingChunkAuto) return requested;
   if constexpr (req::has_hosts<C>)
@@ -96,7 +96,7 @@ struct ring_window<C> {
 
 /// The buffers one ring all-reduce needs; keep one to reuse them across calls. Every rank must use its
 /// workspaces in the same order: the shared window is allocated (collectively) on first use and reused.
-template <Communicator C>
+template <CommunicatorPolicy C>
 struct RingWorkspace {
   /// the communicator's pending request
   using request = decltype(std::declval<C&>().isend(std::span<const float>{}, 0, 0));
@@ -140,7 +140,7 @@ inline constexpr std::size_t kWindowHeader = 4 * kFlagBytes;
 /// arrived and returns whether the sum is complete, never blocking, so that a strategy can drive the ring from
 /// between backward's layers (Open MPI moves messages only inside MPI calls, without a progress thread). Ranks
 /// may run several in a row on one tag: each rank posts its receives in the order its left neighbour sends.
-template <Communicator C>
+template <CommunicatorPolicy C>
 class RingOperation {
  public:
   RingOperation() = default;
@@ -454,7 +454,7 @@ class RingOperation {
 /// `chunk_floats` (0: one chunk per segment; kRingChunkAuto: by the hosts, see ring_chunk_floats).
 /// `transport` picks messages or the shared window (automatic: the window when every rank is on one host);
 /// the chunk size matters to messages only.
-template <Communicator C>
+template <CommunicatorPolicy C>
 void ring_allreduce_sum(C& comm, std::span<float> data, RingWorkspace<C>& work,
                         std::size_t chunk_floats = kRingChunkAuto,
                         RingTransport transport = RingTransport::automatic) {
@@ -464,7 +464,7 @@ void ring_allreduce_sum(C& comm, std::span<float> data, RingWorkspace<C>& work,
 }
 
 /// The same, with buffers allocated for this call.
-template <Communicator C>
+template <CommunicatorPolicy C>
 void ring_allreduce_sum(C& comm, std::span<float> data, std::size_t chunk_floats = kRingChunkAuto,
                         RingTransport transport = RingTransport::automatic) {
   RingWorkspace<C> work;

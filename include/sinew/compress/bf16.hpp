@@ -35,6 +35,6 @@ struct bf16_codec {
 
 /// bfloat16 gradients: 16 bits a value, no error feedback (see the top of compress/bf16.hpp).
 struct Bf16 : detail::cast_compressor<detail::bf16_codec> {};
-static_assert(Compressor<Bf16>);
+static_assert(CompressorPolicy<Bf16>);
 
 }  // namespace sinew::compress

@@ -89,7 +89,7 @@ concept has_compressor_state = requires(C& c) {
 
 /// A gradient compressor policy (dist::Compressed's second argument).
 template <class C>
-concept Compressor = std::default_initializable<C> && req::has_compressor_name<C> && req::has_compressor_plan<C> &&
+concept CompressorPolicy = std::default_initializable<C> && req::has_compressor_name<C> && req::has_compressor_plan<C> &&
                      req::has_compressor_reduce<C>;
 
 namespace compress::example {
@@ -124,7 +124,7 @@ struct identity {
 
   std::span<const dist::ParamTensor> tensors;  ///< plan()'s tensors
 };
-static_assert(Compressor<identity>);
+static_assert(CompressorPolicy<identity>);
 }  // namespace compress::example
 
 }  // namespace sinew

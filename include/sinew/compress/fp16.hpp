@@ -58,6 +58,6 @@ struct fp16_codec {
 
 /// Half-precision gradients: 16 bits a value, no error feedback (see the top of compress/fp16.hpp).
 struct Fp16 : detail::cast_compressor<detail::fp16_codec> {};
-static_assert(Compressor<Fp16>);
+static_assert(CompressorPolicy<Fp16>);
 
 }  // namespace sinew::compress

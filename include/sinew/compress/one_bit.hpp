@@ -128,6 +128,6 @@ class OneBit {
   std::vector<float> residual_;
   std::vector<std::uint32_t> mine_, all_;
 };
-static_assert(Compressor<OneBit>);
+static_assert(CompressorPolicy<OneBit>);
 
 }  // namespace sinew::compress

@@ -191,6 +191,6 @@ class PowerSgd {
   std::vector<float> residual_, p_, q_;
   std::vector<std::uint32_t> first_, second_, all_;
 };
-static_assert(Compressor<PowerSgd<1>>);
+static_assert(CompressorPolicy<PowerSgd<1>>);
 
 }  // namespace sinew::compress

@@ -25,11 +25,11 @@ namespace sinew::data {
 class AnyLoader {
  public:
   /// Takes ownership of `loader`; `name` ("cached", "streaming, 2 workers") is what reports call it.
-  template <Loader L>
+  template <LoaderPolicy L>
   AnyLoader(std::unique_ptr<L> loader, std::string name) : self_(new model<L>(std::move(loader))), name_(std::move(name)) {}
 
   /// Builds an L from `args` in place.
-  template <Loader L, class... Args>
+  template <LoaderPolicy L, class... Args>
   static AnyLoader make(std::string name, Args&&... args) {
     return AnyLoader(std::make_unique<L>(std::forward<Args>(args)...), std::move(name));
   }
@@ -105,6 +105,6 @@ class AnyLoader {
   std::string name_;
 };
 
-static_assert(Loader<AnyLoader>);
+static_assert(LoaderPolicy<AnyLoader>);
 
 }  // namespace sinew::data

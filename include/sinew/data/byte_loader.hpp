@@ -180,6 +180,6 @@ class ByteLoader {
   std::thread worker_;                     // last: started once everything above exists
 };
 
-static_assert(Loader<ByteLoader>);
+static_assert(LoaderPolicy<ByteLoader>);
 
 }  // namespace sinew::data

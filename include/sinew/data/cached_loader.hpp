@@ -79,6 +79,6 @@ class CachedLoader {
   int epoch_ = 0;                   // of order_, for the augmentation's draws
 };
 
-static_assert(Loader<CachedLoader>);
+static_assert(LoaderPolicy<CachedLoader>);
 
 }  // namespace sinew::data

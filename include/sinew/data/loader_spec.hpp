@@ -75,7 +75,7 @@ concept has_next = requires(L& loader, std::span<float> images, std::span<std::i
 
 /// A source of labelled image batches for the trainer; see the contract above.
 template <class L>
-concept Loader = req::has_image_shape<L> && req::has_size<L> && req::has_batch_size<L> &&
+concept LoaderPolicy = req::has_image_shape<L> && req::has_size<L> && req::has_batch_size<L> &&
                  req::has_batches_per_epoch<L> && req::has_start_epoch<L> && req::has_next<L>;
 
 /// The smallest Loader: `count` 1x1 images, in batches of two, whose pixel and label are the sample's
@@ -107,6 +107,6 @@ class example_loader {
   std::size_t next_sample_ = 0;
 };
 
-static_assert(Loader<example_loader>);
+static_assert(LoaderPolicy<example_loader>);
 
 }  // namespace sinew::data

@@ -80,7 +80,7 @@ inline constexpr auto joined_name = [] {
 
 /// S: the all-reduce strategy wrapped (dist::RingAllReduce<Comm> or dist::MpiAllReduce<Comm>, with its options);
 /// C: the compressor (compress::Fp16, Bf16, OneBit, PowerSgd<Rank>).
-template <Strategy S, Compressor C>
+template <StrategyPolicy S, CompressorPolicy C>
 class Compressed : public S {
   static_assert(detail::is_allreduce_strategy_v<S>,
                 "dist::Compressed<Strategy, Compressor> wraps an all-reduce strategy (dist::RingAllReduce or "
@@ -145,7 +145,7 @@ class Compressed : public S {
 
   /// Collective: S's start (agreement on the configuration, rank 0's parameters everywhere), then the
   /// compressor's plan, which every rank must share (the same compressor and tensors: else comm_error).
-  template <SyncMode M, Optimizer O>
+  template <SyncModePolicy M, OptimizerPolicy O>
   void start(std::span<float> params, O& optimizer) {
     static_assert(sizeof(mode<M>) > 0);
     S::template start<M>(params, optimizer);
@@ -169,7 +169,7 @@ class Compressed : public S {
 
   /// Collective: params -= optimizer(mean of every rank's decoded gradient); grads holds that mean. After
   /// agree_during_update(false) on some rank, nothing is applied and agreed() is false.
-  template <SyncMode M, Optimizer O>
+  template <SyncModePolicy M, OptimizerPolicy O>
   void update(std::span<float> params, std::span<float> grads, O& optimizer, metrics::PhaseSeconds& phases) {
     static_assert(sizeof(mode<M>) > 0);
     metrics::Stopwatch watch;

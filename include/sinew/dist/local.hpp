@@ -41,11 +41,11 @@ struct Local {
   int worker_index() const noexcept { return 0; }
   /// @}
 
-  template <SyncMode M, class O>
+  template <SyncModePolicy M, class O>
   /// Nothing to start (Strategy contract).
   void start(std::span<float>, O&) {}
 
-  template <SyncMode M, Optimizer O>
+  template <SyncModePolicy M, OptimizerPolicy O>
   /// Applies the optimizer to the local gradients, timed as the update phase (Strategy contract).
   void update(std::span<float> params, std::span<float> grads, O& optimizer, metrics::PhaseSeconds& phases) {
     metrics::Stopwatch watch;
@@ -65,6 +65,6 @@ struct Local {
 template <>
 struct Local::mode<Sync> {};
 
-static_assert(Strategy<Local> && req::has_buffer_sync<Local> && req::has_sum_over_workers<Local>);
+static_assert(StrategyPolicy<Local> && req::has_buffer_sync<Local> && req::has_sum_over_workers<Local>);
 
 }  // namespace sinew::dist

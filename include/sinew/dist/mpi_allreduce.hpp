@@ -43,7 +43,7 @@
 namespace sinew::dist {
 
 /// Comm: the communicator whose allreduce_sum combines the gradients (comm::Mpi).
-template <Communicator Comm>
+template <CommunicatorPolicy Comm>
 class MpiAllReduce : public detail::allreduce_base<Comm, MpiAllReduce<Comm>> {
   using base = detail::allreduce_base<Comm, MpiAllReduce<Comm>>;
   friend base;
@@ -81,7 +81,7 @@ class MpiAllReduce : public detail::allreduce_base<Comm, MpiAllReduce<Comm>> {
 
   /// Collective: checks that every rank runs the same configuration (else comm_error naming the first rank
   /// that differs), then gives every rank rank 0's parameters.
-  template <SyncMode M, Optimizer O>
+  template <SyncModePolicy M, OptimizerPolicy O>
   void start(std::span<float> params, O&) {
     static_assert(sizeof(mode<M>) > 0);
     const std::vector<comm::Fact> buckets = this->bucket_facts(params.size());
@@ -100,7 +100,7 @@ class MpiAllReduce : public detail::allreduce_base<Comm, MpiAllReduce<Comm>> {
   }
 
   /// Collective: params -= optimizer(mean of every rank's grads). grads holds the mean afterwards.
-  template <SyncMode M, Optimizer O>
+  template <SyncModePolicy M, OptimizerPolicy O>
   void update(std::span<float> params, std::span<float> grads, O& optimizer, metrics::PhaseSeconds& phases) {
     static_assert(sizeof(mode<M>) > 0);
     this->average_and_step(params, grads, optimizer, phases);
@@ -136,7 +136,7 @@ class MpiAllReduce : public detail::allreduce_base<Comm, MpiAllReduce<Comm>> {
   std::size_t done_ = 0;
 };
 
-static_assert(Strategy<MpiAllReduce<comm::example::single_process>>);
+static_assert(StrategyPolicy<MpiAllReduce<comm::example::single_process>>);
 static_assert(req::has_buffer_sync<MpiAllReduce<comm::example::single_process>>);
 static_assert(req::has_sum_over_workers<MpiAllReduce<comm::example::single_process>>);
 

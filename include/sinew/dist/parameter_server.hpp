@@ -164,7 +164,7 @@ struct JobCounters {
 
 /// Comm: the communicator (comm::Mpi); it must offer probe_any. Servers: how many of the ranks, the last ones,
 /// hold parameter shards and run the optimizer.
-template <Communicator Comm, int Servers = 1>
+template <CommunicatorPolicy Comm, int Servers = 1>
 class ParameterServer {
   static_assert(Servers >= 1,
                 "dist::ParameterServer<Comm, Servers> needs at least one server (Servers >= 1); to average "
@@ -309,7 +309,7 @@ class ParameterServer {
   /// Collective over every rank, servers included: checks that every rank runs the same configuration (else
   /// comm_error naming the first rank that differs), then gives every rank rank 0's parameters; servers build
   /// their shard's optimizer.
-  template <SyncMode M, Optimizer O>
+  template <SyncModePolicy M, OptimizerPolicy O>
   void start(std::span<float> params, O& optimizer) {
     const comm::Fact facts[] = {{"number of servers", std::uint64_t(Servers)},
                                 {"sync mode", comm::fingerprint(M::kName), true},
@@ -342,7 +342,7 @@ class ParameterServer {
 
   /// On a worker: pushes each gradient shard to its server and pulls the shard's parameters back into params.
   /// Throws training_error when a server says another worker stopped.
-  template <SyncMode M, Optimizer O>
+  template <SyncModePolicy M, OptimizerPolicy O>
   void update(std::span<float> params, std::span<float> grads, O& optimizer, metrics::PhaseSeconds& phases) {
     const detail::ps_header push = {float(detail::ps_kind::gradient), optimizer.learning_rate(), 0, 0};
     exchange(params, push, grads, phases);
@@ -351,7 +351,7 @@ class ParameterServer {
 
   /// On a worker, after its last step of an epoch: tells the servers and receives every shard's final
   /// parameters, the same on every worker.
-  template <SyncMode M>
+  template <SyncModePolicy M>
   void finish_epoch(std::span<float> params, metrics::PhaseSeconds& phases) {
     const detail::ps_header done = {float(detail::ps_kind::done), 0, 0, 0};
     // With uneven epochs the servers answer done only once the worker with the most steps is done too, which
@@ -376,7 +376,7 @@ class ParameterServer {
 
   /// On a server: serves one epoch, until every worker has sent done; returns the optimizer steps taken. Throws
   /// training_error once every worker has been told to stop, if one stopped.
-  template <SyncMode M>
+  template <SyncModePolicy M>
   std::size_t serve(std::span<float> params, metrics::PhaseSeconds& phases) {
     require_usable();
     const std::span<float> mine = slice(params, server_index());
@@ -712,7 +712,7 @@ class ParameterServer {
   double update_time_ = 0;
 };
 
-static_assert(Strategy<ParameterServer<comm::example::single_process, 1>>);
+static_assert(StrategyPolicy<ParameterServer<comm::example::single_process, 1>>);
 static_assert(req::has_buffer_sync<ParameterServer<comm::example::single_process, 1>>);
 
 }  // namespace sinew::dist

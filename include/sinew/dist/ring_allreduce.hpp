@@ -49,7 +49,7 @@
 namespace sinew::dist {
 
 /// Comm: the communicator whose point-to-point messages carry the ring (comm::Mpi).
-template <Communicator Comm>
+template <CommunicatorPolicy Comm>
 class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
   using base = detail::allreduce_base<Comm, RingAllReduce<Comm>>;
   friend base;
@@ -88,7 +88,7 @@ class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
 
   /// Collective: checks that every rank runs the same configuration (else comm_error naming the first rank
   /// that differs), then gives every rank rank 0's parameters.
-  template <SyncMode M, Optimizer O>
+  template <SyncModePolicy M, OptimizerPolicy O>
   void start(std::span<float> params, O&) {
     static_assert(sizeof(mode<M>) > 0);
     std::vector<comm::Fact> facts = {{"ring chunk size", ring_chunk_floats(this->comm_, options_.chunk_floats)},
@@ -115,7 +115,7 @@ class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
   }
 
   /// Collective: params -= optimizer(mean of every rank's grads). grads holds the mean afterwards.
-  template <SyncMode M, Optimizer O>
+  template <SyncModePolicy M, OptimizerPolicy O>
   void update(std::span<float> params, std::span<float> grads, O& optimizer, metrics::PhaseSeconds& phases) {
     static_assert(sizeof(mode<M>) > 0);
     this->average_and_step(params, grads, optimizer, phases);
@@ -157,7 +157,7 @@ class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
   bool running_ = false;  // a bucket's ring started and not yet seen to end
 };
 
-static_assert(Strategy<RingAllReduce<comm::example::single_process>>);
+static_assert(StrategyPolicy<RingAllReduce<comm::example::single_process>>);
 static_assert(req::has_buffer_sync<RingAllReduce<comm::example::single_process>>);
 static_assert(req::has_sum_over_workers<RingAllReduce<comm::example::single_process>>);
 

@@ -227,7 +227,7 @@ concept has_uneven_epochs = requires { requires bool(S::template mode<M>::kUneve
 
 /// A distribution strategy policy (the Trainer's third slot).
 template <class S>
-concept Strategy = req::has_strategy_name<S> && req::has_topology<S> && req::has_sync_update<S>;
+concept StrategyPolicy = req::has_strategy_name<S> && req::has_topology<S> && req::has_sync_update<S>;
 
 namespace dist::example {
 /// The smallest strategy: one process, the required members only; update() applies the local gradient.
@@ -241,16 +241,16 @@ struct one_process {
   bool is_worker() const { return true; }
   int workers() const { return 1; }
   int worker_index() const { return 0; }
-  template <SyncMode M, class O>
+  template <SyncModePolicy M, class O>
   void start(std::span<float>, O&) {}
-  template <SyncMode M, class O>
+  template <SyncModePolicy M, class O>
   void update(std::span<float> params, std::span<float> grads, O& optimizer, metrics::PhaseSeconds&) {
     optimizer.step(params, grads);
   }
 };
 template <>
 struct one_process::mode<Sync> {};
-static_assert(Strategy<one_process>);
+static_assert(StrategyPolicy<one_process>);
 
 /// One process that watches backward through the overlap hooks (a real strategy would send each finished
 /// range of gradients there).
@@ -264,20 +264,20 @@ struct counting_hooks : one_process {
   int layers = 0, ready = 0;  ///< layers with parameters; layers whose gradients were final in the last backward
   std::size_t lowest = std::size_t(-1);  ///< the smallest `first` reported in the last backward
 };
-static_assert(Strategy<counting_hooks> && req::has_overlap_hooks<counting_hooks>);
+static_assert(StrategyPolicy<counting_hooks> && req::has_overlap_hooks<counting_hooks>);
 
 /// A strategy extended as described above: S, counting the updates it made.
-template <Strategy S>
+template <StrategyPolicy S>
 struct counting_updates : S {
   using S::S;
-  template <SyncMode M, class O>
+  template <SyncModePolicy M, class O>
   void update(std::span<float> params, std::span<float> grads, O& optimizer, metrics::PhaseSeconds& phases) {
     S::template update<M>(params, grads, optimizer, phases);
     ++updates;
   }
   std::size_t updates = 0;
 };
-static_assert(Strategy<counting_updates<counting_hooks>>);
+static_assert(StrategyPolicy<counting_updates<counting_hooks>>);
 }  // namespace dist::example
 
 }  // namespace sinew

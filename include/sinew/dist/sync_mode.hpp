@@ -33,6 +33,6 @@ inline constexpr bool is_sync_mode_v<BoundedStaleness<K>> = true;
 
 /// Sync, Async or BoundedStaleness<K>.
 template <class T>
-concept SyncMode = is_sync_mode_v<T>;
+concept SyncModePolicy = is_sync_mode_v<T>;
 
 }  // namespace sinew

@@ -27,7 +27,7 @@
 namespace sinew::dist {
 
 /// S, for sync mode M, with the optional members of the strategy contract defaulted.
-template <Strategy S, SyncMode M>
+template <StrategyPolicy S, SyncModePolicy M>
 class with_defaults {
  public:
   /// S has the overlap hooks: backward reports each layer's gradients as they are final.

@@ -69,6 +69,6 @@ using activations = type_list<ReLU, Tanh, Sigmoid, LeakyReLU>;
 
 /// Satisfied by the activations (their kind is layer_kind::activation).
 template <class T>
-concept Activation = is_activation_v<T>;
+concept ActivationPolicy = is_activation_v<T>;
 
 }  // namespace sinew

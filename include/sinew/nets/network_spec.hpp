@@ -40,11 +40,11 @@ concept has_network_param_counts = requires {
 
 /// A network type that a Model can instantiate on a backend.
 template <class N>
-concept Network = req::has_shapes<N> && req::has_nodes<N> && req::has_network_param_counts<N>;
+concept NetworkPolicy = req::has_shapes<N> && req::has_nodes<N> && req::has_network_param_counts<N>;
 
 namespace example {
 using tiny_network = Sequential<Input<1, 4, 4>, Flatten, Dense<3>>;
-static_assert(Network<tiny_network>);
+static_assert(NetworkPolicy<tiny_network>);
 static_assert(tiny_network::kParams == 16 * 3 + 3);
 }  // namespace example
 

@@ -129,7 +129,7 @@ class AdamW : public Adam {
   }
 };
 
-static_assert(Optimizer<Adam> && req::has_state<Adam> && req::has_range_step<Adam>);
-static_assert(Optimizer<AdamW>);
+static_assert(OptimizerPolicy<Adam> && req::has_state<Adam> && req::has_range_step<Adam>);
+static_assert(OptimizerPolicy<AdamW>);
 
 }  // namespace sinew::optim

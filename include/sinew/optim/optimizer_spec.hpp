@@ -75,7 +75,7 @@ concept has_range_step = requires(O& o, std::span<float> p, std::span<const floa
 
 /// An optimizer policy.
 template <class O>
-concept Optimizer = req::has_options<O> && req::has_step<O> && req::has_learning_rate<O>;
+concept OptimizerPolicy = req::has_options<O> && req::has_step<O> && req::has_learning_rate<O>;
 
 namespace optim::example {
 /// The smallest optimizer: plain gradient descent.
@@ -96,7 +96,7 @@ struct descent {
   void set_steps(std::int64_t) {}
   float lr_;
 };
-static_assert(Optimizer<descent> && req::has_state<descent>);
+static_assert(OptimizerPolicy<descent> && req::has_state<descent>);
 }  // namespace optim::example
 
 }  // namespace sinew

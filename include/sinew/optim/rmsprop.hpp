@@ -91,6 +91,6 @@ class RmsProp {
   std::int64_t steps_ = 0;
 };
 
-static_assert(Optimizer<RmsProp> && req::has_state<RmsProp> && req::has_range_step<RmsProp>);
+static_assert(OptimizerPolicy<RmsProp> && req::has_state<RmsProp> && req::has_range_step<RmsProp>);
 
 }  // namespace sinew::optim

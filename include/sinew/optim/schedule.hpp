@@ -11,7 +11,7 @@
 namespace sinew::optim {
 
 template <class S>
-concept Schedule = requires(const S& s, float lr, std::int64_t step) {
+concept SchedulePolicy = requires(const S& s, float lr, std::int64_t step) {
   { s(lr, step) } -> std::convertible_to<float>;
 };
 
@@ -49,7 +49,7 @@ struct WarmupCosine {
   }
 };
 
-static_assert(Schedule<Constant> && Schedule<StepDecay> && Schedule<WarmupCosine>);
+static_assert(SchedulePolicy<Constant> && SchedulePolicy<StepDecay> && SchedulePolicy<WarmupCosine>);
 
 }  // namespace sinew::optim
 

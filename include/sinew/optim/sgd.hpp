@@ -91,6 +91,6 @@ class Sgd {
   std::int64_t steps_ = 0;
 };
 
-static_assert(Optimizer<Sgd> && req::has_state<Sgd> && req::has_range_step<Sgd>);
+static_assert(OptimizerPolicy<Sgd> && req::has_state<Sgd> && req::has_range_step<Sgd>);
 
 }  // namespace sinew::optim

@@ -32,7 +32,7 @@ namespace sinew::presets {
 
 /// Chainer with ChainerMN (see the table at the top of presets/chainermn.hpp): MPI all-reduce, synchronous.
 /// Comm: comm::Mpi.
-template <Network Net, Communicator Comm = comm::Mpi>
+template <NetworkPolicy Net, CommunicatorPolicy Comm = comm::Mpi>
 struct ChainerMN : Preset<Net, backend::OneDnn, dist::MpiAllReduce<Comm>, Sync, optim::Sgd, data::CachedLoader> {
   /// MPI_Allreduce of every gradient at once, after backward.
   static typename dist::MpiAllReduce<Comm>::options options() {

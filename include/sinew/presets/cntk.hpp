@@ -51,7 +51,7 @@ namespace sinew::presets {
 
 /// CNTK with 1-bit SGD (see the table at the top of presets/cntk.hpp): MPI all-reduce's start-up and
 /// statistics, every gradient sent as one bit a value with per-column scales and error feedback. Comm: comm::Mpi.
-template <Network Net, Communicator Comm = comm::Mpi>
+template <NetworkPolicy Net, CommunicatorPolicy Comm = comm::Mpi>
 struct CNTK : Preset<Net, backend::OneDnn, dist::Compressed<dist::MpiAllReduce<Comm>, compress::OneBit>, Sync,
                      optim::Sgd, data::CachedLoader> {
   /// The usability paper's CNTK: the same Trainer with plain MPI all-reduce (no 1-bit SGD), which is

@@ -68,8 +68,8 @@ struct mxnet_mode<Async> {
 /// MXNet 1.7 with its distributed KVStore as the paper ran it (see the table at the top of presets/mxnet.hpp).
 /// Mode: Sync or Async. Machines: the hosts, each running one worker and one server (2 x Machines ranks).
 /// Source: the record source the streaming loader reads; Comm: comm::Mpi.
-template <Network Net, class Mode, int Machines = 3, class Source = data::CifarRecords,
-          Communicator Comm = comm::Mpi>
+template <NetworkPolicy Net, class Mode, int Machines = 3, class Source = data::CifarRecords,
+          CommunicatorPolicy Comm = comm::Mpi>
 struct MXNet : Preset<Net, backend::OneDnn, dist::ParameterServer<Comm, Machines>,
                       typename detail::mxnet_mode<Mode>::type, optim::Sgd, data::StreamingLoader<Source>> {
   /// The ranks of the job: one worker and one server on each machine.

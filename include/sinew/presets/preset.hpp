@@ -26,7 +26,7 @@ namespace sinew::presets {
 
 /// The policies of one system's Trainer (Net, B, S, M, O, L as Trainer takes them), and that Trainer with one
 /// policy swapped. Every alias here is a plain sinew::Trainer.
-template <Network Net, Backend B, Strategy S, SyncMode M, Optimizer O, data::Loader L>
+template <NetworkPolicy Net, BackendPolicy B, StrategyPolicy S, SyncModePolicy M, OptimizerPolicy O, data::LoaderPolicy L>
 struct Preset {
   /// The system's Trainer, as a program would write it out.
   using trainer_type = Trainer<Net, B, S, M, O, L>;
@@ -38,19 +38,19 @@ struct Preset {
   using loader_type = L;      ///< how batches are read
 
   /// The same Trainer with another operator library (to ask which of a system's differences is its operators).
-  template <Backend B2>
+  template <BackendPolicy B2>
   using with_backend = Trainer<Net, B2, S, M, O, L>;
   /// The same Trainer with another strategy (how gradients are combined).
-  template <Strategy S2>
+  template <StrategyPolicy S2>
   using with_strategy = Trainer<Net, B, S2, M, O, L>;
   /// The same Trainer in another sync mode (the strategy must run it: its own sentence says so otherwise).
-  template <SyncMode M2>
+  template <SyncModePolicy M2>
   using with_mode = Trainer<Net, B, S, M2, O, L>;
   /// The same Trainer with another update rule.
-  template <Optimizer O2>
+  template <OptimizerPolicy O2>
   using with_optimizer = Trainer<Net, B, S, M, O2, L>;
   /// The same Trainer with another loader (caching against streaming).
-  template <data::Loader L2>
+  template <data::LoaderPolicy L2>
   using with_loader = Trainer<Net, B, S, M, O, L2>;
   /// The same Trainer timing every operator (metrics::OperatorProfile).
   template <class Profile>

@@ -55,7 +55,7 @@ inline constexpr std::size_t kDdpBucketBytes = std::size_t(25) << 20;
 /// PyTorch 1.7 with DistributedDataParallel as the paper ran it (see the table at the top of
 /// presets/pytorch.hpp). Synchronous only. Source: the record source the streaming loader reads
 /// (data::CifarRecords, data::IdxRecords, data::ImageFolder); Comm: comm::Mpi.
-template <Network Net, class Source = data::CifarRecords, Communicator Comm = comm::Mpi>
+template <NetworkPolicy Net, class Source = data::CifarRecords, CommunicatorPolicy Comm = comm::Mpi>
 struct PyTorch : Preset<Net, backend::OneDnn, dist::RingAllReduce<Comm>, Sync, optim::Sgd,
                         data::StreamingLoader<Source>> {
   /// The ring's options: 25 MiB buckets from the output layer back, each all-reduced during backward.

@@ -81,7 +81,7 @@ struct tensorflow_strategy<Async, Machines, Comm> {
 /// TensorFlow 2.5 as the paper ran it (see the table at the top of presets/tensorflow.hpp). Mode: Sync or
 /// Async. Machines: the hosts, each running one worker and, in Async, one parameter server too (run
 /// 2 x Machines ranks, `mpirun --map-by node` so that worker i and server i share host i); Comm: comm::Mpi.
-template <Network Net, class Mode, int Machines = 3, Communicator Comm = comm::Mpi>
+template <NetworkPolicy Net, class Mode, int Machines = 3, CommunicatorPolicy Comm = comm::Mpi>
 struct TensorFlow : Preset<Net, backend::Eigen, typename detail::tensorflow_strategy<Mode, Machines, Comm>::type,
                            Mode, optim::Sgd, data::CachedLoader> {
   /// The strategy's options: one all-reduce after backward (Sync); the defaults of dist::ParameterServer (Async).

@@ -6,7 +6,7 @@
 
 int main() {
   using Net = sinew::nets::LeNet5<>;
-  static_assert(sinew::Backend<sinew::backend::OneDnn> && sinew::Backend<sinew::backend::Eigen>);
+  static_assert(sinew::BackendPolicy<sinew::backend::OneDnn> && sinew::BackendPolicy<sinew::backend::Eigen>);
   const bool ok = Net::kParams == 61706;
   std::printf("consumer all: %s, LeNet-5 has %zu parameters\n", ok ? "ok" : "wrong", Net::kParams);
   return ok ? 0 : 1;

@@ -29,7 +29,7 @@ namespace sinew::dist::detail {
 /// Checks that every rank has as many parameters, the same optimizer, strategy settings (`extra`) and the
 /// caller's configuration text, then makes every rank's parameters rank 0's. The optimizer is fresh (the
 /// trainer creates it just before), so it holds no state that could differ.
-template <Communicator C, Optimizer O>
+template <CommunicatorPolicy C, OptimizerPolicy O>
 void agree_and_broadcast(C& comm, std::span<float> params, std::string_view who, std::string_view configuration,
                          std::span<const comm::Fact> extra = {}) {
   std::vector<comm::Fact> facts = {{"parameter count", params.size()},
@@ -70,7 +70,7 @@ struct bucket_options {
 /// strategy_spec.hpp; and the synchronous step (all-reduce the gradients bucket by bucket, divide by the rank
 /// count, optimizer step). Derived provides submit(span) (start summing one bucket; buckets come in the same
 /// order on every rank) and poll() (advance without blocking; true when every submitted bucket is summed).
-template <Communicator Comm, class Derived>
+template <CommunicatorPolicy Comm, class Derived>
 class allreduce_base {
  public:
   int rank() const { return comm_.rank(); }

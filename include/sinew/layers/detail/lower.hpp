@@ -43,7 +43,7 @@ struct lower<In, Offset, BufferOffset, Index, Fuse, L, Rest...> {
 
 template <class In, std::size_t Offset, std::size_t BufferOffset, std::size_t Index, class L, class A,
           class... Rest>
-  requires(fuses_activation<L> && Activation<A>)
+  requires(fuses_activation<L> && ActivationPolicy<A>)
 struct lower<In, Offset, BufferOffset, Index, true, L, A, Rest...> {
   using node = Node<L, In, A, Offset, Index, BufferOffset>;
   using tail = lower<typename node::output, Offset + node::kParamSpan, BufferOffset + node::kBufferSpan, Index + 2,
