@@ -69,8 +69,9 @@ struct Conv2d {
                   "Conv2d: the input channels are not divisible by Groups; each group must read the same number of "
                   "channels (PyTorch's rule): choose Groups a divisor of the channels the layer before gives");
     static_assert(kSpan <= In::kHeight + 2 * Padding && kSpan <= In::kWidth + 2 * Padding,
-                  "Conv2d: the kernel (Dilation * (Kernel - 1) + 1 pixels with dilation) is larger than the padded "
-                  "input image; use a smaller kernel or dilation, more padding, or fewer pooling layers before it");
+                  "Conv2d: the kernel is larger than the padded input image (a dilated kernel covers Dilation * "
+                  "(Kernel - 1) + 1 pixels); use a smaller kernel or dilation, more padding, or fewer pooling layers "
+                  "before it");
     /// whether the kernel fits the padded input (else the static_assert above has stopped the build)
     static constexpr bool kFits = kSpan <= In::kHeight + 2 * Padding && kSpan <= In::kWidth + 2 * Padding;
     /// the shape of the output for one sample
