@@ -27,12 +27,25 @@
 
 namespace sinew::backend::eigen {
 
-/// What the two ops below share: the NHWC input and output, the bias and the fused activation.
+/// What the two ops below share: the op contract's entry points (Op's own setup from a config, forward and backward
+/// with a probe), the NHWC input and output, the bias and the fused activation.
+template <class Op>
 class windowed_conv_base : public op_base<diff_dst_use::always> {
  public:
   using config = Conv2dConfig;
 
+  template <NodeType N>
+  void setup(context& ctx, const tensor_desc& src_desc, int batch, ParamSlots p, bool need_diff_src) {
+    self().setup(ctx, src_desc, conv2d_config<N>(batch), p, need_diff_src);
+  }
+  void forward(context& ctx, const tensor& src) { self().forward(ctx, src, metrics::no_probe); }
+  void backward(context& ctx, const tensor& src, const tensor& diff_dst) {
+    self().backward(ctx, src, diff_dst, metrics::no_probe);
+  }
+
  protected:
+  Op& self() { return static_cast<Op&>(*this); }
+
   void setup_common(context& ctx, const tensor_desc& src_desc, const config& c, ParamSlots p, bool need_diff_src) {
     c_ = c;
     p_ = p;
@@ -84,12 +97,9 @@ class windowed_conv_base : public op_base<diff_dst_use::always> {
 };
 
 /// Conv2d with groups == in_c == out_c (Conv2dConfig::is_depthwise), any stride, padding and dilation.
-class depthwise_conv2d_op : public windowed_conv_base {
+class depthwise_conv2d_op : public windowed_conv_base<depthwise_conv2d_op> {
  public:
-  template <NodeType N>
-  void setup(context& ctx, const tensor_desc& src_desc, int batch, ParamSlots p, bool need_diff_src) {
-    setup(ctx, src_desc, conv2d_config<N>(batch), p, need_diff_src);
-  }
+  using windowed_conv_base::backward, windowed_conv_base::forward, windowed_conv_base::setup;
 
   void setup(context& ctx, const tensor_desc& src_desc, const config& c, ParamSlots p, bool need_diff_src) {
     if (!c.is_depthwise())
@@ -101,11 +111,6 @@ class depthwise_conv2d_op : public windowed_conv_base {
     weights_ = AlignedBuffer<float>(taps);
     shares_ = std::max<index>(ctx.threads(), 1);
     partials_ = AlignedBuffer<float>(std::size_t(shares_) * taps);
-  }
-
-  void forward(context& ctx, const tensor& src) { forward(ctx, src, metrics::no_probe); }
-  void backward(context& ctx, const tensor& src, const tensor& diff_dst) {
-    backward(ctx, src, diff_dst, metrics::no_probe);
   }
 
   template <class Probe>
@@ -230,12 +235,9 @@ class depthwise_conv2d_op : public windowed_conv_base {
 };
 
 /// Conv2d with any groups and dilation, each group an im2col + GEMM (see the file comment).
-class grouped_conv2d_op : public windowed_conv_base {
+class grouped_conv2d_op : public windowed_conv_base<grouped_conv2d_op> {
  public:
-  template <NodeType N>
-  void setup(context& ctx, const tensor_desc& src_desc, int batch, ParamSlots p, bool need_diff_src) {
-    setup(ctx, src_desc, conv2d_config<N>(batch), p, need_diff_src);
-  }
+  using windowed_conv_base::backward, windowed_conv_base::forward, windowed_conv_base::setup;
 
   void setup(context& ctx, const tensor_desc& src_desc, const config& c, ParamSlots p, bool need_diff_src) {
     setup_common(ctx, src_desc, c, p, need_diff_src);
@@ -249,11 +251,6 @@ class grouped_conv2d_op : public windowed_conv_base {
     // Shares of the rows per group for the weights gradient: enough (group, share) pairs for every thread.
     shares_ = std::clamp<index>((threads + G_ - 1) / G_, 1, std::max<index>(rows_ / kBlockRows, 1));
     partials_ = AlignedBuffer<float>(std::size_t(shares_ > 1 ? shares_ * G_ * depth_ * Og_ : 0));
-  }
-
-  void forward(context& ctx, const tensor& src) { forward(ctx, src, metrics::no_probe); }
-  void backward(context& ctx, const tensor& src, const tensor& diff_dst) {
-    backward(ctx, src, diff_dst, metrics::no_probe);
   }
 
   template <class Probe>
