@@ -250,7 +250,7 @@ class grouped_conv2d_op : public windowed_conv_base<grouped_conv2d_op> {
     packs_ = AlignedBuffer<float>(std::size_t(threads * block_ * depth_));
     // Shares of the rows per group for the weights gradient: enough (group, share) pairs for every thread.
     shares_ = std::clamp<index>((threads + G_ - 1) / G_, 1, std::max<index>(rows_ / kBlockRows, 1));
-    partials_ = AlignedBuffer<float>(std::size_t(shares_ > 1 ? shares_ * G_ * depth_ * Og_ : 0));
+    partials_ = AlignedBuffer<float>(std::size_t((shares_ - 1) * G_ * depth_ * Og_));  // share 0 sums in place
   }
 
   template <class Probe>
