@@ -4,8 +4,9 @@
 // TensorFlow's DepthwiseConv2D has one (depthwise_conv_op.h) rather than a convolution per channel: each output
 // pixel's C channels are the sum over the window's taps of the input pixel's C channels times the tap's C
 // weights, an xsimd loop over the channels that NHWC lays contiguous, each vector's sum held in a register over the
-// window (a matrix product per channel would be C products of one column). The weights are held tap-major, [K*K, C], so that a tap's weights are one vector
-// too. Backward data gathers, for each input pixel, the windows that cover it (no two threads write one pixel);
+// window (a matrix product per channel would be C products of one column). The weights are held tap-major,
+// [K*K, C], so that a tap's weights are one vector too. Backward data gathers, for each input pixel, the windows
+// that cover it (no two threads write one pixel);
 // backward weights accumulates dZ * X per tap and channel over a share of the output rows on each thread, and
 // the shares' sums are added.
 //
@@ -327,21 +328,25 @@ class grouped_conv2d_op : public windowed_conv_base<grouped_conv2d_op> {
     }
   }
 
-  /// weights_ from PyTorch's [O, Cg, K, K]: output channel g * Og + o's (c, k) weight to group g's row k * Cg + c,
-  /// column o.
-  void to_group_hwio() {
+  /// Calls f(i, j) for each weight: i its index in PyTorch's [O, Cg, K, K], j in the groups' HWIO matrices (output
+  /// channel g * Og + o's (c, k) weight is group g's row k * Cg + c, column o).
+  template <class F>
+  void for_each_weight(F&& f) const {
     const index KK = index(c_.kernel) * c_.kernel;
     for (index g = 0; g < G_; ++g)
       for (index o = 0; o < Og_; ++o)
         for (index ch = 0; ch < Cg_; ++ch)
-          for (index k = 0; k < KK; ++k)
-            weights_.data()[(g * depth_ + k * Cg_ + ch) * Og_ + o] = p_.weights[((g * Og_ + o) * Cg_ + ch) * KK + k];
+          for (index k = 0; k < KK; ++k) f(((g * Og_ + o) * Cg_ + ch) * KK + k, (g * depth_ + k * Cg_ + ch) * Og_ + o);
+  }
+  /// weights_ from the PyTorch-layout parameters.
+  void to_group_hwio() {
+    for_each_weight([&](index i, index j) { weights_.data()[j] = p_.weights[i]; });
   }
 
   /// Group g's P_g^T dZ_g ([depth_, Og]) for each group, over (group, share of the rows) pairs; the shares'
   /// partials are added, then laid out as PyTorch's [O, Cg, K, K].
   void weights_gradient(const device& dev, const float* x, const float* dz) {
-    const index O = c_.out_c, size = depth_ * Og_, KK = index(c_.kernel) * c_.kernel;
+    const index O = c_.out_c, size = depth_ * Og_;
     const auto partial = [&](index g, index s) {
       return s == 0 ? diff_weights_.data() + g * size : partials_.data() + ((s - 1) * G_ + g) * size;
     };
@@ -360,11 +365,7 @@ class grouped_conv2d_op : public windowed_conv_base<grouped_conv2d_op> {
     });
     for (index s = 1; s < shares_; ++s)
       for (index g = 0; g < G_; ++g) simd::add(partial(g, 0), partial(g, s), partial(g, 0), std::size_t(size));
-    for (index g = 0; g < G_; ++g)
-      for (index o = 0; o < Og_; ++o)
-        for (index ch = 0; ch < Cg_; ++ch)
-          for (index k = 0; k < KK; ++k)
-            p_.diff_weights[((g * Og_ + o) * Cg_ + ch) * KK + k] = diff_weights_.data()[(g * depth_ + k * Cg_ + ch) * Og_ + o];
+    for_each_weight([&](index i, index j) { p_.diff_weights[i] = diff_weights_.data()[j]; });
   }
 
   /// dX: for each (group, image) pair, dP = dZ_g W_g^T block by block, each block's patches added into the
