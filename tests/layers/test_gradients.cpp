@@ -114,6 +114,32 @@ static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<5
                              backend::onednn::thin_conv2d_op>);
 static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<17, 5, 5>, Conv2d<4, 3, 1, 1>>::nodes<true>>::type>,
                              backend::onednn::conv2d_op>);
+// Grouped, depthwise and dilated convolutions (Conv2d<Out, K, S, P, Bias, Dilation, Groups>): on OneDnn, oneDNN's
+// grouped primitive even where the shape is thin (at most 16 channels at stride 1) or the image no larger than the
+// kernel; on Eigen, the depthwise kernel where groups equal the channels on both sides, else im2col + GEMM per group.
+// A depthwise layer with 2 outputs per channel is grouped, not depthwise. The 24x24 case has Eigen cut its rows into
+// several blocks and its weight gradient into shares per thread.
+SINEW_LAYER_CASE(conv2d_grouped_in4_g2_k3_p1, ({}), Net<Input<4, 6, 6>, Conv2d<6, 3, 1, 1, true, 1, 2>>)
+SINEW_LAYER_CASE(conv2d_grouped_in8_g4_k1_fused_relu_batch_3, ({.batch = 3, .seed = 5}), Net<Input<8, 5, 5>, Conv2d<8, 1, 1, 0, true, 1, 4>, ReLU>)
+SINEW_LAYER_CASE(depthwise_k3_s1_p1, ({}), Net<Input<5, 6, 6>, DepthwiseConv2d<5, 3, 1, 1>>)
+SINEW_LAYER_CASE(depthwise_k3_s2_p1_bias_fused_relu_batch_3, ({.batch = 3, .seed = 4}), Net<Input<8, 7, 7>, DepthwiseConv2d<8, 3, 2, 1, true>, ReLU>)
+SINEW_LAYER_CASE(depthwise_k3_s1_p1_on_a_2x2_image, ({}), Net<Input<3, 2, 2>, DepthwiseConv2d<3, 3, 1, 1>>)
+SINEW_LAYER_CASE(depthwise_k3_d2_p2_then_pointwise, ({}), Net<Input<4, 7, 6>, Conv2d<4, 3, 1, 2, false, 2, 4>, Conv2d<6, 1>>)
+SINEW_LAYER_CASE(conv2d_groups_equal_inputs_2_outputs_per_channel, ({}), Net<Input<4, 6, 6>, Conv2d<8, 3, 1, 1, false, 1, 4>>)
+SINEW_LAYER_CASE(conv2d_dilated_d2_k3_p2, ({}), Net<Input<3, 8, 8>, Conv2d<4, 3, 1, 2, true, 2>>)
+SINEW_LAYER_CASE(conv2d_dilated_d2_k3_p2_24x24_in_blocks_and_shares, ({}), Net<Input<3, 24, 24>, Conv2d<4, 3, 1, 2, true, 2>>)
+SINEW_LAYER_CASE(conv2d_dilated_d3_k3_s2_p1_17_channels, ({}), Net<Input<17, 9, 9>, Conv2d<5, 3, 2, 1, true, 3>>)
+SINEW_LAYER_CASE(conv2d_grouped_dilated_g2_d2_k3_s2_p1, ({}), Net<Input<6, 9, 9>, Conv2d<4, 3, 2, 1, false, 2, 2>>)
+static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<5, 6, 6>, DepthwiseConv2d<5, 3, 1, 1>>::nodes<true>>::type>,
+                             backend::onednn::conv2d_op>);
+static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<3, 2, 2>, DepthwiseConv2d<3, 3, 1, 1>>::nodes<true>>::type>,
+                             backend::onednn::conv2d_op>);
+static_assert(std::is_same_v<backend::Eigen::op<sinew::detail::last<Net<Input<5, 6, 6>, DepthwiseConv2d<5, 3, 1, 1>>::nodes<true>>::type>,
+                             backend::eigen::depthwise_conv2d_op>);
+static_assert(std::is_same_v<backend::Eigen::op<sinew::detail::last<Net<Input<4, 6, 6>, Conv2d<8, 3, 1, 1, false, 1, 4>>::nodes<true>>::type>,
+                             backend::eigen::grouped_conv2d_op>);
+static_assert(std::is_same_v<backend::Eigen::op<sinew::detail::last<Net<Input<3, 8, 8>, Conv2d<4, 3, 1, 2, true, 2>>::nodes<true>>::type>,
+                             backend::eigen::grouped_conv2d_op>);
 SINEW_LAYER_CASE(dense_on_flat_input, ({}), Net<Input<12, 1, 1>, Dense<5>>)
 SINEW_LAYER_CASE(dense_fused_tanh, ({}), Net<Input<12, 1, 1>, Dense<5>, Tanh>)
 SINEW_LAYER_CASE(dense_without_bias, ({.batch = 4}), Net<Input<7, 1, 1>, Dense<3, false>>)

@@ -1,6 +1,7 @@
 // LeNet-5, AlexNet and the VGGs against PyTorch (tests/support/torchvision_golden.hpp), with dropout p = 0 on both sides
 // (torchvision's `dropout` argument, sinew's DropoutPercent): sinew draws its masks from its own generator.
-// Each net's Model is instantiated here only.
+// Each net's Model is instantiated here only. Beside them, a small net of grouped, depthwise and dilated
+// convolutions against PyTorch's Conv2d(groups=, dilation=) (tests/reference/reference_nets.py, grouped_dilated).
 #include "../support/torchvision_golden.hpp"
 
 #include "sinew/nets/alexnet.hpp"
@@ -21,5 +22,13 @@ TEST(onednn_vs_pytorch, vgg16_3x32x32_dropout0_matches_torchvision) {
 }
 TEST(onednn_vs_pytorch, vgg16_bn_3x32x32_dropout0_matches_torchvision) {
   test::expect_equivalent_to_torchvision<VGG16BN<Cifar, 10, 0>>("vgg16_bn");
+}
+
+// Every layer is numbered as nn.Sequential numbers it (the ReLUs count): 0, 3 and 5 are the convolutions.
+using GroupedDilated = Sequential<Input<3, 16, 16>, Conv2d<8, 3, 1, 2, true, 2>, BatchNorm2d, ReLU,
+                                  DepthwiseConv2d<8, 3, 1, 1>, ReLU, Conv2d<12, 3, 2, 2, true, 2, 4>, BatchNorm2d, ReLU,
+                                  GlobalAvgPool, Flatten, Dense<10>>;
+TEST(onednn_vs_pytorch, grouped_depthwise_and_dilated_convolutions_match_pytorch) {
+  test::expect_equivalent_to_torchvision<GroupedDilated>("grouped_dilated");
 }
 }  // namespace

@@ -2,9 +2,13 @@
 // (static_assert) and reported by one runtime test so ctest shows them.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "sinew/nets.hpp"
+#include "sinew/nets/state_dict.hpp"
 
 namespace {
 using namespace sinew;
@@ -21,6 +25,20 @@ static_assert(std::is_same_v<MaxPool<3, 2, 1>::at<Shape<4, 7, 7>>::output, Shape
 static_assert(std::is_same_v<Flatten::at<Shape<16, 5, 5>>::output, Flat<400>>);
 // A 3x3 convolution with padding 1 on a 1x1 map is legal (ResNet's last stage on 32x32 inputs).
 static_assert(std::is_same_v<Conv2d<4, 3, 1, 1>::at<Shape<8, 1, 1>>::output, Shape<4, 1, 1>>);
+
+// Grouped, depthwise and dilated convolutions as PyTorch's Conv2d(groups=G, dilation=D): a dilated kernel covers
+// D * (K - 1) + 1 pixels, the weights are [Out, In / G, K, K] (the state_dict's shape too), the fan-in In / G * K * K.
+static_assert(std::is_same_v<Conv2d<8, 3, 1, 2, true, 2>::at<Shape<3, 16, 16>>::output, Shape<8, 16, 16>>);
+static_assert(std::is_same_v<Conv2d<8, 3, 2, 1, true, 3>::at<Shape<3, 9, 9>>::output, Shape<8, 3, 3>>);  // span 7
+using ResNeXtConv = Conv2d<128, 3, 1, 1, false, 1, 32>::at<Shape<128, 8, 8>>;                               // 32x4d
+static_assert(ResNeXtConv::kWeights == 128 * 4 * 9 && ResNeXtConv::kBias == 0 && ResNeXtConv::kFanIn == 36);
+static_assert(ResNeXtConv::kStateDict.size() == 1 &&
+              ResNeXtConv::kStateDict[0].extents == std::array<std::int64_t, 4>{128, 4, 3, 3});
+static_assert(ResNeXtConv::kMacs == 128.0 * 8 * 8 * 36);
+using MobileNetDepthwise = DepthwiseConv2d<32, 3, 2, 1>::at<Shape<32, 8, 8>>;
+static_assert(std::is_same_v<MobileNetDepthwise::output, Shape<32, 4, 4>> && MobileNetDepthwise::kWeights == 32 * 9);
+static_assert(MobileNetDepthwise::kStateDict[0].extents == std::array<std::int64_t, 4>{32, 1, 3, 3});
+static_assert(Sequential<Input<6, 5, 5>, Conv2d<4, 3, 1, 1, true, 1, 2>>::kParams == 4 * 3 * 9 + 4);
 
 // Parameter counts equal PyTorch's.
 static_assert(LeNetRgb::kParams == 62006);
@@ -71,6 +89,19 @@ TEST(sequential, lenet5_parameter_counts_equal_pytorch) {
   EXPECT_EQ(LeNetRgb::kParams, 62006u);
   EXPECT_EQ(LeNetGray::kParams, 61706u);
   EXPECT_EQ(to_string<LeNetRgb::input_shape>(), "3x32x32");
+}
+
+// The state_dict of a grouped convolution holds PyTorch's weight shape [Out, In / Groups, K, K].
+TEST(sequential, grouped_conv_state_dict_weight_is_out_by_in_over_groups) {
+  using Net = Sequential<Input<8, 6, 6>, Conv2d<12, 3, 1, 2, true, 2, 4>, DepthwiseConv2d<12, 3>>;
+  const auto entries = state_dict_entries<Net>();
+  ASSERT_EQ(entries.size(), 3u);
+  EXPECT_EQ(entries[0].key, "0.weight");
+  EXPECT_EQ(entries[0].shape(), (std::vector<std::int64_t>{12, 2, 3, 3}));
+  EXPECT_EQ(entries[1].shape(), (std::vector<std::int64_t>{12}));
+  EXPECT_EQ(entries[2].key, "1.weight");
+  EXPECT_EQ(entries[2].shape(), (std::vector<std::int64_t>{12, 1, 3, 3}));
+  EXPECT_EQ(Net::kParams, 12u * 2 * 9 + 12 + 12 * 9);
 }
 
 }  // namespace

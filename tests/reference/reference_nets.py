@@ -19,6 +19,9 @@ NUM_CLASSES = 10
 BATCH = 4
 NETS = ("lenet5", "resnet18", "resnet18_cifar", "resnet34", "resnet50", "alexnet", "vgg16", "vgg16_bn")
 INPUT_SHAPE = {"lenet5": (3, 32, 32), "alexnet": (3, 64, 64)}  # the others: 3x32x32
+# Small nets of one layer form each, beside the zoo: grouped, depthwise and dilated convolutions (layers/conv2d.hpp).
+NETS += ("grouped_dilated",)
+INPUT_SHAPE["grouped_dilated"] = (3, 16, 16)
 
 
 def input_shape(net):
@@ -28,6 +31,8 @@ def input_shape(net):
 def build(net):
     """The torchvision model (train mode). Dropout is p = 0 (torchvision's `dropout` argument) so that sinew,
     whose masks come from its own generator, computes the same function in training mode."""
+    if net in LAYER_NETS:
+        return LAYER_NETS[net]().train()
     import torch.nn as nn
     import torchvision.models as tvm
 
@@ -47,6 +52,20 @@ def build(net):
     else:
         raise SystemExit("unknown net %r; one of %s" % (net, ", ".join(NETS)))
     return model.train()
+
+
+def grouped_dilated():
+    """A dilated convolution, a depthwise one and a grouped dilated one at stride 2, as sinew's test declares them
+    (tests/nets/test_lenet5_alexnet_vgg.cpp): nn.Sequential numbers every layer, as sinew's Sequential does."""
+    import torch.nn as nn
+
+    return nn.Sequential(nn.Conv2d(3, 8, 3, 1, 2, dilation=2), nn.BatchNorm2d(8), nn.ReLU(),
+                         nn.Conv2d(8, 8, 3, 1, 1, groups=8, bias=False), nn.ReLU(),
+                         nn.Conv2d(8, 12, 3, 2, 2, dilation=2, groups=4), nn.BatchNorm2d(12), nn.ReLU(),
+                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(12, NUM_CLASSES))
+
+
+LAYER_NETS = {"grouped_dilated": grouped_dilated}
 
 
 # ---- the formula (tests/support/torchvision_golden.hpp computes the same, bit for bit) ----

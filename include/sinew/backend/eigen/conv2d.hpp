@@ -29,6 +29,8 @@
 // col2im does the same sums without the S^2 zeros of the inflated gradient, for any padding. dP is the one
 // whole-layer [N*OH*OW, K*K*C] buffer, allocated only where the input gradient is asked for.
 // All dimensions are runtime values: the op compiles once per translation unit whatever the network.
+// This op computes one group of adjacent taps (Conv2dConfig::is_dense); grouped, depthwise and dilated
+// convolutions run on grouped_conv2d.hpp's ops.
 #pragma once
 
 #include <cmath>
@@ -37,6 +39,7 @@
 
 #include "sinew/backend/eigen/common.hpp"
 #include "sinew/backend/eigen/gemm.hpp"
+#include "sinew/backend/eigen/grouped_conv2d.hpp"
 #include "sinew/backend/generic/probe.hpp"
 
 namespace sinew::backend::eigen {
@@ -51,6 +54,10 @@ class conv2d_op : public op_base<diff_dst_use::always> {
   }
 
   void setup(context& ctx, const tensor_desc& src_desc, const config& c, ParamSlots p, bool need_diff_src) {
+    if (!c.is_dense())
+      throw backend_error("eigen::conv2d_op: " + std::to_string(c.groups) + " groups and dilation " +
+                          std::to_string(c.dilation) + " given; it computes one group of adjacent taps (the op_for "
+                          "below sends other convolutions to grouped_conv2d.hpp's ops)");
     c_ = c;
     p_ = p;
     if (!c.bias) p_.bias = p_.diff_bias = nullptr;
@@ -537,8 +544,12 @@ class conv2d_op : public op_base<diff_dst_use::always> {
 }  // namespace sinew::backend::eigen
 
 namespace sinew::backend {
+/// A convolution's op by its form: depthwise, other grouped or dilated, or the plain one.
 template <>
 struct op_for<layer_kind::conv2d, Eigen> {
-  using type = eigen::conv2d_op;
+  template <NodeType N>
+  using type_for = std::conditional_t<
+      conv2d_config<N>(1).is_depthwise(), eigen::depthwise_conv2d_op,
+      std::conditional_t<conv2d_config<N>(1).is_dense(), eigen::conv2d_op, eigen::grouped_conv2d_op>>;
 };
 }  // namespace sinew::backend

@@ -25,11 +25,20 @@ constexpr simd::activation activation_of() {
   }
 }
 
-/// A Conv2d node (with its fused activation) at a batch size.
+/// A Conv2d node (with its fused activation) at a batch size. Dilation and groups come last, with PyTorch's
+/// defaults, so that a configuration written without them is an ungrouped, undilated convolution.
 struct Conv2dConfig {
   int batch, in_c, in_h, in_w, out_c, out_h, out_w, kernel, stride, padding;
   bool bias;
   simd::activation act;
+  int dilation = 1;  ///< pixels between taps
+  int groups = 1;    ///< channel groups: in_c and out_c are multiples of it
+  /// Whether it is the plain convolution (one group, adjacent taps), the only form the special kernels compute.
+  constexpr bool is_dense() const noexcept { return dilation == 1 && groups == 1; }
+  /// Whether it is depthwise with one output per channel (groups == in_c == out_c).
+  constexpr bool is_depthwise() const noexcept { return groups > 1 && groups == in_c && out_c == in_c; }
+  /// The pixels a window covers along each side.
+  constexpr int span() const noexcept { return dilation * (kernel - 1) + 1; }
 };
 
 template <NodeType N>
@@ -38,7 +47,8 @@ constexpr Conv2dConfig conv2d_config(int batch) {
   using In = typename N::input;
   using Out = typename N::output;
   return {batch,        In::kChannels, In::kHeight,  In::kWidth,  Out::kChannels, Out::kHeight, Out::kWidth,
-          L::kKernel,   L::kStride,    L::kPadding, L::kHasBias, activation_of<typename N::activation>()};
+          L::kKernel,   L::kStride,    L::kPadding, L::kHasBias, activation_of<typename N::activation>(),
+          L::kDilation, L::kGroups};
 }
 
 /// A BatchNorm2d node (with its fused activation) at a batch size.

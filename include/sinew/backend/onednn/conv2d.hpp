@@ -56,11 +56,24 @@ class conv2d_op : public weighted_layer<dnnl::convolution_forward, dnnl::convolu
     using namespace dnnl;
     const auto& eng = ctx.engine();
     const dims src_dims{c.batch, c.in_c, c.in_h, c.in_w}, dst_dims{c.batch, c.out_c, c.out_h, c.out_w};
-    const tap_window ty = used_taps(c.in_h, c.out_h, c.kernel, c.stride, c.padding);
-    const tap_window tx = used_taps(c.in_w, c.out_w, c.kernel, c.stride, c.padding);
+    // Trimming assumes adjacent taps: a dilated kernel keeps every tap.
+    const bool dilated = c.dilation > 1;
+    const tap_window ty = dilated ? tap_window{0, c.kernel, c.padding, c.padding}
+                                  : used_taps(c.in_h, c.out_h, c.kernel, c.stride, c.padding);
+    const tap_window tx = dilated ? tap_window{0, c.kernel, c.padding, c.padding}
+                                  : used_taps(c.in_w, c.out_w, c.kernel, c.stride, c.padding);
     const bool trim = ty.trimmed(c.kernel) || tx.trimmed(c.kernel);
-    const dims full_w_dims{c.out_c, c.in_c, c.kernel, c.kernel}, strides{c.stride, c.stride};
-    const dims w_dims = trim ? dims{c.out_c, c.in_c, ty.count, tx.count} : full_w_dims;
+    // Grouped weights carry oneDNN's leading groups dimension, [G, O/G, I/G, K, K] (goihw): the same floats as
+    // PyTorch's [O, I/G, K, K].
+    const bool grouped = c.groups > 1;
+    const dims full_w_dims = grouped ? dims{c.groups, c.out_c / c.groups, c.in_c / c.groups, c.kernel, c.kernel}
+                                     : dims{c.out_c, c.in_c, c.kernel, c.kernel};
+    dims w_dims = full_w_dims, w_offsets(full_w_dims.size(), 0);
+    if (trim) {
+      w_dims[w_dims.size() - 2] = ty.count, w_dims.back() = tx.count;
+      w_offsets[w_dims.size() - 2] = ty.first, w_offsets.back() = tx.first;
+    }
+    const dims strides{c.stride, c.stride}, dilates{c.dilation - 1, c.dilation - 1};  // oneDNN counts gaps: D - 1
     const dims pad = trim ? dims{ty.pad_l, tx.pad_l} : dims{c.padding, c.padding};
     const dims pad_r = trim ? dims{ty.pad_r, tx.pad_r} : pad;
     const bool bf16 = compute == dt::bf16;
@@ -71,27 +84,29 @@ class conv2d_op : public weighted_layer<dnnl::convolution_forward, dnnl::convolu
     const desc diff_src_any(src_dims, diff_in, tag::any), diff_dst_any(dst_dims, compute, tag::any);
     // The weights as they lie in the flat buffer: all of them, or the block of taps that are used. The unused
     // taps' gradients are zero; they are set once here and nothing else writes them.
-    desc user_w(full_w_dims, dt::f32, tag::oihw);
+    desc user_w(full_w_dims, dt::f32, grouped ? tag::goihw : tag::oihw);
     if (trim) {
-      user_w = user_w.submemory_desc(w_dims, {0, 0, ty.first, tx.first});
-      std::fill_n(p.diff_weights, std::size_t(c.out_c) * std::size_t(c.in_c) * std::size_t(c.kernel * c.kernel), 0.0f);
+      user_w = user_w.submemory_desc(w_dims, w_offsets);
+      std::fill_n(p.diff_weights,
+                  std::size_t(c.out_c) * std::size_t(c.in_c / c.groups) * std::size_t(c.kernel * c.kernel), 0.0f);
     }
     const desc bias = c.bias ? desc({c.out_c}, dt::f32, tag::x) : desc();
     const auto alg = algorithm::convolution_direct;
 
     const auto fwd = checked("conv2d forward", [&] {
       return compat::forward<convolution_forward>(eng, fused_activation::attr(c.act), prop_kind::forward_training, alg,
-                                                  src_any, w_any, bias, dst_any, strides, pad, pad_r);
+                                                  src_any, w_any, bias, dst_any, strides, dilates, pad,
+                                                  pad_r);
     });
     const auto bww = checked("conv2d backward weights", [&] {
       return compat::backward<convolution_backward_weights>(eng, fwd, alg, src_any, diff_w_any, bias, diff_dst_any,
-                                                            strides, pad, pad_r);
+                                                            strides, dilates, pad, pad_r);
     });
     std::optional<backward_data_pd> bwd;
     if (need_diff_src)
       bwd = checked("conv2d backward data", [&] {
         return compat::backward<convolution_backward_data>(eng, fwd, alg, diff_src_any, w_any, diff_dst_any, strides,
-                                                           pad, pad_r);
+                                                           dilates, pad, pad_r);
       });
     finish_setup(ctx, src_md, fwd, bww, bwd, user_w, bias, c.act, p);
   }
@@ -103,12 +118,17 @@ namespace sinew::backend {
 namespace onednn {
 /// The op of a convolution node N, one rule for every precision: Small over an image no larger than its kernel,
 /// Thin for a stride-1 layer of at most 16 channels on each side (thin_conv2d.hpp), else General on oneDNN's
-/// primitives. OneDnn's ops are the defaults; OneDnnBf16 passes its own (onednn_bf16.hpp).
+/// primitives. Small and Thin compute the plain convolution only: a grouped or dilated one (depthwise
+/// included) is General's, oneDNN's grouped convolution. OneDnn's ops are the defaults; OneDnnBf16 passes its
+/// own (onednn_bf16.hpp).
 template <NodeType N, class Small = small_conv2d_op, class Thin = thin_conv2d_op, class General = conv2d_op>
 using conv2d_op_for = std::conditional_t<
-    conv_is_small_image(N::input::kHeight, N::input::kWidth, N::output::kHeight, N::output::kWidth, N::layer::kKernel),
-    Small,
-    std::conditional_t<conv_is_thin(N::input::kChannels, N::output::kChannels, N::layer::kStride), Thin, General>>;
+    N::layer::kGroups != 1 || N::layer::kDilation != 1, General,
+    std::conditional_t<conv_is_small_image(N::input::kHeight, N::input::kWidth, N::output::kHeight,
+                                           N::output::kWidth, N::layer::kKernel),
+                       Small,
+                       std::conditional_t<conv_is_thin(N::input::kChannels, N::output::kChannels, N::layer::kStride),
+                                          Thin, General>>>;
 }  // namespace onednn
 
 /// A convolution's op is chosen from its node's shape (onednn::conv2d_op_for).
