@@ -66,9 +66,9 @@ TEST(mix, onednn_with_eigen_residual_blocks_equals_onednn) {
 
 // Eigen's grouped, depthwise and dilated convolutions inside a oneDNN net (MobileNet's pointwise-depthwise pair, a
 // grouped pointwise layer, a dilated one): each crosses from oneDNN's blocked layouts into Eigen's NHWC and back.
-using GroupedNet = Sequential<Input<3, 8, 8>, Conv2d<16, 3, 1, 1, false>, BatchNorm2d, ReLU, DepthwiseConv2d<16, 3, 2, 1>,
-                              BatchNorm2d, ReLU, Conv2d<32, 1, 1, 0, false, 1, 4>, BatchNorm2d, ReLU,
-                              Conv2d<16, 3, 1, 2, true, 2>, GlobalAvgPool, Flatten, Dense<10>>;
+using GroupedNet = Sequential<Input<3, 8, 8>, Conv2d<16, 3, 1, 1, false>, BatchNorm2d, ReLU,
+                              DepthwiseConv2d<16, 3, 2, 1>, BatchNorm2d, ReLU, Conv2d<32, 1, 1, 0, false, 1, 4>,
+                              BatchNorm2d, ReLU, Conv2d<16, 3, 1, 2, true, 2>, GlobalAvgPool, Flatten, Dense<10>>;
 TEST(mix, onednn_with_eigen_grouped_depthwise_and_dilated_convolutions_equals_onednn) {
   using EigenConvolutions = Mix<OneDnn, Use<layer_kind::conv2d, Eigen>>;
   EXPECT_LE((test::expect_equivalent<GroupedNet, OneDnn, EigenConvolutions>(kOptions)), 1e-4);

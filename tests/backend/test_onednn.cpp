@@ -565,6 +565,31 @@ TEST(onednn_dense, small_image_conv2d_forward_is_a_matmul) {
   EXPECT_EQ(op.forward_primitive_kind(), dnnl::primitive::kind::matmul);
 }
 
+// The plain form's own kernels refuse a grouped or a dilated convolution given to them directly, with a sentence
+// (conv2d_op_for gives those to conv2d_op, oneDNN's grouped primitive).
+TEST(onednn_conv2d, thin_and_small_image_ops_refuse_grouped_or_dilated_configurations) {
+  using namespace backend::onednn;
+  OneDnn::context ctx{BackendOptions{}};
+  backend::Conv2dConfig grouped{4, 4, 2, 2, 4, 2, 2, 3, 1, 1, true, simd::activation::none}, dilated = grouped;
+  grouped.groups = 2;
+  dilated.dilation = 2;
+  std::vector<float> w(4 * 4 * 9), b(4), dw(w.size()), db(b.size());
+  const ParamSlots p{w.data(), b.data(), dw.data(), db.data()};
+  const desc src({4, 4, 2, 2}, dt::f32, tag::nchw);
+  for (const backend::Conv2dConfig& c : {grouped, dilated}) {
+    small_conv2d_op small;
+    thin_conv2d_op thin;
+    EXPECT_THROW(small.setup(ctx, src, c, p, false), backend_error);
+    try {
+      thin.setup(ctx, src, c, p, false);
+      ADD_FAILURE() << "thin_conv2d_op accepted " << c.groups << " groups, dilation " << c.dilation;
+    } catch (const backend_error& e) {
+      EXPECT_NE(std::string(e.what()).find("it computes ungrouped, undilated convolutions only"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 // Stride-1 convolutions of at most 16 channels run on sinew's kernels (onednn/thin_conv2d.hpp). The op against
 // oneDNN's conv2d_op on the same weights, input and output gradient: output (with the activation fused),
 // weights', bias' and input gradients, at odd batches, on the widest instruction set and on AVX2's kernels.

@@ -136,9 +136,9 @@ TEST(onednn_bf16, residual_blocks_in_a_mix_with_eigen_batch_norm_equal_f32_withi
 // Grouped, depthwise and dilated convolutions run oneDNN's grouped primitive in bf16 (even where a plain layer of
 // the same shape would take the f32 small-image form), MobileNet's pointwise-depthwise pair and a grouped dilated
 // layer, each before batch norm: the same bound as above, over three bf16 convolutions.
-using GroupedNet = Sequential<Input<8, 10, 10>, Conv2d<32, 1, 1, 0, false>, BatchNorm2d, ReLU, DepthwiseConv2d<32, 3, 2, 1>,
-                              BatchNorm2d, ReLU, Conv2d<32, 3, 1, 2, false, 2, 4>, BatchNorm2d, ReLU, AdaptiveAvgPool<2>,
-                              Flatten, Dense<4>>;
+using GroupedNet = Sequential<Input<8, 10, 10>, Conv2d<32, 1, 1, 0, false>, BatchNorm2d, ReLU,
+                              DepthwiseConv2d<32, 3, 2, 1>, BatchNorm2d, ReLU, Conv2d<32, 3, 1, 2, false, 2, 4>,
+                              BatchNorm2d, ReLU, AdaptiveAvgPool<2>, Flatten, Dense<4>>;
 static_assert(std::is_same_v<OneDnnBf16::op<Node<DepthwiseConv2d<4, 3, 1, 1>, Shape<4, 2, 2>, NoActivation, 0, 0>>,
                              backend::onednn::conv2d_bf16_op>);
 

@@ -54,10 +54,7 @@ class conv2d_op : public op_base<diff_dst_use::always> {
   }
 
   void setup(context& ctx, const tensor_desc& src_desc, const config& c, ParamSlots p, bool need_diff_src) {
-    if (!c.is_dense())
-      throw backend_error("eigen::conv2d_op: " + std::to_string(c.groups) + " groups and dilation " +
-                          std::to_string(c.dilation) + " given; it computes one group of adjacent taps (the op_for "
-                          "below sends other convolutions to grouped_conv2d.hpp's ops)");
+    c.require_dense("eigen::conv2d_op", "the op_for below sends the others to grouped_conv2d.hpp's ops");
     c_ = c;
     p_ = p;
     if (!c.bias) p_.bias = p_.diff_bias = nullptr;

@@ -3,9 +3,10 @@
 // Depthwise (groups equal to the input's and the output's channels, MobileNet's 3x3 layers): its own kernel, as
 // TensorFlow's DepthwiseConv2D has one (depthwise_conv_op.h) rather than a convolution per channel: each output
 // pixel's C channels are the sum over the window's taps of the input pixel's C channels times the tap's C
-// weights, an xsimd loop over the channels that NHWC lays contiguous (a matrix product per channel would be
-// C products of one column). The weights are held tap-major, [K*K, C], so that a tap's weights are one vector
-// too. Backward data gathers, for each input pixel, the windows that cover it (no two threads write one pixel);
+// weights, an xsimd loop over the channels that NHWC lays contiguous, each vector's sum held in a register over the
+// window (a matrix product per channel would be C products of one column). The weights are held tap-major,
+// [K*K, C], so that a tap's weights are one vector too. Backward data gathers, for each input pixel, the windows
+// that cover it (no two threads write one pixel);
 // backward weights accumulates dZ * X per tap and channel over a share of the output rows on each thread, and
 // the shares' sums are added.
 //
@@ -124,19 +125,16 @@ class depthwise_conv2d_op : public windowed_conv_base<depthwise_conv2d_op> {
       for (index k = 0; k < KK; ++k) weights_.data()[k * C + ch] = p_.weights[ch * KK + k];
     const index OH = c_.out_h, OW = c_.out_w;
     parallel_for(dev, index(c_.batch) * OH, double(OW) * KK * C * 2, [&](index begin, index end) {
+      std::vector<const float*> in(static_cast<std::size_t>(KK)), w(in.size());
       for (index row = begin; row < end; ++row) {
         const index n = row / OH, oh = row % OH;
         for (index ow = 0; ow < OW; ++ow) {
-          float* out = dst_.data() + ((n * OH + oh) * OW + ow) * C;
-          std::fill(out, out + C, 0.0f);
+          index taps = 0;
           for_taps(oh, ow, [&](index k, index ih, index iw) {
-            const float* in = nhwc_ + ((n * c_.in_h + ih) * c_.in_w + iw) * C;
-            const float* w = weights_.data() + k * C;
-            simd::transform(0, std::size_t(C), [&](auto v, std::size_t i) {
-              using V = decltype(v);
-              simd::store(out + i, simd::fma(simd::load<V>(in + i), simd::load<V>(w + i), simd::load<V>(out + i)));
-            });
+            in[std::size_t(taps)] = nhwc_ + ((n * c_.in_h + ih) * c_.in_w + iw) * C;
+            w[std::size_t(taps++)] = weights_.data() + k * C;
           });
+          sum_of_products(dst_.data() + ((n * OH + oh) * OW + ow) * C, in.data(), w.data(), taps, C);
         }
       }
     });
@@ -205,27 +203,51 @@ class depthwise_conv2d_op : public windowed_conv_base<depthwise_conv2d_op> {
     const index C = c_.in_c, K = c_.kernel, D = c_.dilation, S = c_.stride, P = c_.padding;
     const index H = c_.in_h, W = c_.in_w, OH = c_.out_h, OW = c_.out_w;
     parallel_for(dev, index(c_.batch) * H, double(W) * K * K * C * 2 / double(S * S), [&](index begin, index end) {
+      std::vector<const float*> g(static_cast<std::size_t>(K * K)), w(g.size());
       for (index row = begin; row < end; ++row) {
         const index n = row / H, ih = row % H;
         for (index iw = 0; iw < W; ++iw) {
-          float* out = diff_src_.data() + ((n * H + ih) * W + iw) * C;
-          std::fill(out, out + C, 0.0f);
+          index taps = 0;
           for (index kh = 0; kh < K; ++kh) {
             const index th = ih + P - kh * D;
             if (th < 0 || th % S || th / S >= OH) continue;
             for (index kw = 0; kw < K; ++kw) {
               const index tw = iw + P - kw * D;
               if (tw < 0 || tw % S || tw / S >= OW) continue;
-              const float* g = dz + ((n * OH + th / S) * OW + tw / S) * C;
-              const float* w = weights_.data() + (kh * K + kw) * C;
-              simd::transform(0, std::size_t(C), [&](auto v, std::size_t i) {
-                using V = decltype(v);
-                simd::store(out + i, simd::fma(simd::load<V>(g + i), simd::load<V>(w + i), simd::load<V>(out + i)));
-              });
+              g[std::size_t(taps)] = dz + ((n * OH + th / S) * OW + tw / S) * C;
+              w[std::size_t(taps++)] = weights_.data() + (kh * K + kw) * C;
             }
           }
+          sum_of_products(diff_src_.data() + ((n * H + ih) * W + iw) * C, g.data(), w.data(), taps, C);
         }
       }
+    });
+  }
+
+  /// out[0, C) = the sum over t < n of a[t][0, C) * b[t][0, C), for a window's n taps: the sums of four vectors
+  /// of channels at a time are held in registers over the whole window and stored once (a loop of one tap at a
+  /// time over the channels would load and store the outputs again for every tap).
+  static void sum_of_products(float* out, const float* const* a, const float* const* b, index n, index C) {
+    using V = simd::batch;
+    constexpr index kV = index(simd::kWidth);
+    index c = 0;
+    for (; c + 4 * kV <= C; c += 4 * kV) {
+      V s0(0.0f), s1(0.0f), s2(0.0f), s3(0.0f);
+      for (index t = 0; t < n; ++t) {
+        const float *x = a[t] + c, *y = b[t] + c;
+        s0 = simd::fma(simd::load<V>(x), simd::load<V>(y), s0);
+        s1 = simd::fma(simd::load<V>(x + kV), simd::load<V>(y + kV), s1);
+        s2 = simd::fma(simd::load<V>(x + 2 * kV), simd::load<V>(y + 2 * kV), s2);
+        s3 = simd::fma(simd::load<V>(x + 3 * kV), simd::load<V>(y + 3 * kV), s3);
+      }
+      simd::store(out + c, s0), simd::store(out + c + kV, s1), simd::store(out + c + 2 * kV, s2);
+      simd::store(out + c + 3 * kV, s3);
+    }
+    simd::transform(std::size_t(c), std::size_t(C), [&](auto v, std::size_t i) {
+      using T = decltype(v);
+      T sum(0.0f);
+      for (index t = 0; t < n; ++t) sum = simd::fma(simd::load<T>(a[t] + i), simd::load<T>(b[t] + i), sum);
+      simd::store(out + i, sum);
     });
   }
 
@@ -250,7 +272,7 @@ class grouped_conv2d_op : public windowed_conv_base<grouped_conv2d_op> {
     packs_ = AlignedBuffer<float>(std::size_t(threads * block_ * depth_));
     // Shares of the rows per group for the weights gradient: enough (group, share) pairs for every thread.
     shares_ = std::clamp<index>((threads + G_ - 1) / G_, 1, std::max<index>(rows_ / kBlockRows, 1));
-    partials_ = AlignedBuffer<float>(std::size_t(shares_ > 1 ? shares_ * G_ * depth_ * Og_ : 0));
+    partials_ = AlignedBuffer<float>(std::size_t((shares_ - 1) * G_ * depth_ * Og_));  // share 0 sums in place
   }
 
   template <class Probe>
@@ -306,21 +328,25 @@ class grouped_conv2d_op : public windowed_conv_base<grouped_conv2d_op> {
     }
   }
 
-  /// weights_ from PyTorch's [O, Cg, K, K]: output channel g * Og + o's (c, k) weight to group g's row k * Cg + c,
-  /// column o.
-  void to_group_hwio() {
+  /// Calls f(i, j) for each weight: i its index in PyTorch's [O, Cg, K, K], j in the groups' HWIO matrices (output
+  /// channel g * Og + o's (c, k) weight is group g's row k * Cg + c, column o).
+  template <class F>
+  void for_each_weight(F&& f) const {
     const index KK = index(c_.kernel) * c_.kernel;
     for (index g = 0; g < G_; ++g)
       for (index o = 0; o < Og_; ++o)
         for (index ch = 0; ch < Cg_; ++ch)
-          for (index k = 0; k < KK; ++k)
-            weights_.data()[(g * depth_ + k * Cg_ + ch) * Og_ + o] = p_.weights[((g * Og_ + o) * Cg_ + ch) * KK + k];
+          for (index k = 0; k < KK; ++k) f(((g * Og_ + o) * Cg_ + ch) * KK + k, (g * depth_ + k * Cg_ + ch) * Og_ + o);
+  }
+  /// weights_ from the PyTorch-layout parameters.
+  void to_group_hwio() {
+    for_each_weight([&](index i, index j) { weights_.data()[j] = p_.weights[i]; });
   }
 
   /// Group g's P_g^T dZ_g ([depth_, Og]) for each group, over (group, share of the rows) pairs; the shares'
   /// partials are added, then laid out as PyTorch's [O, Cg, K, K].
   void weights_gradient(const device& dev, const float* x, const float* dz) {
-    const index O = c_.out_c, size = depth_ * Og_, KK = index(c_.kernel) * c_.kernel;
+    const index O = c_.out_c, size = depth_ * Og_;
     const auto partial = [&](index g, index s) {
       return s == 0 ? diff_weights_.data() + g * size : partials_.data() + ((s - 1) * G_ + g) * size;
     };
@@ -339,11 +365,7 @@ class grouped_conv2d_op : public windowed_conv_base<grouped_conv2d_op> {
     });
     for (index s = 1; s < shares_; ++s)
       for (index g = 0; g < G_; ++g) simd::add(partial(g, 0), partial(g, s), partial(g, 0), std::size_t(size));
-    for (index g = 0; g < G_; ++g)
-      for (index o = 0; o < Og_; ++o)
-        for (index ch = 0; ch < Cg_; ++ch)
-          for (index k = 0; k < KK; ++k)
-            p_.diff_weights[((g * Og_ + o) * Cg_ + ch) * KK + k] = diff_weights_.data()[(g * depth_ + k * Cg_ + ch) * Og_ + o];
+    for_each_weight([&](index i, index j) { p_.diff_weights[i] = diff_weights_.data()[j]; });
   }
 
   /// dX: for each (group, image) pair, dP = dZ_g W_g^T block by block, each block's patches added into the

@@ -4,9 +4,12 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "sinew/backend/simd/activation_kind.hpp"
+#include "sinew/core/error.hpp"
 #include "sinew/layers/activation.hpp"
 #include "sinew/layers/layer_spec.hpp"
 
@@ -39,6 +42,14 @@ struct Conv2dConfig {
   constexpr bool is_depthwise() const noexcept { return groups > 1 && groups == in_c && out_c == in_c; }
   /// The pixels a window covers along each side.
   constexpr int span() const noexcept { return dilation * (kernel - 1) + 1; }
+  /// Throws backend_error unless is_dense(): for the kernels of the plain form, which `op` names, given a grouped
+  /// or dilated convolution directly (the op tables route those elsewhere, as `route` says).
+  void require_dense(std::string_view op, std::string_view route) const {
+    if (!is_dense())
+      throw backend_error(std::string(op) + ": " + std::to_string(groups) + " groups, dilation " +
+                          std::to_string(dilation) + " given; it computes ungrouped, undilated convolutions only (" +
+                          std::string(route) + ")");
+  }
 };
 
 template <NodeType N>

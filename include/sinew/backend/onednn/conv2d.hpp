@@ -3,6 +3,9 @@
 // As oneDNN's cnn_training_f32 example: every descriptor is format_tag::any so each primitive picks its
 // layout; reorders exist only where two layouts differ (input, PyTorch-layout weights, gradients) and are
 // created at set-up (weighted_layer.hpp); the forward primitive descriptor is the hint of both backward ones.
+// Grouped convolutions (depthwise included) and dilated ones run here too, as oneDNN describes them: weights with a
+// leading groups dimension (goihw, the same floats as PyTorch's [Out, In/G, K, K]) and dilation counted as the gap
+// between taps (PyTorch's dilation - 1).
 //
 // Kernel taps that only ever meet padding are dropped: a 3x3 kernel with padding 1 over a 1x1 image (ResNet's
 // last stage on 32x32 inputs) reads only its centre, so the primitives run a 1x1 kernel over that sub-block of

@@ -40,6 +40,7 @@ class small_conv2d_op : public weighted_layer<dnnl::inner_product_forward, dnnl:
   void setup(context& ctx, const desc& src_md, const Conv2dConfig& c, ParamSlots p, bool need_diff_src,
              dt compute = dt::f32) {
     using namespace dnnl;
+    c.require_dense("small_conv2d_op", "conv2d_op_for sends the others to conv2d_op");
     c_ = c;
     user_ = p;
     build_taps();

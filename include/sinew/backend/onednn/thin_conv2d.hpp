@@ -62,6 +62,7 @@ class basic_thin_conv2d_op : public op_base {
     if (c.stride != 1)
       throw backend_error("thin_conv2d_op: stride " + std::to_string(c.stride) +
                           " given; it computes stride-1 convolutions only (conv_is_thin chooses it)");
+    c.require_dense("thin_conv2d_op", "conv2d_op_for sends the others to conv2d_op");
     c_ = c;
     user_ = p;
     need_diff_src_ = need_diff_src;
