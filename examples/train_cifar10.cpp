@@ -44,6 +44,8 @@ template <int Classes> using ResNet18      = nets::ResNet18<Cifar, Classes, nets
 template <int Classes> using ResNet50      = nets::ResNet50<Cifar, Classes, nets::ImageNetStem>;  // 23.5M
 template <int Classes> using VGG16BN       = nets::VGG16BN<Cifar, Classes>;             // 134.3M
 template <int Classes> using AlexNet       = nets::AlexNet<Cifar64, Classes>;           // 57.0M at 10 classes
+template <int Classes> using MobileNetV2   = nets::MobileNetV2<Cifar, Classes>;         // 2.2M, depthwise + ReLU6
+template <int Classes> using ResNeXt50     = nets::ResNeXt50_32x4d<Cifar, Classes>;     // 23.0M, 32 groups
 using Backend  = sinew::backend::OneDnn;                       // oneDNN primitives, PyTorch style
 using Bf16     = sinew::backend::OneDnnBf16;                   // --precision bf16
 using Strategy = sinew::dist::Local;                           // one process
@@ -179,6 +181,8 @@ int train_net(const std::string& net, const Settings& s) {
     if (net == "resnet18") return train<ResNet18<Classes>>(s);
     if (net == "resnet50") return train<ResNet50<Classes>>(s);
     if (net == "vgg16_bn") return train<VGG16BN<Classes>>(s);
+    if (net == "mobilenet_v2") return train<MobileNetV2<Classes>>(s);
+    if (net == "resnext50_32x4d") return train<ResNeXt50<Classes>>(s);
   }
   return -1;
 }
@@ -190,9 +194,11 @@ int main(int argc, char** argv) try {
                "batch 5 is held out for validation. CIFAR-100: DIR holds train.bin and test.bin (binary version).",
                "train_cifar10"};
   app.add_option("DIR", s.dir, "the directory of the CIFAR binary files")->required()->check(CLI::ExistingDirectory);
-  app.add_option("--net", s.net, "on CIFAR-10 also resnet18, resnet50, vgg16_bn; alexnet runs at 64x64")
+  app.add_option("--net", s.net,
+                 "on CIFAR-10 also resnet18, resnet50, vgg16_bn, mobilenet_v2, resnext50_32x4d; alexnet runs at 64x64")
       ->capture_default_str()
-      ->check(CLI::IsMember({"lenet5", "resnet18_cifar", "alexnet", "resnet18", "resnet50", "vgg16_bn"}));
+      ->check(CLI::IsMember({"lenet5", "resnet18_cifar", "alexnet", "resnet18", "resnet50", "vgg16_bn", "mobilenet_v2",
+                             "resnext50_32x4d"}));
   app.add_option("--dataset", s.dataset)->capture_default_str()->check(CLI::IsMember({"cifar10", "cifar100"}));
   app.add_option("--labels", s.labels, "CIFAR-100's 100 fine classes or 20 coarse superclasses")
       ->capture_default_str()

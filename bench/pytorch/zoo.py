@@ -7,6 +7,8 @@ Networks (torchvision 0.14, num_classes=10):
   resnet18_cifar  on 3x32x32, CIFAR stem (conv1 3x3 stride 1, no max-pool)
   resnet50        on 3x32x32, ImageNet stem
   vgg16_bn        on 3x32x32
+  mobilenet_v2    on 3x32x32 (dropout 0.2, as sinew's)
+  resnext50_32x4d on 3x32x32, ImageNet stem
 Training step = zero_grad + forward + CrossEntropyLoss + backward + SGD(lr=0.01, momentum=0.9).step, in train()
 mode (dropout and batch statistics on); --precision bf16 runs forward and loss under
 torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's CPU mixed precision. Inference = eval() forward under
@@ -36,6 +38,8 @@ NETS = {
     "resnet18_cifar": (32, 11173962),
     "resnet50": (32, 23528522),
     "vgg16_bn": (32, 134309962),
+    "mobilenet_v2": (32, 2236682),
+    "resnext50_32x4d": (32, 23000394),
 }
 SEED = 1234
 

@@ -3,7 +3,7 @@
 // single-thread inference at batch 1 and 42. The two mixed backends (bench/zoo/mix.cpp, ResNet-18 only) show
 // what the layout conversions between two backends cost: with --profile their "reorder" lines.
 //
-//   zoo [--net alexnet,resnet18,resnet18_cifar,resnet50,vgg16_bn] [--batch 42,128]
+//   zoo [--net alexnet,resnet18,resnet18_cifar,resnet50,vgg16_bn,mobilenet_v2,resnext50_32x4d] [--batch 42,128]
 //       [--backend onednn,eigen,onednn+eigen_bn,eigen+onednn_conv] [--precision f32,bf16]
 //       [--threads 2] [--warmup 10] [--steps 10] [--no-inference] [--no-pytorch] [--profile] [--json FILE]
 //

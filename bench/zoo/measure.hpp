@@ -24,9 +24,12 @@ using ResNet18      = nets::ResNet18<Cifar, 10, nets::ImageNetStem>;   // 11.2M
 using ResNet18Cifar = nets::ResNet18<Cifar, 10, nets::CifarStem>;      // 11.2M, 0.56 GFLOP per image
 using ResNet50      = nets::ResNet50<Cifar, 10, nets::ImageNetStem>;   // 23.5M
 using VGG16BN       = nets::VGG16BN<Cifar, 10>;                        // 134.3M
+using MobileNetV2   = nets::MobileNetV2<Cifar, 10>;                    // 2.2M, depthwise: bandwidth-bound
+using ResNeXt50     = nets::ResNeXt50_32x4d<Cifar, 10>;                // 23.0M, grouped 3x3 (32 groups)
 
 inline const std::vector<std::string>& net_names() {
-  static const std::vector<std::string> names = {"alexnet", "resnet18", "resnet18_cifar", "resnet50", "vgg16_bn"};
+  static const std::vector<std::string> names = {"alexnet",  "resnet18",     "resnet18_cifar", "resnet50",
+                                                 "vgg16_bn", "mobilenet_v2", "resnext50_32x4d"};
   return names;
 }
 
@@ -38,6 +41,8 @@ bool with_net(const std::string& name, F&& f) {
   if (name == "resnet18_cifar") return f.template operator()<ResNet18Cifar>(), true;
   if (name == "resnet50") return f.template operator()<ResNet50>(), true;
   if (name == "vgg16_bn") return f.template operator()<VGG16BN>(), true;
+  if (name == "mobilenet_v2") return f.template operator()<MobileNetV2>(), true;
+  if (name == "resnext50_32x4d") return f.template operator()<ResNeXt50>(), true;
   return false;
 }
 

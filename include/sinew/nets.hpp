@@ -2,6 +2,7 @@
 #pragma once
 #include "sinew/nets/alexnet.hpp"
 #include "sinew/nets/lenet5.hpp"
+#include "sinew/nets/mobilenet_v2.hpp"
 #include "sinew/nets/network_spec.hpp"
 #include "sinew/nets/resnet.hpp"
 #include "sinew/nets/sequential.hpp"

@@ -19,7 +19,10 @@
 // without it, one ReLU input within rounding of 0 fell on different sides on an AVX-512 CPU (Zen 4), and the
 // CIFAR-stem ResNet-18 differed by 0.0498 and ResNet-50 by 0.0185 of their gradients' scale, passing on AVX2.
 //
-// One translation unit for the four ResNets: their blocks' branch chains are the same types wherever the
+// ResNeXt-50 32x4d (grouped 3x3 convolutions: oneDNN's grouped primitive against Eigen's per-group GEMM) as
+// ResNet-50, at batch 8, training step then evaluation step, calibrated.
+//
+// One translation unit for the four ResNets and ResNeXt: their blocks' branch chains are the same types wherever the
 // input shape repeats, so they compile once, and each net's Model is instantiated once for both batches.
 #include <gtest/gtest.h>
 
@@ -34,6 +37,7 @@ using ResNet18ImageNetStem = nets::ResNet18<Cifar, 10>;
 using ResNet34ImageNetStem = nets::ResNet34<Cifar, 10>;
 using ResNet50ImageNetStem = nets::ResNet50<Cifar, 10>;
 using ResNet18CifarStem = nets::ResNet18<Cifar, 10, nets::CifarStem>;
+using ResNeXt50ImageNetStem = nets::ResNeXt50_32x4d<Cifar, 10>;
 
 constexpr test::EquivalenceOptions kTrainThenEval{
     .batch = 2, .training_steps = 1, .eval_step = true, .batch_norm_bias_shift = 3};
@@ -62,6 +66,9 @@ TEST(onednn_vs_eigen, resnet34_imagenet_stem_3x32x32_batch8_train_then_eval_cali
 }
 TEST(onednn_vs_eigen, resnet50_imagenet_stem_3x32x32_batch8_train_then_eval_calibrated) {
   test::expect_equivalent<ResNet50ImageNetStem>(kTrainBatch8Calibrated);
+}
+TEST(onednn_vs_eigen, resnext50_32x4d_imagenet_stem_3x32x32_batch8_train_then_eval_calibrated) {
+  test::expect_equivalent<ResNeXt50ImageNetStem>(kTrainBatch8Calibrated);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "../support/onednn_vs_eigen.hpp"
 
 #include <unistd.h>
+#include <algorithm>
 
 #include <bit>
 #include <cmath>
@@ -57,6 +58,11 @@ static_assert(std::is_same_v<OneDnnBf16::op<NormTanhNode>, backend::onednn::f32_
 static_assert(std::is_same_v<OneDnnBf16::op<ReluNode>, backend::onednn::activation_op>);
 static_assert(std::is_same_v<OneDnnBf16::op<TanhNode>, backend::onednn::f32_input<backend::onednn::activation_op>>);
 static_assert(std::is_same_v<OneDnnBf16::op<PoolNode>, backend::onednn::f32_input<OneDnn::op<PoolNode>>>);
+// ReLU6 as ReLU: on bf16 unfused (oneDNN's clip_v2), while batch norm's fused ReLU6 is sinew's f32 kernel.
+using Relu6Node = Node<ReLU6, Shape<2, 8, 8>, NoActivation, 0, 0>;
+using NormRelu6Node = Node<BatchNorm2d, Shape<2, 8, 8>, ReLU6, 0, 0>;
+static_assert(std::is_same_v<OneDnnBf16::op<Relu6Node>, backend::onednn::activation_op>);
+static_assert(std::is_same_v<OneDnnBf16::op<NormRelu6Node>, backend::onednn::f32_input<backend::onednn::batch_norm_op>>);
 // A backend like any other: a Mix's base, with Eigen's batch norm.
 static_assert(BackendPolicy<backend::Mix<OneDnnBf16, backend::Use<BatchNorm2d, backend::Eigen>>>);
 
@@ -338,6 +344,42 @@ TEST(onednn_bf16, conv_without_activation_writes_bf16_output) {
 TEST(onednn_bf16, conv_with_relu_writes_f32_and_backward_data_reads_the_shared_bf16_output_gradient) {
   SKIP_WITHOUT_BF16();
   check_bf16_convolution(simd::activation::relu);
+}
+
+// ReLU6 on a bf16 tensor (a residual sum's, on OneDnnBf16) is oneDNN's clip_v2 in bf16, forward and backward from
+// its output: on values exact in bf16 on either side of both kinks and on them, the output is the clamp exactly
+// and the gradient passes strictly between 0 and 6 (0 at the kinks, as PyTorch's). Compared through whole nets
+// instead, bf16 rounding moves some outputs next to 6 (bf16 steps by 2^-5 there) across the kink.
+TEST(onednn_bf16, relu6_on_a_bf16_tensor_clips_to_0_6_and_passes_the_gradient_strictly_between) {
+  SKIP_WITHOUT_BF16();
+  using namespace backend::onednn;
+  OneDnnBf16::context ctx({.threads = 1});
+  std::vector<float> x = {-100.0f, -3.0f, -0.5f, 0.0f, 0.125f, 0.25f, 1.5f, 3.0f,
+                          5.5f,    5.96875f, 6.0f, 6.03125f, 6.5f, 7.0f, 100.0f, 2.0f};
+  std::vector<float> dy(x.size());
+  for (std::size_t i = 0; i < dy.size(); ++i) dy[i] = float(i + 1);  // exact in bf16
+  const desc f32_md = plain_desc(1, int(x.size()), 1, 1), bf16_md({1, int(x.size()), 1, 1}, dt::bf16, tag::nchw);
+  const auto to_bf16_memory = [&](std::vector<float>& v) {
+    memory plain(f32_md, ctx.engine(), v.data()), out(bf16_md, ctx.engine());
+    dnnl::reorder(plain, out).execute(ctx.stream(), plain, out);
+    ctx.stream().wait();
+    return out;
+  };
+  const memory src = to_bf16_memory(x), diff_dst = to_bf16_memory(dy);
+  activation_op op;
+  op.setup(ctx, bf16_md, simd::activation::relu6, true);
+  EXPECT_EQ(backend::onednn::compat::data_type_of(op.dst_desc()), dt::bf16);
+  op.bind_diff_dst(ctx, bf16_md);
+  op.forward(ctx, src);
+  op.backward(ctx, src, diff_dst);
+  ctx.stream().wait();
+  std::vector<float> y(x.size()), dx(x.size());
+  to_plain(ctx, op.dst(), y.data());
+  to_plain(ctx, op.diff_src(), dx.data());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    EXPECT_EQ(y[i], std::clamp(x[i], 0.0f, 6.0f)) << "x = " << x[i];
+    EXPECT_EQ(dx[i], x[i] > 0 && x[i] < 6 ? dy[i] : 0.0f) << "x = " << x[i];
+  }
 }
 
 // A bf16 run saves its f32 master weights, running statistics and momentum; a new trainer that resumes ends

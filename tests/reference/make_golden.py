@@ -8,6 +8,7 @@ reference_nets.py, on BATCH images from the same formula and fixed labels:
   grads       per parameter: the gradient's norm and its values at 8 fixed indices
   buffers     per running_mean / running_var after the forward pass: norm and 8 values
   num_batches_tracked after the forward pass
+  eval_logits [BATCH x 10] in evaluation mode after that pass (running statistics), for the nets of EVAL_NETS
 
 The values are float64 results (see run()); torch_float32_error is how far PyTorch's own float32 run is from
 them. No weights are stored: sinew's test recomputes them from the formula by name. Run from anywhere, with
@@ -24,6 +25,8 @@ import numpy as np
 import reference_nets as rn
 
 SAMPLES = 8
+# The nets whose golden files also hold the evaluation-mode logits (the older files were written without them).
+EVAL_NETS = ("mobilenet_v2", "resnext50_32x4d")
 
 
 def sample_indices(n):
@@ -67,6 +70,16 @@ def forward_backward(net, dtype):
     loss = torch.nn.functional.cross_entropy(out, torch.tensor(rn.labels()))
     loss.backward()
     return model, sd, out, loss
+
+
+def evaluate(model, net, dtype):
+    """The logits in evaluation mode (running statistics, as the training pass left them) on the same batch."""
+    import torch
+
+    x = torch.from_numpy(rn.formula("input", (rn.BATCH,) + rn.input_shape(net))).to(dtype)
+    model.eval()
+    with torch.no_grad():
+        return model(x)
 
 
 class Worst:
@@ -118,6 +131,8 @@ def run(net, out_dir):
         "buffers": {k: summary(b) for k, b in model.named_buffers() if b.dtype != torch.int64},
         "num_batches_tracked": sorted({int(b) for k, b in model.named_buffers() if b.dtype == torch.int64}),
     }
+    if net in EVAL_NETS:
+        golden["eval_logits"] = [float(v) for v in evaluate(model, net, torch.float64).reshape(-1)]
 
     model32, _, out32, loss32 = forward_backward(net, torch.float32)
     logits, g32, b32 = Worst(), Worst(), Worst()
@@ -129,6 +144,12 @@ def run(net, out_dir):
     compare(grads, {k: p.grad for k, p in model32.named_parameters()}, g32)
     compare(golden["buffers"], dict(model32.named_buffers()), b32)
     golden["torch_float32_error"] = {"logits": logits.error, "grads": g32.error, "buffers": b32.error}
+    if net in EVAL_NETS:
+        want = golden["eval_logits"]
+        rms, worst = (sum(v * v for v in want) / len(want)) ** 0.5, Worst()
+        for got, w in zip(evaluate(model32, net, torch.float32).reshape(-1).tolist(), want):
+            worst.add(got, w, rms)
+        golden["torch_float32_error"]["eval_logits"] = worst.error
 
     path = os.path.join(out_dir, net + ".json")
     with open(path, "w") as f:

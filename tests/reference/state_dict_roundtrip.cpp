@@ -41,6 +41,8 @@ int main(int argc, char** argv) {
     if (net == "alexnet") return round_trip<AlexNet<Input<3, 64, 64>, 10>>(argv[2], argv[3]);
     if (net == "vgg16") return round_trip<VGG16<Cifar, 10>>(argv[2], argv[3]);
     if (net == "vgg16_bn") return round_trip<VGG16BN<Cifar, 10>>(argv[2], argv[3]);
+    if (net == "mobilenet_v2") return round_trip<MobileNetV2<Cifar, 10>>(argv[2], argv[3]);
+    if (net == "resnext50_32x4d") return round_trip<ResNeXt50_32x4d<Cifar, 10>>(argv[2], argv[3]);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;

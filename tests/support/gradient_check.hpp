@@ -25,6 +25,7 @@ struct GradientCheckOptions {
   float atol = 2e-3f;       ///< absolute tolerance, relative to the largest gradient seen
   int samples = 40;         ///< entries checked per tensor (inputs, parameters)
   bool training = true;     ///< the model's mode: batch statistics and dropout, or running statistics
+  float input_scale = 1;    ///< the input is this times standard normal noise (8 reaches ReLU6's kink at 6)
 };
 
 template <class Net, class B>
@@ -36,7 +37,7 @@ class GradientCheck {
     Rng rng(o.seed + 1);
     x_.resize(std::size_t(o.batch) * Net::input_shape::kSize);
     r_.resize(std::size_t(o.batch) * Net::output_shape::kSize);
-    for (float& v : x_) v = rng.normal();
+    for (float& v : x_) v = o.input_scale * rng.normal();
     for (float& v : r_) v = rng.normal();
   }
 

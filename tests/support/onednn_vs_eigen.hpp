@@ -76,6 +76,8 @@ struct EquivalenceOptions {
   /// of n values per channel (|x_hat| <= sqrt(n - 1)) can only reach the kink for n >= 10 and then with a
   /// density at 0 about 90 times lower.
   float batch_norm_bias_shift = 0;
+  /// The input is this times standard normal noise: 8 puts a sixth of a ReLU6's inputs past its kink at 6.
+  float input_scale = 1;
 };
 
 /// The same network on both backends with the same seed: equal initial parameters, then forward on the
@@ -112,7 +114,7 @@ double expect_equivalent(EquivalenceOptions o = {}) {
   Rng rng(o.seed + 1);
   std::vector<float> x(std::size_t(o.batch) * N::input_shape::kSize);
   std::vector<float> r(std::size_t(o.batch) * N::output_shape::kSize);
-  for (float& v : x) v = rng.normal();
+  for (float& v : x) v = o.input_scale * rng.normal();
   for (float& v : r) v = rng.normal();
   std::vector<float> x_moved(x.size());
   std::vector<float> yc, gc, dxc, bc;

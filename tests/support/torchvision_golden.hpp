@@ -101,7 +101,8 @@ struct Worst {
 inline constexpr double kTolerance = 1e-3;
 
 /// Builds Net on OneDnn with the formula's weights, runs the golden batch forward and backward in training
-/// mode and compares everything the golden file holds. `gradient_bound` raises the gradients' bound where a
+/// mode, then forward in evaluation mode where the file has eval_logits, and compares everything the golden
+/// file holds. `gradient_bound` raises the gradients' bound where a
 /// net is known to sit on a ReLU kink (see equivalence_resnet.cpp).
 template <class Net>
 void expect_equivalent_to_torchvision(const std::string& net, double gradient_bound = kTolerance) {
@@ -194,6 +195,24 @@ void expect_equivalent_to_torchvision(const std::string& net, double gradient_bo
       << net << ": running statistics differ from torchvision's at " << buffer_error.where;
   // PyTorch counts one batch in every BatchNorm; sinew's step() is what it writes as num_batches_tracked.
   for (double n : g.numbers("num_batches_tracked")) EXPECT_EQ(double(model.step()), n);
+
+  // Then evaluation mode on the same batch, with the running statistics that pass left (newer golden files).
+  if (io::detail::member(g.root, "eval_logits")) {
+    model.set_training(false);
+    const auto eval_logits = model.forward(x, batch);
+    const std::vector<double> want = g.numbers("eval_logits");
+    ASSERT_EQ(eval_logits.size(), want.size());
+    double eval_rms = 0;
+    for (double v : want) eval_rms += v * v;
+    eval_rms = std::sqrt(eval_rms / double(want.size()));
+    Worst eval_error;
+    for (std::size_t i = 0; i < want.size(); ++i)
+      eval_error.add(eval_logits[i], want[i], eval_rms, "evaluation logit " + std::to_string(i));
+    std::printf("[ equivalence ] %s: evaluation mode: max relative error %.1e [%.1e] at %s\n", net.c_str(),
+                eval_error.error, Golden::number(torch32.at("eval_logits")), eval_error.where.c_str());
+    EXPECT_LE(eval_error.error, bound("eval_logits")) << net << ": evaluation-mode logits differ from torchvision's at "
+                                                      << eval_error.where;
+  }
 }
 
 }  // namespace sinew::test

@@ -219,12 +219,13 @@ struct op_for<layer_kind::batch_norm, OneDnnBf16> {
                                       onednn::batch_norm_op, onednn::f32_input<onednn::batch_norm_op>>;
 };
 
-/// ReLU in the type of its input (oneDNN's eltwise on bf16); other activations on sinew's f32 kernels.
+/// ReLU and ReLU6 in the type of their input (oneDNN's eltwise on bf16); other activations on sinew's f32 kernels.
 template <>
 struct op_for<layer_kind::activation, OneDnnBf16> {
-  /// OneDnn's op, on bf16 for ReLU
+  /// OneDnn's op, on bf16 for ReLU and ReLU6
   template <NodeType N>
-  using type_for = std::conditional_t<activation_of<typename N::layer>() == simd::activation::relu,
+  using type_for = std::conditional_t<activation_of<typename N::layer>() == simd::activation::relu ||
+                                          activation_of<typename N::layer>() == simd::activation::relu6,
                                       onednn::activation_op, onednn::f32_input<onednn::activation_op>>;
 };
 

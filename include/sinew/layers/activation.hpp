@@ -1,4 +1,4 @@
-// sinew/layers/activation.hpp: element-wise activations ReLU, Tanh and Sigmoid.
+// sinew/layers/activation.hpp: element-wise activations ReLU, ReLU6, LeakyReLU, Tanh and Sigmoid.
 //
 // Each keeps its input's shape and has no parameters. Placed right after a Conv2d or Dense, a backend may
 // fuse it into that layer (oneDNN post-op); the backward pass then differentiates through its output.
@@ -64,8 +64,18 @@ struct LeakyReLU : detail::elementwise<LeakyReLU> {
   static constexpr float kNegativeSlope = 0.01f;  ///< in (0, 1): the sign of the output is the input's
 };
 
+/// min(max(x, 0), 6): torch.nn.ReLU6, MobileNetV2's activation. Its time is profiled with the rectifiers, as
+/// "relu". Its derivative is 1 strictly between the kinks at 0 and 6, and 0 elsewhere (PyTorch's too).
+struct ReLU6 : detail::elementwise<ReLU6> {
+  /// what reports, profiles and checkpoints call the layer kind
+  static constexpr std::string_view kName = "relu6";
+  /// the operator-profile kind its time is reported under (metrics/profile.hpp)
+  static constexpr std::string_view kProfile = "relu";
+  static constexpr float kCeiling = 6.0f;  ///< where the output stops growing
+};
+
 /// Every activation, for what maps a kernel back to its layer (the profile kind of a fused activation).
-using activations = type_list<ReLU, Tanh, Sigmoid, LeakyReLU>;
+using activations = type_list<ReLU, Tanh, Sigmoid, LeakyReLU, ReLU6>;
 
 /// Satisfied by the activations (their kind is layer_kind::activation).
 template <class T>

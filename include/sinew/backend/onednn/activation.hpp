@@ -1,7 +1,7 @@
 // sinew/backend/onednn/activation.hpp: an activation that is not fused into the layer before it, computed
 // by sinew's SIMD kernels on the tensor's physical buffer in whatever layout it arrives (see
 // backend/simd/activation.hpp for why not oneDNN's eltwise). Backward differentiates through the output.
-// A ReLU on a bf16 tensor (OneDnnBf16's, after a residual addition) runs as oneDNN's eltwise in bf16; the SIMD
+// A ReLU or ReLU6 on a bf16 tensor (OneDnnBf16's, after a residual addition) runs as oneDNN's eltwise in bf16; the SIMD
 // kernels read f32 only, so OneDnnBf16 gives other activations an f32 input (onednn_bf16.hpp).
 #pragma once
 
@@ -25,17 +25,21 @@ class activation_op : public op_base {
     if (need_diff_src) diff_src_ = memory(src_md, ctx.engine());
     eltwise_ = compat::data_type_of(src_md) != dt::f32;
     if (!eltwise_) return;
-    if (kind != simd::activation::relu)
-      throw backend_error("onednn: an activation other than ReLU reads f32 tensors only, and this one arrives in another "
-                          "type (OneDnnBf16 converts such an input to f32 first: see onednn_bf16.hpp)");
-    const auto alg = algorithm::eltwise_relu_use_dst_for_bwd;
+    if (kind != simd::activation::relu && kind != simd::activation::relu6)
+      throw backend_error("onednn: an activation other than ReLU and ReLU6 reads f32 tensors only, and this one arrives "
+                          "in another type (OneDnnBf16 converts such an input to f32 first: see onednn_bf16.hpp)");
+    // ReLU6 is clip_v2 to [0, 6]: its backward reads the output, whose gradient is 0 at both kinks, as PyTorch's
+    // (oneDNN 2.6 and 3.x alike).
+    const bool six = kind == simd::activation::relu6;
+    const auto alg = six ? algorithm::eltwise_clip_v2_use_dst_for_bwd : algorithm::eltwise_relu_use_dst_for_bwd;
+    const float alpha = 0.0f, beta = six ? ReLU6::kCeiling : 0.0f;
     const auto fwd_pd = checked("relu forward", [&] {
-      return compat::eltwise_forward(ctx.engine(), prop_kind::forward_training, alg, src_md);
+      return compat::eltwise_forward(ctx.engine(), prop_kind::forward_training, alg, src_md, alpha, beta);
     });
     fwd_ = eltwise_forward(fwd_pd);
     if (need_diff_src)
       bwd_ = eltwise_backward(checked("relu backward", [&] {
-        return compat::eltwise_backward(ctx.engine(), alg, src_md, src_md, fwd_pd);
+        return compat::eltwise_backward(ctx.engine(), alg, src_md, src_md, fwd_pd, alpha, beta);
       }));
   }
 
@@ -71,7 +75,7 @@ class activation_op : public op_base {
  private:
   simd::activation kind_ = simd::activation::none;
   std::size_t floats_ = 0;
-  bool eltwise_ = false;  // a bf16 ReLU on oneDNN's eltwise
+  bool eltwise_ = false;  // a bf16 ReLU or ReLU6 on oneDNN's eltwise
   dnnl::eltwise_forward fwd_;
   dnnl::eltwise_backward bwd_;
   const memory* bound_src_ = nullptr;

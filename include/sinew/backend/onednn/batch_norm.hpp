@@ -36,7 +36,8 @@ class batch_norm_op {
     const bool relu = c.act == simd::activation::relu;
     const flags train = flags::use_scale | flags::use_shift | (relu ? flags::fuse_norm_relu : flags::none);
     const flags eval = train | flags::use_global_stats;
-    // ReLU runs inside the primitive; only Tanh and Sigmoid need the separate kernel.
+    // ReLU runs inside the primitive (fuse_norm_relu); the others (ReLU6 too: batch norm takes no post-op) need
+    // the separate kernel.
     const simd::activation separate = relu ? simd::activation::none : c.act;
 
     for (int m = 0; m < 2; ++m) {
@@ -67,7 +68,7 @@ class batch_norm_op {
     running_variance_ = memory(pd.variance_desc(), eng, p.buffers + c.channels);
     dst_ = memory(pd.dst_desc(), eng);
     diff_src_ = memory(src_md, eng);  // the primitive always computes it; the Model may not read it
-    act_.setup(ctx, separate, pd.dst_desc());
+    act_.setup(ctx, separate, pd.dst_desc(), /*in_primitive=*/false);
   }
 
   void set_mode(const ForwardMode& m) noexcept { training_ = m.training; }
@@ -83,7 +84,7 @@ class batch_norm_op {
     backward(ctx, src, diff_dst, metrics::no_probe);
   }
 
-  /// Reports a Tanh or Sigmoid after the normalisation apart (a ReLU is inside the primitive).
+  /// Reports an activation after the normalisation apart (a ReLU is inside the primitive).
   template <class Probe>
   void forward(context& ctx, const memory& src, Probe& probe) {
     probe.begin(metrics::OpKind::batch_norm);

@@ -221,35 +221,44 @@ using backend::activation_of;
 /// Floats in a tensor's physical buffer (blocked layouts pad channels; the padding is zero).
 inline std::size_t physical_floats(const desc& d) { return d.get_size() / sizeof(float); }
 
-/// The activation after a Conv2d or Dense. ReLU runs as a oneDNN post-op, free in the primitive's write-back.
-/// The others (Tanh, Sigmoid, ...) run as sinew's SIMD kernels on the output, in place, right after the primitive: oneDNN
+/// The activation after a Conv2d or Dense. ReLU (and ReLU6, as eltwise_clip to [0, 6], the same in oneDNN 2 and 3)
+/// runs as a oneDNN post-op, free in the primitive's write-back. The others (Tanh, Sigmoid, ...) run as sinew's SIMD kernels on the output, in place, right after the primitive: oneDNN
 /// 2.6's AVX2 tanh post-op doubled the time of LeNet-5's first convolution (see backend/simd/activation.hpp).
 /// Backward computes the gradient of the pre-activation from the output and the gradient arriving for it.
 class fused_activation {
  public:
-  void setup(context& ctx, simd::activation a, const desc& dst_md) {
+  /// `in_primitive`: whether the primitive took attr(a)'s post-op (batch norm takes none: it runs ReLU6 here).
+  void setup(context& ctx, simd::activation a, const desc& dst_md, bool in_primitive = true) {
     kind_ = a;
+    in_primitive_ = in_primitive && post_op(a);
     floats_ = physical_floats(dst_md);
     if (kind_ != simd::activation::none) diff_ = memory(dst_md, ctx.engine());
   }
   bool active() const noexcept { return kind_ != simd::activation::none; }
   simd::activation kind() const noexcept { return kind_; }
-  /// Whether forward() runs a pass of its own (every activation but ReLU) rather than a post-op inside the
-  /// primitive.
-  bool separate_pass() const noexcept { return active() && kind_ != simd::activation::relu; }
+  /// Whether activation `a` runs as a post-op inside the primitive (the rectifiers without a slope).
+  static constexpr bool post_op(simd::activation a) noexcept {
+    return a == simd::activation::relu || a == simd::activation::relu6;
+  }
+  /// Whether forward() runs a pass of its own (every activation but the post-ops) rather than a post-op inside
+  /// the primitive.
+  bool separate_pass() const noexcept { return active() && !in_primitive_; }
 
-  /// The primitive attributes for activation `a`: a ReLU post-op, or nothing.
+  /// The primitive attributes for activation `a`: a ReLU or ReLU6 post-op, or nothing.
   static dnnl::primitive_attr attr(simd::activation a) {
     dnnl::primitive_attr attr;
-    if (a == simd::activation::relu) {
+    if (post_op(a)) {
       dnnl::post_ops ops;
-      compat::append_eltwise(ops, dnnl::algorithm::eltwise_relu);
+      if (a == simd::activation::relu)
+        compat::append_eltwise(ops, dnnl::algorithm::eltwise_relu);
+      else
+        compat::append_eltwise(ops, dnnl::algorithm::eltwise_clip, 0.0f, ReLU6::kCeiling);
       attr.set_post_ops(ops);
     }
     return attr;
   }
 
-  /// Applies the activation to the primitive's output in place (ReLU already ran as a post-op).
+  /// Applies the activation to the primitive's output in place (ReLU and ReLU6 already ran as post-ops).
   void forward(const memory& dst) {
     if (separate_pass()) {
       auto* p = static_cast<float*>(dst.get_data_handle());
@@ -268,6 +277,7 @@ class fused_activation {
 
  private:
   simd::activation kind_ = simd::activation::none;
+  bool in_primitive_ = false;
   std::size_t floats_ = 0;
   memory diff_;
 };

@@ -139,12 +139,12 @@ class basic_thin_conv2d_op : public op_base {
   }
 
   /// The convolution and its activation in one pass. A profiled run (a probe with kEnabled) applies the
-  /// activation in a pass of its own, reported as its kind as on the oneDNN path (where ReLU is a post-op inside
-  /// the convolution, the others a pass of their own: fused_activation::separate_pass).
+  /// activation in a pass of its own, reported as its kind as on the oneDNN path (where ReLU and ReLU6 are post-ops
+  /// inside the convolution, the others a pass of their own: fused_activation::separate_pass).
   template <class Probe>
   void forward(context& ctx, const memory& src, Probe& probe) {
     const bool split = std::remove_cvref_t<Probe>::kEnabled && c_.act != simd::activation::none &&
-                       c_.act != simd::activation::relu;
+                       !fused_activation::post_op(c_.act);
     probe.begin(metrics::OpKind::convolution);
     src_.run(ctx, src);
     const float* x = static_cast<const float*>(src_.target_for(src).get_data_handle());

@@ -5,7 +5,8 @@
 // std::tanh), faster than xsimd::tanh and than oneDNN 2.6's AVX2 tanh
 // (figures: bench/README.md, "Why the kernels are as they are"). Backward passes are
 // computed from the output y, so the input need not be kept: relu' = [y > 0], tanh' = 1 - y^2,
-// sigmoid' = y (1 - y), leaky_relu' = [y > 0] + slope [y <= 0]; they are plain xsimd loops.
+// sigmoid' = y (1 - y), leaky_relu' = [y > 0] + slope [y <= 0], relu6' = [0 < y < 6] (an output of exactly 6
+// had an input of 6 or more: PyTorch's gradient is 0 there too); they are plain xsimd loops.
 #pragma once
 
 #include <cstddef>
@@ -32,6 +33,7 @@ inline void activation_forward_serial(activation a, const float* x, float* y, st
     case activation::tanh: out = in.tanh(); break;
     case activation::sigmoid: out = in.logistic(); break;
     case activation::leaky_relu: out = in.max(in * LeakyReLU::kNegativeSlope); break;
+    case activation::relu6: out = in.max(0.0f).min(ReLU6::kCeiling); break;
     case activation::none: break;
   }
 }
@@ -66,6 +68,11 @@ inline void activation_backward_serial(activation a, const float* y, const float
         r = out > 0 ? grad : grad * LeakyReLU::kNegativeSlope;
       else
         r = xsimd::select(out > V(0.0f), grad, grad * V(LeakyReLU::kNegativeSlope));
+    } else if (a == activation::relu6) {
+      if constexpr (std::is_same_v<V, float>)
+        r = out > 0 && out < ReLU6::kCeiling ? grad : 0.0f;
+      else
+        r = xsimd::select((out > V(0.0f)) & (out < V(ReLU6::kCeiling)), grad, V(0.0f));
     } else {
       r = grad;
     }

@@ -10,7 +10,7 @@
 namespace sinew::simd {
 
 /// The element-wise activations the kernels compute (none: a layer without one).
-enum class activation { none, relu, tanh, sigmoid, leaky_relu };
+enum class activation { none, relu, tanh, sigmoid, leaky_relu, relu6 };
 
 /// The kernel that computes activation layer Act (layers/activation.hpp); none for a layer without one.
 template <class Act>
@@ -24,6 +24,8 @@ template <>
 inline constexpr activation kernel_of<Sigmoid> = activation::sigmoid;
 template <>
 inline constexpr activation kernel_of<LeakyReLU> = activation::leaky_relu;
+template <>
+inline constexpr activation kernel_of<ReLU6> = activation::relu6;
 /// @endcond
 
 }  // namespace sinew::simd
