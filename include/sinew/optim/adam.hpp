@@ -13,25 +13,38 @@
 
 namespace sinew::optim {
 
+namespace detail {
+/// torch.optim.Adam's and AdamW's arguments, which differ only in two defaults. One aggregate for both (not
+/// AdamW's derived from Adam's: designated initializers such as {.lr = 3e-4f} cannot name a base's members).
+template <float DefaultWeightDecay, bool DefaultDecoupled>
+struct adam_options {
+  /// learning rate
+  float lr = 1e-3f;
+  /// decay of the first moment (running mean of the gradient)
+  float beta1 = 0.9f;
+  /// decay of the second moment (running mean of its square)
+  float beta2 = 0.999f;
+  /// added to the square root of the second moment
+  float eps = 1e-8f;
+  /// L2 penalty added to the gradient; with `decoupled`, the parameters shrink by lr x weight_decay
+  float weight_decay = DefaultWeightDecay;
+  bool decoupled = DefaultDecoupled;  ///< AdamW
+
+  /// The same values under the other defaults (Adam's options from AdamW's, and back).
+  template <float W, bool D>
+  operator adam_options<W, D>() const {  // NOLINT(google-explicit-constructor)
+    return {lr, beta1, beta2, eps, weight_decay, decoupled};
+  }
+};
+}  // namespace detail
+
 /// Adam; with options::decoupled it is AdamW (weight decay applied to the parameters, not the gradient).
 class Adam {
  public:
   /// for reports and checkpoints
   static constexpr std::string_view kName = "adam";
-  /// torch.optim.Adam's arguments.
-  struct options {
-    /// learning rate
-    float lr = 1e-3f;
-    /// decay of the first moment (running mean of the gradient)
-    float beta1 = 0.9f;
-    /// decay of the second moment (running mean of its square)
-    float beta2 = 0.999f;
-    /// added to the square root of the second moment
-    float eps = 1e-8f;
-    /// L2 penalty added to the gradient; with `decoupled`, the parameters shrink by lr x weight_decay
-    float weight_decay = 0.0f;
-    bool decoupled = false;  ///< AdamW
-  };
+  /// torch.optim.Adam's arguments: weight_decay 0, not decoupled.
+  using options = detail::adam_options<0.0f, false>;
 
   /// For n parameters; throws a training_error for a negative rate, betas outside [0, 1) or eps <= 0.
   Adam(options o, std::size_t n) : o_(o), m_(n), v_(n) {
@@ -102,31 +115,12 @@ class AdamW : public Adam {
  public:
   /// for reports and checkpoints
   static constexpr std::string_view kName = "adamw";
-  /// Adam's options with AdamW's defaults: weight_decay 0.01, decoupled. Its own aggregate rather than one
-  /// derived from Adam::options, since designated initializers ({.lr = 3e-4f}) cannot name a base's members.
-  struct options {
-    /// learning rate
-    float lr = 1e-3f;
-    /// decay of the first moment
-    float beta1 = 0.9f;
-    /// decay of the second moment
-    float beta2 = 0.999f;
-    /// added to the square root of the second moment
-    float eps = 1e-8f;
-    /// the parameters shrink by lr x weight_decay each step (with `decoupled`)
-    float weight_decay = 0.01f;
-    bool decoupled = true;  ///< false: Adam's L2 penalty added to the gradient
-
-    /// As Adam's options.
-    operator Adam::options() const { return {lr, beta1, beta2, eps, weight_decay, decoupled}; }  // NOLINT
-  };
+  /// torch.optim.AdamW's arguments: Adam's with weight_decay 0.01, decoupled.
+  using options = detail::adam_options<0.01f, true>;
   /// For n parameters.
   AdamW(options o, std::size_t n) : Adam(Adam::options(o), n) {}
   /// Its options, so that a parameter server can build a like optimizer: AdamW(o.hyper_parameters(), n).
-  options hyper_parameters() const noexcept {
-    const Adam::options& o = Adam::hyper_parameters();
-    return {o.lr, o.beta1, o.beta2, o.eps, o.weight_decay, o.decoupled};
-  }
+  options hyper_parameters() const noexcept { return Adam::hyper_parameters(); }
 };
 
 static_assert(OptimizerPolicy<Adam> && req::has_state<Adam> && req::has_range_step<Adam>);
