@@ -136,7 +136,7 @@ def pytorch(work):
         import torch
         from torch import nn
     except ImportError:
-        print("torch is not installed for /usr/bin/python3: skipped")
+        print("torch is not installed for %s: skipped" % sys.executable)
         sys.exit(77)
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "reference"))
     import reference_nets as rn
