@@ -70,7 +70,7 @@ data::LoaderOptions loader_options(const Settings& s, bool training) {
 Loader image_folder(const Settings& s, const char* split, bool training) {
   data::ImageFolder folder(std::filesystem::path(s.dir) / split, {.height = kSide, .width = kSide});
   if (folder.num_classes() != kClasses)
-    throw error("train_image_folder: " + (std::filesystem::path(s.dir) / split).string() + " holds " +
+    throw error((std::filesystem::path(s.dir) / split).string() + " holds " +
                 std::to_string(folder.num_classes()) + " class folders; this program is built for " +
                 std::to_string(kClasses) + " (change kClasses in train_image_folder.cpp)");
   return Loader(std::move(folder), loader_options(s, training), {.workers = s.workers});
@@ -115,6 +115,10 @@ metrics::Json some_logits(Train& trainer, Loader& loader, int count) {
 int run(const Settings& s) {
   Loader train = image_folder(s, "train", true);
   Loader val = image_folder(s, "val", false);
+  for (int c = 0; c < kClasses; ++c)  // classes are numbered by their folders' names: both splits need the same
+    if (train.source().class_name(c) != val.source().class_name(c))
+      throw error("class " + std::to_string(c) + " is " + train.source().class_name(c) +
+                  " in train/ but " + val.source().class_name(c) + " in val/ (give both the same class folders)");
   Train trainer({.threads = s.threads, .seed = s.seed},
                 {.lr = float(s.lr), .momentum = float(s.momentum), .weight_decay = float(s.weight_decay)});
   const auto steps_per_epoch = std::int64_t(train.batches_per_epoch());
