@@ -11,11 +11,13 @@
 // so the schedule), which travels with every gradient.
 //
 // Protocol: point-to-point messages of floats; every message starts with a 4-float header, some carry a shard.
-//   worker -> server  {gradient, lr} then the gradient's shard   one step
+//   worker -> server  {gradient, lr, version} then the gradient's shard   one step
 //                     {done}                                     the worker's epoch is over
 //                     {stop, worker, epoch, step}                the worker stops training; nothing follows
 //                                                                (steps cross as floats: exact below 2^24)
-//   server -> worker  {params, update seconds, lead} then the shard's parameters
+// A reply's version is the server's step count when it sent those parameters; the worker's next gradient carries
+// it back, so the server knows how many updates the gradient missed (its staleness, counted in ServerCounters).
+//   server -> worker  {params, update seconds, lead, version} then the shard's parameters
 //                     {stop, worker, epoch, step} then the shard's parameters: stop training
 // A worker's step posts the receives of every server's reply first, then sends its gradient shards, then waits
 // for all: a server's blocking send of a reply therefore never waits on a worker that is busy elsewhere.
@@ -27,6 +29,16 @@
 // Async, but a worker's lead, the gradients it has pushed this epoch minus those of the slowest worker still in
 // the epoch, never exceeds K: the server holds back the reply to a worker that would be further ahead until the
 // slowest catches up. The slowest worker is never held, so this cannot deadlock.
+//
+// Staleness. K bounds a worker's lead, not how late its gradients are: every gradient a server applies alone is
+// late by the updates other workers made while it was computed (ServerCounters::staleness counts them; at most
+// (workers - 1)(2K + 1) with a bound). With one slow worker, even BoundedStaleness<0> applies about half the
+// gradients one update late (the slow worker's, computed before the fast one's update of the same round), and
+// so does Async, which runs the fast worker's steps in stretches with fresh parameters and leaves a few of the
+// slow one's far behind: K = 0 ... 8 and Async end within their spread over seeds of each other, a few points under
+// Sync with momentum 0.9, whose momentum on the servers carries each late gradient on (bench/staleness.py; the
+// test of the order pins it). options::staleness_scaled_lr divides each step's learning rate by its staleness + 1
+// (Zhang et al., IJCAI 2016), which closes most of that gap.
 //
 // Epochs. Trainer::train_epoch on a server serves one epoch (its EpochStats count 0 samples, `steps` optimizer
 // steps of its shard, `phases.update` their time and `phases.comm` the rest). Each worker ends its epoch with
@@ -152,6 +164,17 @@ struct ServerCounters {
   std::size_t steps = 0;         ///< optimizer steps of the shard (Sync: one per round)
   std::size_t held_replies = 0;  ///< replies held back to keep a worker within the staleness bound
   int max_lead = 0;              ///< the largest lead of a worker when its reply was sent
+  /// How many gradients were applied with each staleness: the server's updates between the parameters the
+  /// worker computed on and the gradient's own update. Bin i counts staleness i; the last bin, that or more.
+  /// Sync: everything in bin 0.
+  std::array<std::size_t, 32> staleness{};
+  /// The mean staleness of the applied gradients (0 when none).
+  double mean_staleness() const {
+    std::size_t n = 0;
+    double sum = 0;
+    for (std::size_t i = 0; i < staleness.size(); ++i) n += staleness[i], sum += double(i) * double(staleness[i]);
+    return n == 0 ? 0.0 : sum / double(n);
+  }
 };
 
 /// The whole job's counters (ParameterServer::gather_counters), the same on every rank.
@@ -161,6 +184,17 @@ struct JobCounters {
   int max_lead = 0;                           ///< the largest over the servers
   std::size_t held_replies = 0;               ///< summed over the servers
 };
+
+namespace detail {
+/// Step counts travel as floats, exact below 2^24: versions wrap there, and a staleness is their difference
+/// modulo 2^24.
+inline constexpr std::int64_t kVersionModulus = std::int64_t(1) << 24;
+inline float version_of(std::size_t steps) { return float(std::int64_t(steps) % kVersionModulus); }
+inline std::size_t staleness_since(std::size_t steps, float version) {
+  return std::size_t(((std::int64_t(steps) - std::int64_t(version)) % kVersionModulus + kVersionModulus) %
+                     kVersionModulus);
+}
+}  // namespace detail
 
 /// Comm: the communicator (comm::Mpi); it must offer probe_any. Servers: how many of the ranks, the last ones,
 /// hold parameter shards and run the optimizer.
@@ -188,6 +222,10 @@ class ParameterServer {
     /// A server waiting longer for a worker's message, or a worker for a server's reply (plus a grace), aborts
     /// the job naming the silent rank (see the file comment); 0: never.
     double timeout_seconds = kDefaultTimeoutSeconds;
+    /// Async and BoundedStaleness<K>: a server steps with each gradient at the learning rate divided by the
+    /// gradient's staleness + 1 (the staleness-aware step of Zhang et al., IJCAI 2016), so that a gradient
+    /// computed on parameters many updates old moves them less. Sync has no staleness and ignores it.
+    bool staleness_scaled_lr = false;
   };
 
   /// Every sync mode runs on servers; Async and BoundedStaleness<K> let workers take uneven numbers of steps.
@@ -274,7 +312,8 @@ class ParameterServer {
 
   /// Collective over every rank: every worker's steps and every server's counters, the same on every rank.
   JobCounters gather_counters() {
-    constexpr std::size_t kPerServer = 4;
+    constexpr std::size_t kBins = std::tuple_size_v<decltype(ServerCounters::staleness)>;
+    constexpr std::size_t kPerServer = 4 + kBins;
     const std::size_t w = std::size_t(workers());
     std::vector<float> all(w + kPerServer * std::size_t(Servers), 0.0f);
     if (is_worker()) {
@@ -283,13 +322,17 @@ class ParameterServer {
       float* mine = all.data() + w + kPerServer * std::size_t(server_index());
       mine[0] = float(counters_.gradients), mine[1] = float(counters_.steps);
       mine[2] = float(counters_.held_replies), mine[3] = float(counters_.max_lead);
+      std::copy(counters_.staleness.begin(), counters_.staleness.end(), mine + 4);
     }
     comm_.allreduce_sum(all);
     JobCounters job;
     for (std::size_t i = 0; i < w; ++i) job.steps_per_worker.push_back(std::size_t(all[i]));
     for (int s = 0; s < Servers; ++s) {
       const float* c = all.data() + w + kPerServer * std::size_t(s);
-      job.servers.push_back({std::size_t(c[0]), std::size_t(c[1]), std::size_t(c[2]), int(c[3])});
+      ServerCounters& server = job.servers.emplace_back();
+      server.gradients = std::size_t(c[0]), server.steps = std::size_t(c[1]);
+      server.held_replies = std::size_t(c[2]), server.max_lead = int(c[3]);
+      std::transform(c + 4, c + kPerServer, server.staleness.begin(), [](float n) { return std::size_t(n); });
       job.max_lead = std::max(job.max_lead, int(c[3]));
       job.held_replies += std::size_t(c[2]);
     }
@@ -443,7 +486,11 @@ class ParameterServer {
       requests_.push_back(comm_.irecv(slice(params, s), server_rank(s), message_tag::kReplyPayload));
     }
     for (int s = 0; s < Servers; ++s) {
-      requests_.push_back(comm_.isend(push, server_rank(s), message_tag::kPushHeader));
+      // Each server's header carries the version of that server's shard that the gradient was computed on.
+      detail::ps_header& header = pushes_[std::size_t(s)];
+      header = push;
+      if (with_gradient) header[2] = versions_[std::size_t(s)];
+      requests_.push_back(comm_.isend(header, server_rank(s), message_tag::kPushHeader));
       if (with_gradient) requests_.push_back(comm_.isend(slice(grads, s), server_rank(s), message_tag::kPushPayload));
     }
     wait_for_servers(watched);
@@ -459,6 +506,7 @@ class ParameterServer {
       } else {
         update = std::max(update, double(reply[1]));
         counters_.max_lead = std::max(counters_.max_lead, int(reply[2]));
+        versions_[std::size_t(s)] = reply[3];
       }
     }
     if (told_by >= 0) {
@@ -564,8 +612,10 @@ class ParameterServer {
   }
 
   void reply(int w, detail::ps_kind kind, std::span<const float> mine, float seconds, int lead) {
-    const detail::ps_header h =
-        kind == detail::ps_kind::stop ? stop_ : detail::ps_header{float(kind), seconds, float(lead), 0};
+    const detail::ps_header h = kind == detail::ps_kind::stop
+                                    ? stop_
+                                    : detail::ps_header{float(kind), seconds, float(lead),
+                                                        detail::version_of(counters_.steps)};
     comm_.send(h, w, message_tag::kReplyHeader);
     comm_.send(mine, w, message_tag::kReplyPayload);
     last_heard_[std::size_t(w)] = metrics::clock::now();  // its next message is due from now
@@ -578,6 +628,13 @@ class ParameterServer {
     update_time_ += seconds;
     ++counters_.steps;
     return float(seconds);
+  }
+
+  // A gradient's staleness: the updates since the version it was computed on (header[2]).
+  std::size_t record_staleness(const detail::ps_header& h) {
+    const std::size_t late = detail::staleness_since(counters_.steps, h[2]);
+    ++counters_.staleness[std::min(late, counters_.staleness.size() - 1)];
+    return late;
   }
 
   // A worker's stop: remember why; drain() tells the others.
@@ -606,6 +663,7 @@ class ParameterServer {
             receive_from(w, gradients == 0 ? std::span<float>(sum_) : std::span<float>(gradient_),
                          message_tag::kPushPayload);
             if (gradients > 0) simd::add(sum_.data(), gradient_.data(), sum_.data(), sum_.size());
+            record_staleness(h);
             ++gradients, ++counters_.gradients;
             lr = h[1];
             peers_[std::size_t(w)] = peer::waiting;
@@ -632,12 +690,15 @@ class ParameterServer {
       const int w = next_sender();
       const detail::ps_header h = receive_header(w);
       switch (detail::ps_kind(int(h[0]))) {
-        case detail::ps_kind::gradient:
+        case detail::ps_kind::gradient: {
           receive_from(w, gradient_, message_tag::kPushPayload);
-          update_seconds_[std::size_t(w)] = timed_step(mine, gradient_, h[1]);
+          const std::size_t late = record_staleness(h);
+          const float lr = options_.staleness_scaled_lr ? h[1] / float(late + 1) : h[1];
+          update_seconds_[std::size_t(w)] = timed_step(mine, gradient_, lr);
           ++clocks_[std::size_t(w)], ++counters_.gradients;
           peers_[std::size_t(w)] = peer::waiting;
           break;
+        }
         case detail::ps_kind::done: peers_[std::size_t(w)] = peer::done; break;
         default: record_stop(w, h); return;
       }
@@ -697,6 +758,8 @@ class ParameterServer {
 
   // Worker.
   std::array<detail::ps_header, std::size_t(Servers)> replies_{};
+  std::array<detail::ps_header, std::size_t(Servers)> pushes_{};
+  std::array<float, std::size_t(Servers)> versions_{};  // of each shard this worker's parameters hold
   std::vector<request> requests_;
 
   // Server.
