@@ -52,6 +52,7 @@ template <ShardSource S>
 class shard_samples_view : public ranges::view_facade<shard_samples_view<S>, ranges::unknown> {
  public:
   shard_samples_view() = default;
+  /// Shard `shard` of `source`, which must outlive the view; nothing is read before begin().
   shard_samples_view(const S& source, std::size_t shard) : source_(&source), shard_(shard) {}
 
  private:
@@ -98,8 +99,10 @@ auto shard_samples(const S& source, std::vector<std::size_t> deal) {
 template <class Rng>
 class shuffle_buffer_view : public ranges::view_facade<shuffle_buffer_view<Rng>, ranges::unknown> {
  public:
+  /// The elements' type, as the input's.
   using value_type = ranges::range_value_t<Rng>;
   shuffle_buffer_view() = default;
+  /// Shuffles `base` within `capacity` elements (0 counts as 1), drawing from `rng`.
   shuffle_buffer_view(Rng base, std::size_t capacity, std::mt19937_64 rng)
       : state_(std::make_shared<state>(std::move(base), capacity == 0 ? 1 : capacity, rng)) {}
 

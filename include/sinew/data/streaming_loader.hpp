@@ -41,6 +41,7 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -156,6 +157,9 @@ class StreamingLoader {
                 "IdxRecords, ImageFolder) or a ShardSource (TarShards); for a Dataset in memory use CachedLoader "
                 "or ByteLoader");
   static constexpr bool kShards = !RecordSource<S>;  // read as shards, front to back
+  struct no_stream {};
+  // Named, not instantiated, for a RecordSource (whose records shard_stream could not read).
+  using stream_type = std::conditional_t<kShards, detail::shard_stream<S>, no_stream>;
 
  public:
   /// Takes the source; options as every loader's, streaming: the threads and how far ahead they read.
@@ -169,7 +173,7 @@ class StreamingLoader {
         streaming_(checked(streaming)) {
     if constexpr (kShards) {
       std::tie(samples_, batches_) = detail::shard_stream<S>::counts(source_, options);
-      stream_ = std::make_unique<detail::shard_stream<S>>(source_, options, streaming_.shuffle_buffer, samples_, 0);
+      stream_ = std::make_unique<stream_type>(source_, options, streaming_.shuffle_buffer, samples_, 0);
     } else {
       samples_ = plan_.samples(), batches_ = plan_.batches();
       order_ = plan_.epoch_indices(0);
@@ -216,9 +220,9 @@ class StreamingLoader {
   void start_epoch(int epoch) {
     // Shuffled (or composed, for shards) while the workers still run.
     std::vector<std::size_t> order;
-    std::unique_ptr<detail::shard_stream<S>> stream;
+    std::unique_ptr<stream_type> stream;
     if constexpr (kShards)
-      stream = std::make_unique<detail::shard_stream<S>>(source_, options_, streaming_.shuffle_buffer, samples_, epoch);
+      stream = std::make_unique<stream_type>(source_, options_, streaming_.shuffle_buffer, samples_, epoch);
     else
       order = plan_.epoch_indices(epoch);
     {
@@ -414,7 +418,7 @@ class StreamingLoader {
 
   // Guarded by mutex_, except as noted.
   std::vector<std::size_t> order_;  // this epoch's samples; changed only while in_flight_ == 0
-  std::unique_ptr<detail::shard_stream<S>> stream_;  // for shards, in place of order_; changed with it
+  std::unique_ptr<stream_type> stream_;  // for shards, in place of order_; changed with it
   int epoch_ = 0;                   // of order_, for the augmentation's draws; changed with it
   std::vector<slot> slots_;         // batch b lives in slots_[b % size]; a ready one belongs to next()
   std::size_t claimed_ = 0;         // batches of this epoch handed to workers

@@ -168,6 +168,7 @@ class TarShards {
   /// Reads one shard front to back (ShardSource contract), leaving out what the constructor left out.
   class cursor {
    public:
+    /// Fills `sample` with the shard's next sample and returns true; false after the last.
     bool next(ShardSample& sample) {
       while (ordinal_ < shard_->groups) {
         if (!groups_.next(group_))
