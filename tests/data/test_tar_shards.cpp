@@ -286,6 +286,8 @@ std::multiset<int> samples_seen(const Epoch& e, int samples) {
   return {order.begin(), order.end()};
 }
 
+static_assert(sinew::data::LoaderPolicy<StreamingLoader<TarShards>>);  // a trainer takes it
+
 TEST(StreamingLoaderOverShards, same_batches_for_any_workers_every_sample_once_and_a_new_order_each_epoch) {
   TempDir dir;
   write_shards(dir.path(), 5, 4);
@@ -355,6 +357,21 @@ TEST(StreamingLoaderOverShards, ranks_take_dealt_shards_equally_many_samples_and
   EXPECT_EQ(first, (std::multiset<int>{0, 1, 2, 3, 8, 9, 10, 11, 16, 17}));
   options.world_size = 6;
   EXPECT_THROW(StreamingLoader(TarShards(dir.path(), four_by_four()), options, {}), sinew::data_error);  // 5 shards
+  // every_worker_reads_all: each rank reads every shard, in an order of its own.
+  options.sharding = sinew::data::Sharding::every_worker_reads_all;
+  options.shuffle = true;
+  options.world_size = 2;
+  std::vector<int> orders[2];
+  for (int rank : {0, 1}) {
+    options.rank = rank;
+    StreamingLoader all(TarShards(dir.path(), four_by_four()), options, {.workers = 1, .prefetch_batches = 1, .shuffle_buffer = 3});
+    EXPECT_EQ(all.size(), 20u);
+    orders[rank] = sample_order(epoch_of(all, 0), 20);
+    std::vector<int> sorted = orders[rank];
+    std::sort(sorted.begin(), sorted.end());
+    for (int k = 0; k < 20; ++k) EXPECT_EQ(sorted[std::size_t(k)], k);
+  }
+  EXPECT_NE(orders[0], orders[1]);
 }
 
 // scripts/pack-shards (Python's tarfile, pax and GNU formats, long member names) read back: the same images and
