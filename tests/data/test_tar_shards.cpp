@@ -20,6 +20,7 @@
 #include "sinew/data/tar_shards.hpp"
 #include "../support/data_files.hpp"
 #include "../support/image_files.hpp"
+#include "../support/tar_files.hpp"
 
 namespace {
 
@@ -31,78 +32,6 @@ using sinew::data::StreamingOptions;
 using sinew::data::TarShards;
 using sinew::data::TarShardsOptions;
 using namespace sinew::test;
-
-// A tar written member by member: ustar headers, and a GNU 'L' or pax 'x' header for a name when asked.
-class TarWriter {
- public:
-  enum class long_name { none, gnu, pax };
-
-  void add(const std::string& name, const Bytes& data, long_name how = long_name::none, char type = '0') {
-    if (how == long_name::gnu) {
-      Bytes text(name.begin(), name.end());
-      text.push_back(0);
-      header("././@LongLink", text.size(), 'L');
-      body(text);
-    } else if (how == long_name::pax) {
-      std::string record = " path=" + name + "\n";
-      std::size_t length = record.size() + 2;
-      if (std::to_string(length).size() != 2) length = record.size() + std::to_string(record.size() + 3).size();
-      record = std::to_string(length) + record;
-      header("PaxHeaders/x", record.size(), 'x');
-      body(Bytes(record.begin(), record.end()));
-    }
-    header(how == long_name::none ? name : name.substr(0, 99), data.size(), type);
-    body(data);
-  }
-  Bytes finish() {
-    bytes_.resize(bytes_.size() + 1024, 0);
-    return bytes_;
-  }
-  Bytes& bytes() { return bytes_; }
-
- private:
-  void header(const std::string& name, std::size_t size, char type) {
-    unsigned char h[512] = {};
-    std::memcpy(h, name.data(), std::min<std::size_t>(name.size(), 100));
-    std::snprintf(reinterpret_cast<char*>(h + 100), 8, "%07o", 0644);
-    std::snprintf(reinterpret_cast<char*>(h + 108), 8, "%07o", 0);
-    std::snprintf(reinterpret_cast<char*>(h + 116), 8, "%07o", 0);
-    std::snprintf(reinterpret_cast<char*>(h + 124), 12, "%011zo", size);
-    std::snprintf(reinterpret_cast<char*>(h + 136), 12, "%011o", 0);
-    h[156] = static_cast<unsigned char>(type);
-    std::memcpy(h + 257, "ustar\0" "00", 8);
-    std::memset(h + 148, ' ', 8);
-    unsigned sum = 0;
-    for (unsigned char c : h) sum += c;
-    std::snprintf(reinterpret_cast<char*>(h + 148), 8, "%06o", sum);
-    bytes_.insert(bytes_.end(), h, h + 512);
-  }
-  void body(const Bytes& data) {
-    bytes_.insert(bytes_.end(), data.begin(), data.end());
-    bytes_.resize((bytes_.size() + 511) / 512 * 512, 0);
-  }
-  Bytes bytes_;
-};
-
-Bytes text(const std::string& s) { return Bytes(s.begin(), s.end()); }
-
-// Sample k's 4x4 PNG: its pixels depend on k.
-Bytes sample_png(int k) { return png_bytes(rgb_image(4, 4, k), 4, 4); }
-
-// `shards` shards of `per_shard` samples each, keys "s<shard>/<k>", class k % classes.
-void write_shards(const fs::path& dir, int shards, int per_shard, int classes = 3) {
-  for (int s = 0; s < shards; ++s) {
-    TarWriter tar;
-    for (int i = 0; i < per_shard; ++i) {
-      const int k = s * per_shard + i;
-      tar.add("s" + std::to_string(s) + "/" + std::to_string(k) + ".png", sample_png(k));
-      tar.add("s" + std::to_string(s) + "/" + std::to_string(k) + ".cls", text(std::to_string(k % classes)));
-    }
-    char name[32];
-    std::snprintf(name, sizeof name, "shard-%06d.tar", s);
-    write_plain(dir / name, tar.finish());
-  }
-}
 
 TarShardsOptions four_by_four(int classes = 3) {
   TarShardsOptions o;
@@ -151,7 +80,7 @@ TEST(TarShards, members_sharing_a_key_are_one_sample_in_ustar_gnu_long_names_and
 
 TEST(TarShards, bad_shards_and_samples_are_named_or_skipped_and_counted) {
   TempDir dir;
-  write_shards(dir.path(), 1, 3);
+  write_png_shards(dir.path(), 4, 1, 3);
   // shard 1: a sample without .cls, one without image, a class out of range, one that does not decode, one good.
   TarWriter tar;
   tar.add("x0.png", sample_png(10));
@@ -207,7 +136,7 @@ TEST(TarShards, bad_shards_and_samples_are_named_or_skipped_and_counted) {
 
 TEST(TarShards, a_truncated_or_corrupt_shard_is_named_and_skipping_keeps_the_samples_before_the_cut) {
   TempDir dir;
-  write_shards(dir.path(), 1, 4);
+  write_png_shards(dir.path(), 4, 1, 4);
   Bytes whole = read_plain(dir / "shard-000000.tar");
   // Cut inside the third sample's image: the first two are whole.
   std::size_t cut = 0;
@@ -290,7 +219,7 @@ static_assert(sinew::data::LoaderPolicy<StreamingLoader<TarShards>>);  // a trai
 
 TEST(StreamingLoaderOverShards, same_batches_for_any_workers_every_sample_once_and_a_new_order_each_epoch) {
   TempDir dir;
-  write_shards(dir.path(), 5, 4);
+  write_png_shards(dir.path(), 4, 5, 4);
   LoaderOptions options;
   options.batch_size = 3;
   options.seed = 7;
@@ -326,7 +255,7 @@ TEST(StreamingLoaderOverShards, same_batches_for_any_workers_every_sample_once_a
 
 TEST(StreamingLoaderOverShards, ranks_take_dealt_shards_equally_many_samples_and_a_restart_mid_epoch_continues) {
   TempDir dir;
-  write_shards(dir.path(), 5, 4);
+  write_png_shards(dir.path(), 4, 5, 4);
   LoaderOptions options;
   options.batch_size = 4;
   options.world_size = 2;
@@ -396,18 +325,29 @@ TEST(PackShards, packs_an_image_folder_that_tar_shards_read_back_as_image_folder
     ASSERT_EQ(shards.shards(), 3u);  // 4 + 4 + 1
     ASSERT_EQ(shards.size(), folder.size());
     // Each shard sample equals one folder image with its class; together they are the folder's images.
-    std::multiset<std::pair<Bytes, int>> from_shards, from_folder;
+    std::vector<Bytes> from_shards, from_folder;  // each image's pixels, then its class
     for (std::size_t s = 0; s < shards.shards(); ++s)
       for (const auto& sample : read_all(shards, s)) {
         Bytes pixels(48);
-        const int label = shards.decode(sample, pixels, 0);
-        from_shards.insert({pixels, label});
+        pixels.push_back(static_cast<std::uint8_t>(shards.decode(sample, std::span(pixels.data(), 48), 0)));
+        from_shards.push_back(pixels);
       }
     for (std::size_t i = 0; i < folder.size(); ++i) {
       Bytes pixels(48);
-      const int label = folder.read(i, pixels);
-      from_folder.insert({pixels, label});
+      pixels.push_back(static_cast<std::uint8_t>(folder.read(i, std::span(pixels.data(), 48))));
+      from_folder.push_back(pixels);
     }
+    // In an order of their own (by FNV-1a: GCC 12 warns falsely on comparing byte vectors lexicographically).
+    const auto by_hash = [](const Bytes& a, const Bytes& b) {
+      const auto fnv = [](const Bytes& v) {
+        std::uint64_t h = 14695981039346656037ull;
+        for (std::uint8_t c : v) h = (h ^ c) * 1099511628211ull;
+        return h;
+      };
+      return fnv(a) < fnv(b);
+    };
+    std::sort(from_shards.begin(), from_shards.end(), by_hash);
+    std::sort(from_folder.begin(), from_folder.end(), by_hash);
     EXPECT_EQ(from_shards, from_folder) << format;
   }
 }
