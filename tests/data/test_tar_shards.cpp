@@ -262,14 +262,16 @@ TEST(StreamingLoaderOverShards, ranks_take_dealt_shards_equally_many_samples_and
   std::set<int> shards_of[2];
   for (int rank : {0, 1}) {
     options.rank = rank;
-    StreamingLoader loader(TarShards(dir.path(), four_by_four()), options, {.workers = 2, .prefetch_batches = 2, .shuffle_buffer = 3});
+    StreamingLoader loader(TarShards(dir.path(), four_by_four()), options,
+                           {.workers = 2, .prefetch_batches = 2, .shuffle_buffer = 3});
     EXPECT_EQ(loader.size(), 10u);  // 20 samples / 2 ranks, though the 5 shards deal 3 to one rank and 2 to the other
     const Epoch whole = epoch_of(loader, 3);
     const auto seen = samples_seen(whole, 20);
     EXPECT_EQ(seen.size(), 10u);
     for (int k : seen) shards_of[rank].insert(k / 4);
     // A loader started again and passed over two batches gives the rest of the epoch, as a resumed trainer's does.
-    StreamingLoader resumed(TarShards(dir.path(), four_by_four()), options, {.workers = 1, .prefetch_batches = 1, .shuffle_buffer = 3});
+    StreamingLoader resumed(TarShards(dir.path(), four_by_four()), options,
+                            {.workers = 1, .prefetch_batches = 1, .shuffle_buffer = 3});
     const Epoch rest = epoch_of(resumed, 3, 2);
     EXPECT_EQ(rest.images, std::vector<std::vector<float>>(whole.images.begin() + 2, whole.images.end()));
   }
@@ -293,7 +295,8 @@ TEST(StreamingLoaderOverShards, ranks_take_dealt_shards_equally_many_samples_and
   std::vector<int> orders[2];
   for (int rank : {0, 1}) {
     options.rank = rank;
-    StreamingLoader all(TarShards(dir.path(), four_by_four()), options, {.workers = 1, .prefetch_batches = 1, .shuffle_buffer = 3});
+    StreamingLoader all(TarShards(dir.path(), four_by_four()), options,
+                        {.workers = 1, .prefetch_batches = 1, .shuffle_buffer = 3});
     EXPECT_EQ(all.size(), 20u);
     orders[rank] = sample_order(epoch_of(all, 0), 20);
     std::vector<int> sorted = orders[rank];

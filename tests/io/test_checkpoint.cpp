@@ -142,8 +142,8 @@ TEST(checkpoint, tar_shards_saved_mid_epoch_resume_the_same_batches_exactly) {
   const auto make_loader = [&] {
     data::TarShardsOptions o{.num_classes = 3};
     o.image = {.height = 6, .width = 6, .random_resized_crop = true, .seed = 2};
-    return std::make_unique<ShardLoader>(data::TarShards(shards, o),
-                                         data::LoaderOptions{.batch_size = 4, .seed = 5, .random_horizontal_flip = true},
+    const data::LoaderOptions lo{.batch_size = 4, .seed = 5, .random_horizontal_flip = true};
+    return std::make_unique<ShardLoader>(data::TarShards(shards, o), lo,
                                          data::StreamingOptions{.workers = 2, .shuffle_buffer = 5});
   };
   const optim::Sgd::options sgd{.lr = 0.05f, .momentum = 0.9f};

@@ -72,8 +72,9 @@ auto shard_pipeline(const S& source, const LoaderOptions& o, std::size_t shuffle
   const bool disjoint = o.sharding == Sharding::disjoint;
   // Every rank's shuffle buffer draws its own stream; every_worker_reads_all also deals each its own shard order.
   const std::uint64_t own_seed = o.seed ^ (static_cast<std::uint64_t>(o.rank) * 0x9E3779B97F4A7C15u);
-  std::vector<std::size_t> deal = disjoint ? views::shard_deal(source.shards(), o.seed, epoch, o.rank, o.world_size, o.shuffle)
-                                           : views::shard_deal(source.shards(), own_seed, epoch, 0, 1, o.shuffle);
+  const std::size_t shards = source.shards();
+  std::vector<std::size_t> deal = disjoint ? views::shard_deal(shards, o.seed, epoch, o.rank, o.world_size, o.shuffle)
+                                           : views::shard_deal(shards, own_seed, epoch, 0, 1, o.shuffle);
   return views::shard_samples(source, std::move(deal)) | ranges::views::take_exactly(samples) |
          views::shuffle_buffer(o.shuffle ? shuffle_buffer : 1, own_seed, epoch) |
          ranges::views::chunk(static_cast<std::size_t>(o.batch_size));
@@ -116,7 +117,8 @@ class shard_stream {
       }
     } pass_on{this};
     if (broken_)
-      throw data_error("streaming loader: batch " + std::to_string(batch) + " follows one whose shard could not be read");
+      throw data_error("streaming loader: batch " + std::to_string(batch) +
+                       " follows one whose shard could not be read");
     broken_ = true;  // until this batch is read whole
     if (!it_) it_.emplace(ranges::begin(*pipeline_));
     out.clear();

@@ -9,8 +9,9 @@
 // tars are those Python's tarfile and GNU tar write (detail/tar_reader.hpp); scripts/pack-shards packs an
 // ImageFolder-layout folder into them.
 //
-// Construction reads every shard once, headers and .cls members only (image data are seeked over): it counts
-// each shard's samples and checks that each has an image and a class in [0, num_classes). open(s) then reads
+// Construction reads every shard once, headers and .cls members only (image data are seeked over, one small
+// read per sample): it counts each shard's samples and checks that each has an image and a class in
+// [0, num_classes). open(s) then reads
 // shard s front to back with large buffered reads, and decode() decodes a sample and fits it to one size as an
 // ImageFolder does (ImageFolderOptions: resized whole, or torchvision's RandomResizedCrop drawn from
 // (seed, epoch, index)).
@@ -60,8 +61,11 @@ struct member_group {
 /// Reads a shard sample by sample: the runs of members sharing a key.
 class group_reader {
  public:
+  /// Reads images too when `read_images`, else seeks over them: then a small buffer, so that each seek reads
+  /// only the next header and .cls instead of a large block of image data.
   group_reader(const std::filesystem::path& path, std::string shown, bool read_images)
-      : tar_(path, std::move(shown)), read_images_(read_images) {}
+      : tar_(path, std::move(shown), read_images ? std::size_t{1} << 20 : std::size_t{2048}),
+        read_images_(read_images) {}
 
   /// The next sample's members; false after the last.
   bool next(member_group& g) {
@@ -256,7 +260,8 @@ class TarShards {
     if (!g.has_cls) return where + " has no " + g.key + ".cls (its class as decimal text; pack it again)";
     const long long label = label_of(g.cls);
     if (label < 0)
-      return where + ": " + g.key + ".cls holds \"" + std::string(g.cls.begin(), g.cls.begin() + std::min<std::size_t>(g.cls.size(), 20)) +
+      return where + ": " + g.key + ".cls holds \"" +
+             std::string(g.cls.begin(), g.cls.begin() + std::min<std::ptrdiff_t>(std::ssize(g.cls), 20)) +
              "\", not a class number";
     if (label >= options_.num_classes)
       return where + ": " + g.key + ".cls says class " + std::to_string(label) + ", outside [0, " +

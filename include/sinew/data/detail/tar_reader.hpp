@@ -38,7 +38,8 @@ class tar_reader {
   explicit tar_reader(const std::filesystem::path& path, std::string shown, std::size_t buffer = std::size_t{1} << 20)
       : shown_(std::move(shown)), buffer_(buffer) {
     file_.reset(std::fopen(path.c_str(), "rb"));
-    if (!file_) throw data_error("tar shards: cannot open " + path.string() + " (missing, or no permission to read it)");
+    if (!file_)
+      throw data_error("tar shards: cannot open " + path.string() + " (missing, or no permission to read it)");
     std::setvbuf(file_.get(), buffer_.data(), _IOFBF, buffer_.size());
     struct stat st {};
     if (::fstat(fileno(file_.get()), &st) != 0) throw data_error("tar shards: cannot stat " + path.string());
