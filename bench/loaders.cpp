@@ -84,6 +84,12 @@ struct ChildConfig {
   int workers = 0, files = 5, batches = 200, batch = 64, threads = 2;
 };
 
+// A child's "result KEY VALUE", 0 where it printed none.
+double result(const sinew::bench::ChildOutput& out, const char* key) {
+  const auto it = out.results.find(key);
+  return it == out.results.end() ? 0.0 : it->second;
+}
+
 // One pass over tar shards, loading only (see the top of this file).
 int measure_shards(const std::string& dir, int workers, int batch, int batches) {
   data::StreamingLoader loader(
@@ -139,10 +145,7 @@ int compare_shards(const std::string& dir, const std::vector<int>& workers, int 
       fmt::print("{:<28}  failed: {}\n", label, out.failure);
       r["failure"] = out.failure;
     } else {
-      const auto get = [&](const char* key) {
-        const auto it = out.results.find(key);
-        return it == out.results.end() ? 0.0 : it->second;
-      };
+      const auto get = [&](const char* key) { return result(out, key); };
       const double per_core = get("images_per_second") / std::max(w, 1);
       fmt::print("{:<28} {:>10.0f} {:>14.0f} {:>12.0f} {:>16.0f}\n", label, get("images_per_second"), per_core,
                  get("peak_rss_bytes") / 1e6, get("worker_peak_rss_bytes") / 1e6);
@@ -291,10 +294,7 @@ int main(int argc, char** argv) try {
         fmt::print("{:<9} {:<26}  failed: {}\n", net, label, out.failure);
         r["failure"] = out.failure;
       } else {
-        const auto get = [&](const char* key) {
-          const auto it = out.results.find(key);
-          return it == out.results.end() ? 0.0 : it->second;
-        };
+        const auto get = [&](const char* key) { return result(out, key); };
         fmt::print("{:<9} {:<26} {:>10.0f} {:>10.3f} {:>10.3f} {:>12.0f}\n", net, label, get("images_per_second"),
                     get("waited"), get("hidden"), get("peak_rss_bytes") / 1e6);
         for (const char* key : {"images_per_second", "waited", "hidden", "peak_rss_bytes", "worker_peak_rss_bytes"})
