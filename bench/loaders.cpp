@@ -15,6 +15,15 @@
 // (sinew's streaming loader only).
 //
 // ResNet-18 is torchvision's resnet18(num_classes=10) (7x7/2 stem) on 32x32 images, as the paper runs it.
+//
+//   loaders --shards DIR [--workers 1,2] [--batch 64] [--batches 200] [--no-pytorch] [--json FILE]
+//
+// measures loading alone, no network: StreamingLoader over the WebDataset tar shards in DIR (TarShards:
+// RandomResizedCrop to 224, flip, normalized) next to PyTorch's DataLoader over the same tars with the same
+// transforms (bench/pytorch/shards.py: an IterableDataset with tarfile and PIL), one pass (at most --batches
+// batches, the first 2 untimed), images/s, images/s per core (per worker; 0 workers is one core) and peak RSS
+// (DataLoader: the main process's and the largest worker's). bench/make_shards.py writes such shards from
+// CIFAR-10, upscaled to 256x256 JPEGs.
 #include <unistd.h>
 
 #include <algorithm>
@@ -75,6 +84,89 @@ struct ChildConfig {
   int workers = 0, files = 5, batches = 200, batch = 64, threads = 2;
 };
 
+// A child's "result KEY VALUE", 0 where it printed none.
+double result(const sinew::bench::ChildOutput& out, const char* key) {
+  const auto it = out.results.find(key);
+  return it == out.results.end() ? 0.0 : it->second;
+}
+
+// One pass over tar shards, loading only (see the top of this file).
+int measure_shards(const std::string& dir, int workers, int batch, int batches) {
+  data::StreamingLoader loader(
+      data::TarShards(dir, {.num_classes = 10, .image = {.random_resized_crop = true, .seed = 1}}),
+      {.batch_size = batch, .seed = 1, .drop_last = true, .mean = {0.485f, 0.456f, 0.406f},
+       .std = {0.229f, 0.224f, 0.225f}, .random_horizontal_flip = true},
+      {.workers = workers});
+  std::vector<float> images(std::size_t(batch) * std::size_t(loader.channels() * loader.height() * loader.width()));
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(batch));
+  loader.start_epoch(0);
+  constexpr int kWarmup = 2;
+  std::size_t timed = 0;
+  sinew::metrics::Stopwatch watch;
+  for (int b = 0; b < batches; ++b) {
+    const std::size_t n = loader.next(images, labels);
+    if (n == 0) break;
+    if (b + 1 == kWarmup) watch.lap();
+    if (b + 1 > kWarmup) timed += n;
+  }
+  const double seconds = watch.elapsed();
+  std::printf("result images_per_second %.6g\n", seconds > 0 ? double(timed) / seconds : 0.0);
+  std::printf("result peak_rss_bytes %.0f\n", double(sinew::metrics::peak_rss_bytes()));
+  return 0;
+}
+
+// `--shards DIR`: sinew's streaming loader and DataLoader over the same shards, each worker count in its own
+// process.
+int compare_shards(const std::string& dir, const std::vector<int>& workers, int batch, int batches, bool pytorch,
+                   const std::string& json) {
+  const std::string common = " --shards " + dir + " --batch " + std::to_string(batch);
+  auto results = sinew::metrics::Json::array();
+  fmt::print("tar shards in {}: RandomResizedCrop 224 + flip, batch {}, loading only\n", dir, batch);
+  fmt::print("{:<28} {:>10} {:>14} {:>12} {:>16}\n", "loader", "images/s", "images/s/core", "peak RSS MB",
+             "worker RSS MB");
+  std::vector<std::pair<std::string, std::string>> runs;  // label, command
+  for (const int w : workers) {
+    runs.push_back({fmt::format("sinew streaming, {} workers", w),
+                    "/proc/" + std::to_string(getpid()) + "/exe --child --workers " + std::to_string(w) +
+                        " --batches " + std::to_string(batches) + common});
+    if (pytorch)
+      runs.push_back({fmt::format("DataLoader, {} workers", w),
+                      "/usr/bin/python3 " SINEW_SOURCE_DIR "/bench/pytorch/shards.py --workers " + std::to_string(w) +
+                          " --batches " + std::to_string(batches) + common});
+  }
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const auto& [label, command] = runs[i];
+    const int w = workers[i / (pytorch ? 2 : 1)];
+    const auto out = sinew::bench::run_child(command);
+    auto r = sinew::metrics::Json::object();
+    r["loader"] = label;
+    r["workers"] = w;
+    if (!out.failure.empty()) {
+      fmt::print("{:<28}  failed: {}\n", label, out.failure);
+      r["failure"] = out.failure;
+    } else {
+      const auto get = [&](const char* key) { return result(out, key); };
+      const double per_core = get("images_per_second") / std::max(w, 1);
+      fmt::print("{:<28} {:>10.0f} {:>14.0f} {:>12.0f} {:>16.0f}\n", label, get("images_per_second"), per_core,
+                 get("peak_rss_bytes") / 1e6, get("worker_peak_rss_bytes") / 1e6);
+      r["images_per_second_per_core"] = per_core;
+      for (const char* key : {"images_per_second", "peak_rss_bytes", "worker_peak_rss_bytes"})
+        if (out.results.count(key)) r[key] = get(key);
+    }
+    std::fflush(stdout);
+    results.push_back(std::move(r));
+  }
+  if (!json.empty()) {
+    auto j = sinew::metrics::Json::object();
+    j["program"] = "bench/loaders --shards";
+    j["shards"] = dir;
+    j["batch"] = batch;
+    j["results"] = std::move(results);
+    sinew::metrics::save_json(j, json);
+  }
+  return 0;
+}
+
 template <class Net>
 int measure(const ChildConfig& c) {
   data::LoaderOptions lo;
@@ -117,7 +209,7 @@ std::string default_data_dir() {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  std::string dir = default_data_dir(), json;
+  std::string dir = default_data_dir(), json, shards;
   std::vector<std::string> nets{"lenet5", "resnet18"}, loaders{"cached", "bytes", "streaming"};
   std::vector<int> workers{0, 1, 2};
   int files = 5, batches = 200, batch = 64, threads = 2;
@@ -149,8 +241,15 @@ int main(int argc, char** argv) try {
   sinew::cli::add_threads(app, threads);
   app.add_flag("--no-pytorch", no_pytorch, "skip PyTorch's DataLoader");
   sinew::cli::add_json(app, json);
+  app.add_option("--shards", shards, "measure loading alone over the tar shards in this folder (see --help's top)");
   app.add_flag("--child", child_mode)->group("");  // one measurement: this program started again by itself
   sinew::cli::parse(app, argc, argv);
+  if (!shards.empty()) {
+    if (child_mode)
+      return measure_shards(shards, workers_option->count() ? sinew::cli::single(app, workers, "--workers") : 0, batch,
+                            batches);
+    return compare_shards(shards, workers, batch, batches, !no_pytorch, json);
+  }
   if (!std::filesystem::exists(std::filesystem::path(dir) / "data_batch_1.bin"))
     sinew::cli::fail(app, dir + " holds no data_batch_1.bin: give --data, the cifar-10-batches-bin directory");
   if (child_mode)
@@ -195,10 +294,7 @@ int main(int argc, char** argv) try {
         fmt::print("{:<9} {:<26}  failed: {}\n", net, label, out.failure);
         r["failure"] = out.failure;
       } else {
-        const auto get = [&](const char* key) {
-          const auto it = out.results.find(key);
-          return it == out.results.end() ? 0.0 : it->second;
-        };
+        const auto get = [&](const char* key) { return result(out, key); };
         fmt::print("{:<9} {:<26} {:>10.0f} {:>10.3f} {:>10.3f} {:>12.0f}\n", net, label, get("images_per_second"),
                     get("waited"), get("hidden"), get("peak_rss_bytes") / 1e6);
         for (const char* key : {"images_per_second", "waited", "hidden", "peak_rss_bytes", "worker_peak_rss_bytes"})

@@ -3,7 +3,7 @@
 # components asked for.
 #
 #   core    layers, nets, optimizers, data, metrics, io, the Trainer: xsimd, nlohmann_json, zlib, libjpeg-turbo,
-#           libpng, OpenMP, threads
+#           libpng, range-v3, OpenMP, threads
 #   onednn  backend::OneDnn: oneDNN, and Eigen's Core module (the activation kernels' vectorised tanh/sigmoid)
 #   eigen   backend::Eigen: Eigen (its Tensor module), and oneDNN for its matrix kernel (dnnl_sgemm, as
 #           TensorFlow's x86 builds contract: backend/eigen/gemm.hpp)
@@ -92,6 +92,9 @@ macro(sinew_find_component _sinew_c)
     endif()
     sinew_need(core libjpeg-turbo libturbojpeg0-dev 2)     # JPEG in data::ImageFolder
     sinew_need(core PNG libpng-dev)                        # PNG in data::ImageFolder
+    # range-v3 for the stages of a sharded pipeline (data/shard_views.hpp); its config file accepts only its own
+    # exact version, so none is asked (Debian 12 and 13 ship 0.12).
+    sinew_need(core range-v3 librange-v3-dev CONFIG)
     sinew_need(core OpenMP "g++ (libgomp)" COMPONENTS CXX) # parallel loops, and the runtime oneDNN is built on
     sinew_need(core Threads libc6-dev)
   elseif("${_sinew_c}" STREQUAL "onednn")

@@ -15,5 +15,8 @@
 #include "sinew/data/loader_spec.hpp"
 #include "sinew/data/record_source_spec.hpp"
 #include "sinew/data/resize.hpp"
+#include "sinew/data/shard_source_spec.hpp"
+#include "sinew/data/shard_views.hpp"
 #include "sinew/data/shuffle.hpp"
 #include "sinew/data/streaming_loader.hpp"
+#include "sinew/data/tar_shards.hpp"

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "../support/resume.hpp"
+#include "../support/tar_files.hpp"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -126,6 +127,51 @@ TEST(checkpoint, local_saved_mid_epoch_resumes_the_rest_of_the_epoch_exactly) {
   EXPECT_EQ(resumed.epochs_done(), 2);
   EXPECT_TRUE(bitwise_equal(state_of(whole), state_of(resumed)));
   fs::remove_all(dir);
+}
+
+// Tar shards streamed by workers (StreamingLoader<TarShards>, random resized crops, a shuffle buffer), saved
+// mid-epoch: the resumed trainer passes over the batches trained and reads the very batches the run not stopped
+// read, so its weights are bitwise the same.
+TEST(checkpoint, tar_shards_saved_mid_epoch_resume_the_same_batches_exactly) {
+  using ShardNet = Sequential<Input<3, 6, 6>, Conv2d<4, 3>, ReLU, Flatten, Dense<3>>;
+  using ShardLoader = data::StreamingLoader<data::TarShards>;
+  using ShardTrainer = Trainer<ShardNet, backend::OneDnn, dist::Local, Sync, optim::Sgd, ShardLoader>;
+  const fs::path dir = fresh_dir("tar-shards"), shards = fresh_dir("tar-shards-data");
+  fs::create_directories(shards);
+  test::write_png_shards(shards, 8, 3, 8);  // 24 samples of 8x8, cropped to 6x6: 6 batches of 4
+  const auto make_loader = [&] {
+    data::TarShardsOptions o{.num_classes = 3};
+    o.image = {.height = 6, .width = 6, .random_resized_crop = true, .seed = 2};
+    const data::LoaderOptions lo{.batch_size = 4, .seed = 5, .random_horizontal_flip = true};
+    return std::make_unique<ShardLoader>(data::TarShards(shards, o), lo,
+                                         data::StreamingOptions{.workers = 2, .shuffle_buffer = 5});
+  };
+  const optim::Sgd::options sgd{.lr = 0.05f, .momentum = 0.9f};
+  ShardTrainer whole(kOptions, sgd);
+  auto data = make_loader();
+  whole.train_epoch(*data);
+  whole.train_epoch(*data);
+  {
+    ShardTrainer stopped(kOptions, sgd);
+    auto mine = make_loader();
+    stopped.set_step_callback([&](const StepInfo& s) {
+      if (s.steps_done == 8) {  // step 2 of epoch 1
+        stopped.save_checkpoint(dir);
+        throw stop_here{};
+      }
+    });
+    stopped.train_epoch(*mine);
+    EXPECT_THROW(stopped.train_epoch(*mine), stop_here);
+  }
+  ShardTrainer resumed(kOptions, sgd);
+  resumed.resume(dir);
+  EXPECT_EQ(io::read_manifest(dir).batches_done, 2u);
+  auto fresh = make_loader();
+  const EpochStats rest = resumed.train_epoch(*fresh);
+  EXPECT_EQ(rest.steps, 4u);
+  EXPECT_TRUE(bitwise_equal(state_of(whole), state_of(resumed)));
+  fs::remove_all(dir);
+  fs::remove_all(shards);
 }
 
 TEST(checkpoint, weights_load_as_a_state_dict_and_the_manifest_names_the_trainer) {

@@ -114,22 +114,26 @@ inline Image decode_png(std::span<const std::uint8_t> bytes, const std::string& 
 
 }  // namespace detail
 
-/// Decodes the JPEG or PNG file at `path` to 3-channel RGB. `name` is how messages call the file
-/// (default: the path as given).
-inline Image read_image(const std::filesystem::path& path, const std::string& name = {}) {
-  const std::string shown = name.empty() ? path.string() : name;
-  const std::vector<std::uint8_t> bytes = detail::read_whole_file(path);
-  if (bytes.empty()) throw data_error("image: " + shown + " is empty (0 bytes; an interrupted copy? remove it)");
+/// Decodes a JPEG or PNG file's bytes held in memory (a tar shard's member) to 3-channel RGB. `name` is how
+/// messages call the image ("shard-000003.tar: 000042.jpg").
+inline Image decode_image(std::span<const std::uint8_t> bytes, const std::string& name) {
+  if (bytes.empty()) throw data_error("image: " + name + " is empty (0 bytes; an interrupted copy? remove it)");
   switch (detail::sniff_image(bytes)) {
     case detail::image_kind::jpeg:
-      return detail::decode_jpeg(bytes, shown);
+      return detail::decode_jpeg(bytes, name);
     case detail::image_kind::png:
-      return detail::decode_png(bytes, shown);
+      return detail::decode_png(bytes, name);
     case detail::image_kind::other:
       break;
   }
-  throw data_error("image: " + shown + " is neither JPEG nor PNG (its first bytes say otherwise; remove it, " +
+  throw data_error("image: " + name + " is neither JPEG nor PNG (its first bytes say otherwise; remove it, " +
                    "or convert it)");
+}
+
+/// Decodes the JPEG or PNG file at `path` to 3-channel RGB. `name` is how messages call the file
+/// (default: the path as given).
+inline Image read_image(const std::filesystem::path& path, const std::string& name = {}) {
+  return decode_image(detail::read_whole_file(path), name.empty() ? path.string() : name);
 }
 
 }  // namespace sinew::data

@@ -94,6 +94,43 @@ inline CropWindow random_resized_crop_window(int height, int width, const float 
   return {(height - h) / 2, (width - w) / 2, h, w};
 }
 
+/// Throws a data_error naming `who` unless `options` give a size and a crop fit_image can use.
+inline void check_fit_options(const ImageFolderOptions& options, const std::string& who) {
+  if (options.height <= 0 || options.width <= 0 || options.height > 16384 || options.width > 16384)
+    throw data_error(who + ": the size is " + std::to_string(options.height) + "x" + std::to_string(options.width) +
+                     "; give 1..16384 pixels on each side");
+  if (!(options.scale[0] > 0 && options.scale[0] <= options.scale[1] && options.scale[1] <= 1) ||
+      !(options.ratio[0] > 0 && options.ratio[0] <= options.ratio[1]))
+    throw data_error(who + ": random_resized_crop needs 0 < scale[0] <= scale[1] <= 1 and 0 < ratio[0] <= ratio[1]");
+}
+
+/// Fits a decoded image to options.height x options.width into `pixels` (3 x height x width bytes) as an
+/// ImageFolder does: with random_resized_crop the window of (options.seed, epoch, index) resized, else the whole
+/// image resized (copied when it already has that size). TarShards fits its members the same way.
+inline void fit_image(const Image& image, const ImageFolderOptions& options, int epoch, std::size_t index,
+                      std::span<std::uint8_t> pixels) {
+  if (options.random_resized_crop) {
+    const CropWindow w =
+        random_resized_crop_window(image.height, image.width, options.scale, options.ratio, options.seed, epoch, index);
+    std::vector<std::uint8_t> crop(3 * static_cast<std::size_t>(w.height) * static_cast<std::size_t>(w.width));
+    for (int c = 0; c < 3; ++c)
+      for (int y = 0; y < w.height; ++y) {
+        const std::uint8_t* src = image.pixels.data() +
+                                  (static_cast<std::size_t>(c) * static_cast<std::size_t>(image.height) +
+                                   static_cast<std::size_t>(w.top + y)) * static_cast<std::size_t>(image.width) +
+                                  static_cast<std::size_t>(w.left);
+        std::copy_n(src, w.width,
+                    crop.data() + (static_cast<std::size_t>(c) * static_cast<std::size_t>(w.height) +
+                                   static_cast<std::size_t>(y)) * static_cast<std::size_t>(w.width));
+      }
+    resize_bilinear(crop.data(), 3, w.height, w.width, pixels.data(), options.height, options.width);
+  } else if (image.height == options.height && image.width == options.width) {
+    std::copy(image.pixels.begin(), image.pixels.end(), pixels.begin());
+  } else {
+    resize_bilinear(image.pixels.data(), 3, image.height, image.width, pixels.data(), options.height, options.width);
+  }
+}
+
 /// A folder of JPEG/PNG images in torchvision's ImageFolder layout, as a RecordSource for StreamingLoader
 /// (see the top of this file; read_image_folder reads it into a Dataset).
 class ImageFolder {
@@ -102,13 +139,7 @@ class ImageFolder {
   /// data_error when root is missing or holds no class folder or no image.
   explicit ImageFolder(const std::filesystem::path& root, ImageFolderOptions options = {})
       : root_(root), options_(options) {
-    if (options.height <= 0 || options.width <= 0 || options.height > 16384 || options.width > 16384)
-      throw data_error("image folder: the size is " + std::to_string(options.height) + "x" +
-                       std::to_string(options.width) + "; give 1..16384 pixels on each side");
-    if (!(options.scale[0] > 0 && options.scale[0] <= options.scale[1] && options.scale[1] <= 1) ||
-        !(options.ratio[0] > 0 && options.ratio[0] <= options.ratio[1]))
-      throw data_error("image folder: random_resized_crop needs 0 < scale[0] <= scale[1] <= 1 and 0 < ratio[0] <= "
-                       "ratio[1]");
+    check_fit_options(options, "image folder");
     std::error_code ec;
     if (!std::filesystem::is_directory(root, ec))
       throw data_error("image folder: " + root.string() + " is not a directory (give the folder that holds one " +
@@ -164,28 +195,7 @@ class ImageFolder {
     if (pixels.size() != expected)
       throw shape_error("image folder: read() got room for " + std::to_string(pixels.size()) + " bytes, an image is " +
                         std::to_string(expected));
-    const Image image = read_image(files_[index].path, shown(index));
-    if (options_.random_resized_crop) {
-      const CropWindow w = random_resized_crop_window(image.height, image.width, options_.scale, options_.ratio,
-                                                      options_.seed, epoch, index);
-      std::vector<std::uint8_t> crop(3 * static_cast<std::size_t>(w.height) * static_cast<std::size_t>(w.width));
-      for (int c = 0; c < 3; ++c)
-        for (int y = 0; y < w.height; ++y) {
-          const std::uint8_t* src = image.pixels.data() +
-                                    (static_cast<std::size_t>(c) * static_cast<std::size_t>(image.height) +
-                                     static_cast<std::size_t>(w.top + y)) * static_cast<std::size_t>(image.width) +
-                                    static_cast<std::size_t>(w.left);
-          std::copy_n(src, w.width,
-                      crop.data() + (static_cast<std::size_t>(c) * static_cast<std::size_t>(w.height) +
-                                     static_cast<std::size_t>(y)) * static_cast<std::size_t>(w.width));
-        }
-      resize_bilinear(crop.data(), 3, w.height, w.width, pixels.data(), options_.height, options_.width);
-    } else if (image.height == options_.height && image.width == options_.width) {
-      std::copy(image.pixels.begin(), image.pixels.end(), pixels.begin());
-    } else {
-      resize_bilinear(image.pixels.data(), 3, image.height, image.width, pixels.data(), options_.height,
-                      options_.width);
-    }
+    fit_image(read_image(files_[index].path, shown(index)), options_, epoch, index, pixels);
     return files_[index].label;
   }
 

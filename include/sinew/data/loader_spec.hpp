@@ -8,8 +8,10 @@
 //                                            in memory (take/concat splits, generated data).
 //   StreamingLoader  (streaming_loader.hpp)  nothing of the dataset: `workers` threads read each batch's records
 //                                            from the files (RecordSource, record_source_spec.hpp) a few batches
-//                                            ahead. PyTorch's and MXNet's DataLoader; the least memory.
-// For the same options and records all three give the same batches, bit for bit.
+//                                            ahead. PyTorch's and MXNet's DataLoader; the least memory. Over tar
+//                                            shards (ShardSource, shard_source_spec.hpp) it reads as WebDataset.
+// For the same options and records all three give the same batches, bit for bit (shards have an order of
+// their own: only StreamingLoader reads them).
 //
 // Contract of a Loader L (the trainer is its only caller, from one thread):
 //   channels(), height(), width()  the shape of every image next() writes, after any padding. Constant.
