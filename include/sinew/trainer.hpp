@@ -54,6 +54,12 @@
 // by the servers' new ranks, step count continuing; what cannot carry over it returns as a sentence.
 // A checkpoint of another configuration is refused with a sentence naming what differs.
 //
+// Preemption (set_preemption, core/preemption.hpp): on SIGTERM or SIGUSR1 (configurable) caught by any rank,
+// every rank finishes its current step, the ranks agree on it (a one-float all-reduce at points every rank
+// reaches alike: after each step with the all-reduce strategies and Local; at the end of each epoch with a
+// parameter server, whose servers are serving until then; at the start of every epoch), save the run into
+// the directory given and throw sinew::preempted, which main turns into exit status 75 (EX_TEMPFAIL).
+//
 // A Trainer of more than one rank holds a comm::unwinding_guard (comm/failure.hpp): if an exception takes it
 // down, this rank ends the whole job when it exits, instead of leaving the others waiting for it.
 #pragma once
@@ -80,6 +86,7 @@
 #include "sinew/core/elementwise.hpp"
 #include "sinew/core/error.hpp"
 #include "sinew/core/parallel.hpp"
+#include "sinew/core/preemption.hpp"
 #include "sinew/data/cached_loader.hpp"
 #include "sinew/data/loader_spec.hpp"
 #include "sinew/dist/buckets.hpp"
@@ -263,6 +270,23 @@ class Trainer {
     if (callback) step_callbacks_.push_back(std::move(callback));
   }
 
+  /// Collective (every rank, a parameter server's servers too): from now on, a signal of preemption.signals
+  /// caught on any rank (one is enough) stops training on every rank at the next point they all reach (see
+  /// the file comment): the current step ends, the run is saved into preemption.directory (as save_checkpoint
+  /// does: every rank must see it) and every rank throws sinew::preempted, whose exit_status() (75) main
+  /// returns; resume(directory) continues the run. A signal that comes while the run saves changes nothing.
+  /// A signal during evaluate() is acted on at the next train_epoch's start. An empty directory turns it off
+  /// and puts the signals' previous handlers back. Ranks that disagree on whether it is on throw comm_error.
+  void set_preemption(Preemption preemption) {
+    const bool on = !preemption.directory.empty();
+    // Ranks that disagreed would meet other ranks' all-reduces with their own: an error, not a hang.
+    const comm::Fact facts[] = {{"preemption (set_preemption with a directory)", std::uint64_t(on)}};
+    strategy_.require_agreement(facts, "trainer");
+    preemption_watch_.reset();
+    if (on) preemption_watch_ = std::make_unique<preemption_watch>(preemption.signals);
+    preemption_dir_ = std::move(preemption.directory);
+  }
+
   /// Collective (with several ranks, servers included): starts recording a timeline of the training steps,
   /// room for `capacity` events reserved now (metrics/timeline.hpp: what is recorded, the clock alignment this
   /// call does, the cost). Tracing is off until it is called; calling it again starts a new timeline.
@@ -318,6 +342,7 @@ class Trainer {
       // The workers' agreement on their batches, which a server joins without being compared.
       const comm::Fact facts[] = {{"local batch size", 0}, {"number of batches in this epoch", 0}};
       strategy_.require_agreement(std::span<const comm::Fact>(facts, kUnevenEpochs ? 1 : 2), "trainer", false);
+      preempt_if_signalled();  // as the workers do at their epoch's start
       EpochStats stats;
       stats.epoch = epoch_;
       return serve_epoch(stats);
@@ -411,6 +436,7 @@ class Trainer {
       strategy_.require_agreement(std::span<const comm::Fact>(facts, kUnevenEpochs ? 1 : 2), "trainer",
                                   strategy_.is_worker());
     }
+    preempt_if_signalled();  // a signal between epochs (during evaluate) or before the first step
     EpochStats stats;
     stats.epoch = epoch_;
     if (!strategy_.is_worker()) return serve_epoch(stats);
@@ -525,6 +551,8 @@ class Trainer {
         for (const step_callback& callback : step_callbacks_) callback(info);
       }
       ++epoch_step;
+      // Every rank ends each step here (a parameter server's servers do not: they serve until the epoch ends).
+      if constexpr (!strategy_type::kServes) preempt_if_signalled();
     }
     // A parameter server's worker ends the epoch with the servers' final parameters.
     strategy_.finish_epoch(model_.parameters(), stats.phases);
@@ -540,6 +568,7 @@ class Trainer {
                                           : (stats.seconds > 0 ? double(stats.samples) / stats.seconds : 0);
     ++epoch_;
     epoch_batch_ = 0;
+    if constexpr (strategy_type::kServes) preempt_if_signalled();  // the servers do so in serve_epoch
     return stats;
   }
 
@@ -581,7 +610,34 @@ class Trainer {
     stats.steps = strategy_.serve(model_.parameters(), stats.phases);
     synchronize_buffers();
     stats.seconds = watch.elapsed();
+    preempt_if_signalled();  // as the workers do at their epoch's end
     return stats;
+  }
+
+  /// With set_preemption on, collective at points every rank reaches alike, as many times: if any rank caught
+  /// a preemption signal, every rank saves the run and throws sinew::preempted. The agreement is one all-reduce
+  /// of one float per point; ranks at other steps cannot meet in it, since every rank passes the same points.
+  void preempt_if_signalled() {
+    if (!preemption_watch_) return;
+    const int caught = pending_preemption_signal();
+    const io::CheckpointGroup group = strategy_.checkpoint_group();
+    const int signalled = group.count_failures(caught != 0);
+    if (signalled == 0) return;
+    save_checkpoint(preemption_dir_);
+    take_preemption_signal();  // one that came while saving too: the run is saved
+    preemption_watch_->keep();  // nor may one end the process while it unwinds and exits with its status
+    const int others = signalled - int(caught != 0);
+    const std::string of_others = std::to_string(others) + " other rank" + (others == 1 ? "" : "s");
+    const std::string by = caught != 0 ? signal_name(caught) + " (caught on rank " + std::to_string(group.rank) +
+                                             (others > 0 ? " and " + of_others : "") + ")"
+                                       : "a signal caught on " + of_others;
+    // Every rank throws this alike, after the save: no rank is left waiting, so no guard ends the job.
+    comm::note_leaving_together();
+    // (A parameter server's server takes no steps: its count is the last checkpoint's.)
+    const std::string step = strategy_.is_worker() ? ", step " + std::to_string(step_) : "";
+    throw preempted("trainer: preempted by " + by + " at epoch " + std::to_string(epoch_) + step +
+                    "; the run is saved in " + preemption_dir_.string() +
+                    " (resume(\"" + preemption_dir_.string() + "\") on the same configuration continues it)");
   }
 
   /// At the end of every epoch, on every rank: the strategy makes the BatchNorm statistics the same on every
@@ -768,6 +824,8 @@ class Trainer {
   std::vector<step_callback> step_callbacks_;  // in the order set and added
   std::unique_ptr<comm::unwinding_guard> guard_;  // with more than one rank (see the file comment)
   std::unique_ptr<metrics::Timeline> timeline_;   // start_trace()'s; null: no trace
+  std::unique_ptr<preemption_watch> preemption_watch_;  // set_preemption's signals; null: off
+  std::filesystem::path preemption_dir_;
   AlignedBuffer<float> images_;
   std::vector<std::int32_t> labels_;
   AlignedBuffer<float> accumulated_;  // accumulate > 1: the step's earlier micro-batches' gradients, summed
