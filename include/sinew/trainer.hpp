@@ -620,17 +620,13 @@ class Trainer {
   void preempt_if_signalled() {
     if (!preemption_watch_) return;
     const int caught = pending_preemption_signal();
-    const io::CheckpointGroup group = strategy_.checkpoint_group();
-    const int signalled = group.count_failures(caught != 0);
-    if (signalled == 0) return;
+    if (!on_any_rank(caught != 0)) return;
     save_checkpoint(preemption_dir_);
     take_preemption_signal();  // one that came while saving too: the run is saved
     preemption_watch_->keep();  // nor may one end the process while it unwinds and exits with its status
-    const int others = signalled - int(caught != 0);
-    const std::string of_others = std::to_string(others) + " other rank" + (others == 1 ? "" : "s");
-    const std::string by = caught != 0 ? signal_name(caught) + " (caught on rank " + std::to_string(group.rank) +
-                                             (others > 0 ? " and " + of_others : "") + ")"
-                                       : "a signal caught on " + of_others;
+    const std::string by = caught != 0 ? signal_name(caught) + " (caught on rank " +
+                                             std::to_string(strategy_.rank()) + ")"
+                                       : "a signal caught on another rank";
     // Every rank throws this alike, after the save: no rank is left waiting, so no guard ends the job.
     comm::note_leaving_together();
     // (A parameter server's server takes no steps: its count is the last checkpoint's.)
@@ -638,6 +634,16 @@ class Trainer {
     throw preempted("trainer: preempted by " + by + " at epoch " + std::to_string(epoch_) + step +
                     "; the run is saved in " + preemption_dir_.string() +
                     " (resume(\"" + preemption_dir_.string() + "\") on the same configuration continues it)");
+  }
+
+  /// Collective: whether `mine` holds on some rank. Between steps, through the strategy's all_agree where it has
+  /// one (the all-reduce strategies: their watchdog names a rank that never comes); else (a parameter server,
+  /// whose all_agree stops its servers, or one rank) a sum over every rank, servers included.
+  bool on_any_rank(bool mine) {
+    if constexpr (!strategy_type::kServes && req::has_all_agree<S>)
+      return !strategy_.all_agree(!mine);
+    else
+      return strategy_.checkpoint_group().count_failures(mine) > 0;
   }
 
   /// At the end of every epoch, on every rank: the strategy makes the BatchNorm statistics the same on every
