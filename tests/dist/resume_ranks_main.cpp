@@ -18,7 +18,7 @@
 //   resume_ranks_main reference DIR S       trains 3 epochs; rank 0 writes its final state to DIR/S.reference
 //   resume_ranks_main preempt DIR S WHEN    the same run, preemption on into DIR/S-WHEN, stopped by a signal:
 //       one      rank 1 (a worker) raises SIGUSR1 at epoch 1's second step (ring: stops after that step; ps:
-//                at the end of epoch 1, when its servers have served it)
+//                at the end of epoch 1, when its servers have served it), and again while it saves
 //       all      every step sleeps 0.1 s; rank 0 prints "resume_ranks: signal now" at epoch 1's first step and
 //                the driver sends mpirun SIGUSR1 twice, 150 ms apart (mpirun forwards it to every rank): the
 //                second comes about while the ranks save or exit
@@ -298,6 +298,11 @@ void preempt(const fs::path& dir, const std::string& strategy, const std::string
   with_trainer(strategy, [&](auto& t) {
     auto data = worker_loader(t);
     t.set_preemption({.directory = dir / (strategy + "-" + when)});
+    // A second signal while saving (the checkpoint writer's fault hook) changes nothing.
+    if (when == "one" && my_rank == 1)
+      io::detail::checkpoint_fault_hook = [](std::string_view stage) {
+        if (stage == "rank file written") raise(SIGUSR1);
+      };
     t.set_step_callback([&](const StepInfo& i) {
       if (when == "one" && my_rank == 1 && i.epoch == 1 && i.step == 1) raise(SIGUSR1);
       if (when == "all") {
