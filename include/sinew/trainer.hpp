@@ -56,9 +56,10 @@
 //
 // Preemption (set_preemption, core/preemption.hpp): on SIGTERM or SIGUSR1 (configurable) caught by any rank,
 // every rank finishes its current step, the ranks agree on it (a one-float all-reduce at points every rank
-// reaches alike: after each step with the all-reduce strategies and Local; at the end of each epoch with a
-// parameter server, whose servers are serving until then; at the start of every epoch), save the run into
-// the directory given and throw sinew::preempted, which main turns into exit status 75 (EX_TEMPFAIL).
+// reaches alike: after each step with the all-reduce strategies and Local, at the start of every epoch, and at
+// the end of each epoch with a parameter server; in its Sync mode the servers relay it within the step, with
+// the gradients, so it stops mid-epoch too), save the run into the directory given and throw
+// sinew::preempted, which main turns into exit status 75 (EX_TEMPFAIL).
 //
 // A Trainer of more than one rank holds a comm::unwinding_guard (comm/failure.hpp): if an exception takes it
 // down, this rank ends the whole job when it exits, instead of leaving the others waiting for it.
@@ -322,6 +323,7 @@ class Trainer {
       return train_epoch_steps(loader, max_steps);
     } catch (const std::exception& e) {
       epoch_batch_ = 0;  // a train_epoch after an exception starts the epoch anew
+      in_epoch_ = false;
       // Kept for the message that ends the job, should this exception take the trainer down (comm/failure.hpp).
       if (guard_) comm::note_exception(e.what());
       throw;
@@ -381,7 +383,7 @@ class Trainer {
   void save_checkpoint(const std::filesystem::path& dir) {
     require_optimizer_state();
     if constexpr (strategy_type::kServes)
-      if (epoch_batch_ > 0)
+      if (in_epoch_ && !strategy_.preempting())
         throw error("trainer: " + std::string(S::kName) + " checkpoints are saved between epochs, not from a step "
                     "callback: its servers are serving the epoch and cannot write their shards until it ends");
     io::save_run<Net>(dir, strategy_.checkpoint_group(), run_state());
@@ -451,6 +453,7 @@ class Trainer {
                     std::to_string(epoch_) + ", but this loader's epoch has only " + std::to_string(b) +
                     " (build the loader with the saved run's LoaderOptions)");
     model_.set_training(true);
+    in_epoch_ = true;  // until the servers end it (finish_epoch)
     double loss_sum = 0, timed_s = 0;
     std::size_t correct = 0, timed_images = 0;
     metrics::Stopwatch epoch_watch;
@@ -528,6 +531,9 @@ class Trainer {
         phases.backward += metrics::lap(watch, trace, metrics::TraceKind::backward);
       }
       optimizer_.set_learning_rate(schedule_ ? schedule_(base_lr_, step_) : base_lr_);
+      // A parameter server in Sync carries the request with this step's gradients (strategy_spec.hpp).
+      if constexpr (strategy_type::kRelaysPreemption)
+        if (preemption_watch_) strategy_.request_preemption(pending_preemption_signal() != 0);
       const metrics::clock::time_point updating = metrics::mark(trace);
       strategy_.update(model_.parameters(), model_.gradients(), optimizer_, phases);
       if (options_.check_finite && !strategy_.agreed()) stop_on_nonfinite(loss, epoch_step);
@@ -553,9 +559,13 @@ class Trainer {
       ++epoch_step;
       // Every rank ends each step here (a parameter server's servers do not: they serve until the epoch ends).
       if constexpr (!strategy_type::kServes) preempt_if_signalled();
+      if (strategy_.preempting()) break;  // relayed by the servers to every worker after this same step
     }
     // A parameter server's worker ends the epoch with the servers' final parameters.
     strategy_.finish_epoch(model_.parameters(), stats.phases);
+    in_epoch_ = false;
+    // Preempted mid-epoch (the servers' epoch ends with it): saved as it stands, the epoch to be finished.
+    if (strategy_.preempting()) preempt(pending_preemption_signal());
     synchronize_buffers();
     stats.seconds = epoch_watch.elapsed();
     if (stats.samples > 0) {
@@ -608,6 +618,11 @@ class Trainer {
     metrics::Stopwatch watch;
     ++epoch_;
     stats.steps = strategy_.serve(model_.parameters(), stats.phases);
+    epoch_batch_ = 0;  // a server resumed mid-epoch has served the epoch's rest
+    if (strategy_.preempting()) {  // the workers stopped mid-epoch: their epoch, and this one, go on after a resume
+      --epoch_;
+      preempt(pending_preemption_signal());
+    }
     synchronize_buffers();
     stats.seconds = watch.elapsed();
     preempt_if_signalled();  // as the workers do at their epoch's end
@@ -620,7 +635,10 @@ class Trainer {
   void preempt_if_signalled() {
     if (!preemption_watch_) return;
     const int caught = pending_preemption_signal();
-    if (!on_any_rank(caught != 0)) return;
+    if (on_any_rank(caught != 0)) preempt(caught);
+  }
+  /// Every rank, together: saves the run and throws sinew::preempted (`caught`: this rank's signal, or 0).
+  [[noreturn]] void preempt(int caught) {
     save_checkpoint(preemption_dir_);
     take_preemption_signal();  // one that came while saving too: the run is saved
     preemption_watch_->keep();  // nor may one end the process while it unwinds and exits with its status
@@ -838,6 +856,7 @@ class Trainer {
   std::size_t folded_end_ = 0;        // gradients from here on hold the step's mean (fold_sum)
   int epoch_ = 0;
   std::size_t epoch_batch_ = 0;  // batches of epoch epoch_ trained: while it runs, or resumed mid-epoch
+  bool in_epoch_ = false;        // a worker between its epoch's first step and finish_epoch (the servers serve)
   std::int64_t step_ = 0;
   io::LoaderFacts loader_seen_;                     // the loader of the last train_epoch, for checkpoints
   std::optional<io::LoaderFacts> resumed_loader_;   // after resume(): what the next train_epoch's loader must match

@@ -17,8 +17,9 @@
 // Preemption (Trainer::set_preemption), driven by run_preempt.py on 3 ranks, S = ring or ps (Sync, one server):
 //   resume_ranks_main reference DIR S       trains 3 epochs; rank 0 writes its final state to DIR/S.reference
 //   resume_ranks_main preempt DIR S WHEN    the same run, preemption on into DIR/S-WHEN, stopped by a signal:
-//       one      rank 1 (a worker) raises SIGUSR1 at epoch 1's second step (ring: stops after that step; ps:
-//                at the end of epoch 1, when its servers have served it), and again while it saves
+//       one      rank 1 (a worker) raises SIGUSR1 at epoch 1's second step, and again while it saves: every
+//                rank stops after that step (ps, Sync: after the next, whose gradients carry the request and
+//                whose replies tell every worker)
 //       all      every step sleeps 0.1 s; rank 0 prints "resume_ranks: signal now" at epoch 1's first step and
 //                the driver sends mpirun SIGUSR1 twice, 150 ms apart (mpirun forwards it to every rank): the
 //                second comes about while the ranks save or exit
@@ -332,7 +333,9 @@ void continue_preempted(const fs::path& dir, const std::string& strategy, const 
     // one server 6; a server counts no steps of its own (its step count is the checkpoint's).
     const std::int64_t per_epoch = strategy == "ring" ? 4 : 6;
     std::int64_t expected = -1;
-    if (when == "one") expected = strategy == "ring" ? per_epoch + 2 : 2 * per_epoch;  // mid-epoch; ps: its end
+    // Mid-epoch. Raised after step 2's update: the ring agrees right after it; the parameter server's request
+    // rides with the next step's gradients, so every rank stops after step 3.
+    if (when == "one") expected = per_epoch + (strategy == "ring" ? 2 : 3);
     if (when == "before") expected = 0;
     if (when == "between") expected = per_epoch;
     if (my_rank == 0)
