@@ -18,6 +18,7 @@
 // files every epoch by --workers threads, --prefetch batches ahead). --checkpoint-dir D saves the run into D
 // every --checkpoint-every epochs and after the last; --resume continues the run saved there, up to --epochs
 // epochs in all (sinew/io/checkpoint.hpp); with --cosine, resume with the same --epochs, which sets the schedule.
+// SIGTERM or SIGUSR1 then saves the run into D after the current step and exits 75 (docs/checkpoints.md).
 // --trace FILE writes every training step as a Chrome trace (sinew/metrics/timeline.hpp; Perfetto opens it).
 // --precision bf16 trains on backend::OneDnnBf16 (bf16 convolutions and inner products, f32 master weights;
 // a CPU without AVX512_BF16 or AMX refuses), for lenet5 and resnet18_cifar on CIFAR-10: the same seed and epochs
@@ -253,6 +254,9 @@ int main(int argc, char** argv) try {
     sinew::cli::fail(app, "--precision bf16 runs --net lenet5 or resnet18_cifar on CIFAR-10 (not --net " + s.net +
                               (s.cifar100() ? " on CIFAR-100" : "") + "); use --precision f32 for it");
   sinew::cli::fail(app, "--net " + s.net + " runs on CIFAR-10 only: on CIFAR-100, lenet5, resnet18_cifar or alexnet");
+} catch (const sinew::preempted& p) {  // a preemption signal: the run is saved in --checkpoint-dir
+  std::fprintf(stderr, "train_cifar10: %s\n", p.what());
+  return p.exit_status();  // 75: run it again with --resume
 } catch (const std::exception& e) {
   std::fprintf(stderr, "train_cifar10: %s\n", e.what());
   return 1;

@@ -17,7 +17,9 @@
 // backward unless --overlap off. As root, Open MPI also needs --allow-run-as-root, and --oversubscribe beyond
 // the number of cores. --checkpoint-dir D (seen by every rank) saves the run every --checkpoint-every epochs
 // and after the last, the parameter server's shard included; --resume continues it, up to --epochs epochs in
-// all, on as many ranks or on another number (after a machine died: see docs/checkpoints.md).
+// all, on as many ranks or on another number (after a machine died: see docs/checkpoints.md). SIGUSR1 or
+// SIGTERM to a rank (Slurm's --signal: docs/several-hosts.md; to mpirun, SIGUSR1, which it passes on) then
+// saves the run there after the current step, and every rank exits with status 75: --resume continues it.
 // --trace FILE writes every rank's training steps as one Chrome trace, clocks aligned to rank 0's
 // (sinew/metrics/timeline.hpp; Perfetto opens it, tools/trace_to_svg.py draws a step).
 #include <cstdio>
@@ -192,6 +194,9 @@ int main(int argc, char** argv) try {
   if (s.mode == "async") return run<Server, sinew::Async>(s, "parameter server, async");
   if (s.mode == "stale2") return run<Server, sinew::BoundedStaleness<2>>(s, "parameter server, bounded staleness 2");
   return run<Server, sinew::Sync>(s, "parameter server, sync");
+} catch (const sinew::preempted& p) {  // a preemption signal: the run is saved in --checkpoint-dir
+  std::fprintf(stderr, "train_distributed: %s\n", p.what());
+  return p.exit_status();  // 75: run it again with --resume
 } catch (const std::exception& e) {
   std::fprintf(stderr, "train_distributed: %s\n", e.what());
   return 1;

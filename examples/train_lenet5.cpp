@@ -9,7 +9,8 @@
 // on a terminal, every --progress-every seconds elsewhere, none with --quiet.
 //
 // --checkpoint-dir D saves the run into D every --checkpoint-every epochs and after the last; --resume continues
-// the run saved there, up to --epochs epochs in all (sinew/io/checkpoint.hpp).
+// the run saved there, up to --epochs epochs in all (sinew/io/checkpoint.hpp). SIGTERM or SIGUSR1 then saves the
+// run there after the current step and exits with status 75 (a preemption: docs/checkpoints.md).
 //
 // --trace FILE writes every training step as a Chrome trace (sinew/metrics/timeline.hpp; Perfetto opens it).
 //
@@ -126,6 +127,9 @@ int main(int argc, char** argv) try {
   s.trace.add_options(app);
   sinew::cli::parse(app, argc, argv);
   return run(s);
+} catch (const sinew::preempted& p) {  // a preemption signal: the run is saved in --checkpoint-dir
+  std::fprintf(stderr, "train_lenet5: %s\n", p.what());
+  return p.exit_status();  // 75: run it again with --resume
 } catch (const std::exception& e) {
   std::fprintf(stderr, "train_lenet5: %s\n", e.what());
   return 1;

@@ -1,5 +1,7 @@
 // examples/support/checkpoints.hpp: --checkpoint-dir D, --checkpoint-every N (epochs) and --resume for the
-// training examples (see sinew/io/checkpoint.hpp and docs/checkpoints.md).
+// training examples (see sinew/io/checkpoint.hpp and docs/checkpoints.md). With --checkpoint-dir, SIGTERM or
+// SIGUSR1 (a preemption: Slurm's --signal, docs/several-hosts.md) saves the run there after the current step
+// and the program exits with sinew::preempted's status, 75; --resume continues it.
 #pragma once
 
 #include <cstdio>
@@ -24,9 +26,11 @@ struct Checkpoints {
     app.add_flag("--resume", resume, "continue the run saved in --checkpoint-dir")->needs(d);
   }
 
-  /// With --resume, continues the saved run; returns the epoch to train next (0 for a new run).
+  /// Every rank (servers too): turns preemption on with --checkpoint-dir; with --resume, continues the saved
+  /// run. Returns the epoch to train next (0 for a new run).
   template <class Trainer>
   int start(Trainer& trainer, bool print) const {
+    if (!dir.empty()) trainer.set_preemption({.directory = dir});
     if (!resume) return 0;
     const std::string note = trainer.resume(dir);  // what did not carry over exactly (another number of ranks)
     if (print) {

@@ -54,6 +54,13 @@
 // by the servers' new ranks, step count continuing; what cannot carry over it returns as a sentence.
 // A checkpoint of another configuration is refused with a sentence naming what differs.
 //
+// Preemption (set_preemption, core/preemption.hpp): on SIGTERM or SIGUSR1 (configurable) caught by any rank,
+// every rank finishes its current step, the ranks agree on it (a one-float all-reduce at points every rank
+// reaches alike: after each step with the all-reduce strategies and Local, at the start of every epoch, and at
+// the end of each epoch with a parameter server; in its Sync mode the servers relay it within the step, with
+// the gradients, so it stops mid-epoch too), save the run into the directory given and throw
+// sinew::preempted, which main turns into exit status 75 (EX_TEMPFAIL).
+//
 // A Trainer of more than one rank holds a comm::unwinding_guard (comm/failure.hpp): if an exception takes it
 // down, this rank ends the whole job when it exits, instead of leaving the others waiting for it.
 #pragma once
@@ -80,6 +87,7 @@
 #include "sinew/core/elementwise.hpp"
 #include "sinew/core/error.hpp"
 #include "sinew/core/parallel.hpp"
+#include "sinew/core/preemption.hpp"
 #include "sinew/data/cached_loader.hpp"
 #include "sinew/data/loader_spec.hpp"
 #include "sinew/dist/buckets.hpp"
@@ -263,6 +271,23 @@ class Trainer {
     if (callback) step_callbacks_.push_back(std::move(callback));
   }
 
+  /// Collective (every rank, a parameter server's servers too): from now on, a signal of preemption.signals
+  /// caught on any rank (one is enough) stops training on every rank at the next point they all reach (see
+  /// the file comment): the current step ends, the run is saved into preemption.directory (as save_checkpoint
+  /// does: every rank must see it) and every rank throws sinew::preempted, whose exit_status() (75) main
+  /// returns; resume(directory) continues the run. A signal that comes while the run saves changes nothing.
+  /// A signal during evaluate() is acted on at the next train_epoch's start. An empty directory turns it off
+  /// and puts the signals' previous handlers back. Ranks that disagree on whether it is on throw comm_error.
+  void set_preemption(Preemption preemption) {
+    const bool on = !preemption.directory.empty();
+    // Ranks that disagreed would meet other ranks' all-reduces with their own: an error, not a hang.
+    const comm::Fact facts[] = {{"preemption (set_preemption with a directory)", std::uint64_t(on)}};
+    strategy_.require_agreement(facts, "trainer");
+    preemption_watch_.reset();
+    if (on) preemption_watch_ = std::make_unique<preemption_watch>(preemption.signals);
+    preemption_dir_ = std::move(preemption.directory);
+  }
+
   /// Collective (with several ranks, servers included): starts recording a timeline of the training steps,
   /// room for `capacity` events reserved now (metrics/timeline.hpp: what is recorded, the clock alignment this
   /// call does, the cost). Tracing is off until it is called; calling it again starts a new timeline.
@@ -298,6 +323,7 @@ class Trainer {
       return train_epoch_steps(loader, max_steps);
     } catch (const std::exception& e) {
       epoch_batch_ = 0;  // a train_epoch after an exception starts the epoch anew
+      in_epoch_ = false;
       // Kept for the message that ends the job, should this exception take the trainer down (comm/failure.hpp).
       if (guard_) comm::note_exception(e.what());
       throw;
@@ -318,6 +344,7 @@ class Trainer {
       // The workers' agreement on their batches, which a server joins without being compared.
       const comm::Fact facts[] = {{"local batch size", 0}, {"number of batches in this epoch", 0}};
       strategy_.require_agreement(std::span<const comm::Fact>(facts, kUnevenEpochs ? 1 : 2), "trainer", false);
+      preempt_if_signalled();  // as the workers do at their epoch's start
       EpochStats stats;
       stats.epoch = epoch_;
       return serve_epoch(stats);
@@ -356,7 +383,7 @@ class Trainer {
   void save_checkpoint(const std::filesystem::path& dir) {
     require_optimizer_state();
     if constexpr (strategy_type::kServes)
-      if (epoch_batch_ > 0)
+      if (in_epoch_ && !strategy_.preempting())
         throw error("trainer: " + std::string(S::kName) + " checkpoints are saved between epochs, not from a step "
                     "callback: its servers are serving the epoch and cannot write their shards until it ends");
     io::save_run<Net>(dir, strategy_.checkpoint_group(), run_state());
@@ -411,6 +438,7 @@ class Trainer {
       strategy_.require_agreement(std::span<const comm::Fact>(facts, kUnevenEpochs ? 1 : 2), "trainer",
                                   strategy_.is_worker());
     }
+    preempt_if_signalled();  // a signal between epochs (during evaluate) or before the first step
     EpochStats stats;
     stats.epoch = epoch_;
     if (!strategy_.is_worker()) return serve_epoch(stats);
@@ -425,6 +453,7 @@ class Trainer {
                     std::to_string(epoch_) + ", but this loader's epoch has only " + std::to_string(b) +
                     " (build the loader with the saved run's LoaderOptions)");
     model_.set_training(true);
+    in_epoch_ = true;  // until the servers end it (finish_epoch)
     double loss_sum = 0, timed_s = 0;
     std::size_t correct = 0, timed_images = 0;
     metrics::Stopwatch epoch_watch;
@@ -502,6 +531,9 @@ class Trainer {
         phases.backward += metrics::lap(watch, trace, metrics::TraceKind::backward);
       }
       optimizer_.set_learning_rate(schedule_ ? schedule_(base_lr_, step_) : base_lr_);
+      // A parameter server in Sync carries the request with this step's gradients (strategy_spec.hpp).
+      if constexpr (strategy_type::kRelaysPreemption)
+        if (preemption_watch_) strategy_.request_preemption(pending_preemption_signal() != 0);
       const metrics::clock::time_point updating = metrics::mark(trace);
       strategy_.update(model_.parameters(), model_.gradients(), optimizer_, phases);
       if (options_.check_finite && !strategy_.agreed()) stop_on_nonfinite(loss, epoch_step);
@@ -525,9 +557,15 @@ class Trainer {
         for (const step_callback& callback : step_callbacks_) callback(info);
       }
       ++epoch_step;
+      // Every rank ends each step here (a parameter server's servers do not: they serve until the epoch ends).
+      if constexpr (!strategy_type::kServes) preempt_if_signalled();
+      if (strategy_.preempting()) break;  // relayed by the servers to every worker after this same step
     }
     // A parameter server's worker ends the epoch with the servers' final parameters.
     strategy_.finish_epoch(model_.parameters(), stats.phases);
+    in_epoch_ = false;
+    // Preempted mid-epoch (the servers' epoch ends with it): saved as it stands, the epoch to be finished.
+    if (strategy_.preempting()) preempt(pending_preemption_signal());
     synchronize_buffers();
     stats.seconds = epoch_watch.elapsed();
     if (stats.samples > 0) {
@@ -540,6 +578,7 @@ class Trainer {
                                           : (stats.seconds > 0 ? double(stats.samples) / stats.seconds : 0);
     ++epoch_;
     epoch_batch_ = 0;
+    if constexpr (strategy_type::kServes) preempt_if_signalled();  // the servers do so in serve_epoch
     return stats;
   }
 
@@ -579,9 +618,50 @@ class Trainer {
     metrics::Stopwatch watch;
     ++epoch_;
     stats.steps = strategy_.serve(model_.parameters(), stats.phases);
+    epoch_batch_ = 0;  // a server resumed mid-epoch has served the epoch's rest
+    if (strategy_.preempting()) {  // the workers stopped mid-epoch: their epoch, and this one, go on after a resume
+      --epoch_;
+      preempt(pending_preemption_signal());
+    }
     synchronize_buffers();
     stats.seconds = watch.elapsed();
+    preempt_if_signalled();  // as the workers do at their epoch's end
     return stats;
+  }
+
+  /// With set_preemption on, collective at points every rank reaches alike, as many times: if any rank caught
+  /// a preemption signal, every rank saves the run and throws sinew::preempted. The agreement is one all-reduce
+  /// of one float per point; ranks at other steps cannot meet in it, since every rank passes the same points.
+  void preempt_if_signalled() {
+    if (!preemption_watch_) return;
+    const int caught = pending_preemption_signal();
+    if (on_any_rank(caught != 0)) preempt(caught);
+  }
+  /// Every rank, together: saves the run and throws sinew::preempted (`caught`: this rank's signal, or 0).
+  [[noreturn]] void preempt(int caught) {
+    save_checkpoint(preemption_dir_);
+    take_preemption_signal();  // one that came while saving too: the run is saved
+    preemption_watch_->keep();  // nor may one end the process while it unwinds and exits with its status
+    const std::string by = caught != 0 ? signal_name(caught) + " (caught on rank " +
+                                             std::to_string(strategy_.rank()) + ")"
+                                       : "a signal caught on another rank";
+    // Every rank throws this alike, after the save: no rank is left waiting, so no guard ends the job.
+    comm::note_leaving_together();
+    // (A parameter server's server takes no steps: its count is the last checkpoint's.)
+    const std::string step = strategy_.is_worker() ? ", step " + std::to_string(step_) : "";
+    throw preempted("trainer: preempted by " + by + " at epoch " + std::to_string(epoch_) + step +
+                    "; the run is saved in " + preemption_dir_.string() +
+                    " (resume(\"" + preemption_dir_.string() + "\") on the same configuration continues it)");
+  }
+
+  /// Collective: whether `mine` holds on some rank. Between steps, through the strategy's all_agree where it has
+  /// one (the all-reduce strategies: their watchdog names a rank that never comes); else (a parameter server,
+  /// whose all_agree stops its servers, or one rank) a sum over every rank, servers included.
+  bool on_any_rank(bool mine) {
+    if constexpr (!strategy_type::kServes && req::has_all_agree<S>)
+      return !strategy_.all_agree(!mine);
+    else
+      return strategy_.checkpoint_group().count_failures(mine) > 0;
   }
 
   /// At the end of every epoch, on every rank: the strategy makes the BatchNorm statistics the same on every
@@ -768,12 +848,15 @@ class Trainer {
   std::vector<step_callback> step_callbacks_;  // in the order set and added
   std::unique_ptr<comm::unwinding_guard> guard_;  // with more than one rank (see the file comment)
   std::unique_ptr<metrics::Timeline> timeline_;   // start_trace()'s; null: no trace
+  std::unique_ptr<preemption_watch> preemption_watch_;  // set_preemption's signals; null: off
+  std::filesystem::path preemption_dir_;
   AlignedBuffer<float> images_;
   std::vector<std::int32_t> labels_;
   AlignedBuffer<float> accumulated_;  // accumulate > 1: the step's earlier micro-batches' gradients, summed
   std::size_t folded_end_ = 0;        // gradients from here on hold the step's mean (fold_sum)
   int epoch_ = 0;
   std::size_t epoch_batch_ = 0;  // batches of epoch epoch_ trained: while it runs, or resumed mid-epoch
+  bool in_epoch_ = false;        // a worker between its epoch's first step and finish_epoch (the servers serve)
   std::int64_t step_ = 0;
   io::LoaderFacts loader_seen_;                     // the loader of the last train_epoch, for checkpoints
   std::optional<io::LoaderFacts> resumed_loader_;   // after resume(): what the next train_epoch's loader must match

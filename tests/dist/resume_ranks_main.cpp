@@ -13,6 +13,22 @@
 //                                   ring-odd: epoch 2, the rest of epoch 1 is named as not trained), and that
 //                                   the loss continues from where the saved run left it.
 // Every rank prints "resume_ranks: rank R passes" or its failures, and exits 1 on a failure.
+//
+// Preemption (Trainer::set_preemption), driven by run_preempt.py on 3 ranks, S = ring or ps (Sync, one server):
+//   resume_ranks_main reference DIR S       trains 3 epochs; rank 0 writes its final state to DIR/S.reference
+//   resume_ranks_main preempt DIR S WHEN    the same run, preemption on into DIR/S-WHEN, stopped by a signal:
+//       one      rank 1 (a worker) raises SIGUSR1 at epoch 1's second step, and again while it saves: every
+//                rank stops after that step (ps, Sync: after the next, whose gradients carry the request and
+//                whose replies tell every worker)
+//       all      every step sleeps 0.1 s; rank 0 prints "resume_ranks: signal now" at epoch 1's first step and
+//                the driver sends mpirun SIGUSR1 twice, 150 ms apart (mpirun forwards it to every rank): the
+//                second comes about while the ranks save or exit
+//       before   every rank raises SIGTERM before its first step
+//       between  after epoch 0 the last rank (ring: a worker, which then evaluates; ps: the server) raises
+//                SIGUSR1: acted on at epoch 1's start
+//     Every rank must leave through sinew::preempted and exit with its status (75); training on is a failure.
+//   resume_ranks_main continue DIR S WHEN   resumes DIR/S-WHEN, checks where it resumed, trains to the end of
+//                                           epoch 3; rank 0's state must equal DIR/S.reference bit for bit
 #include <signal.h>
 #include <unistd.h>
 
@@ -34,6 +50,9 @@
 #include "sinew/dist/ring_allreduce.hpp"
 #include "sinew/optim/adam.hpp"
 #include "sinew/trainer.hpp"
+
+#include <chrono>
+#include <thread>
 
 namespace {
 using namespace sinew;
@@ -235,6 +254,107 @@ void resume(const fs::path& dir) {
   }
 }
 
+// ---- preemption (see the file comment) ----
+
+constexpr int kPreemptEpochs = 3;
+
+/// The preemption runs' trainer: ring all-reduce (SGD) or a Sync parameter server (Adam on one server).
+template <class F>
+void with_trainer(const std::string& strategy, F&& f) {
+  if (strategy == "ring") {
+    RingTrainer t(kOptions, kSgd, Ring(strategy_options<Ring>()));
+    f(t);
+  } else if (strategy == "ps") {
+    ServerTrainer t(kOptions, kAdam, Server(strategy_options<Server>()));
+    f(t);
+  } else {
+    throw std::runtime_error("resume_ranks: no strategy " + strategy + " (ring or ps)");
+  }
+}
+
+/// Trains every rank (servers too) to the end of epoch kPreemptEpochs, as the reference, preempted and
+/// continued runs all do; `between(epoch)` runs after each train_epoch.
+template <class T, class F>
+void train_to_end(T& t, data::CachedLoader& data, F&& between) {
+  for (int e = t.epochs_done(); e < kPreemptEpochs; ++e) {
+    t.train_epoch(data);
+    between(e);
+  }
+}
+
+void reference(const fs::path& dir, const std::string& strategy) {
+  with_trainer(strategy, [&](auto& t) {
+    auto data = worker_loader(t);
+    train_to_end(t, data, [](int) {});
+    saved s;
+    s.steps = double(t.steps_done());
+    s.state = state_of(t);
+    if (my_rank == 0) s.write(dir / (strategy + ".reference"));
+  });
+}
+
+void preempt(const fs::path& dir, const std::string& strategy, const std::string& when) {
+  Mpi world;
+  const int last = world.size() - 1;
+  with_trainer(strategy, [&](auto& t) {
+    auto data = worker_loader(t);
+    t.set_preemption({.directory = dir / (strategy + "-" + when)});
+    // A second signal while saving (the checkpoint writer's fault hook) changes nothing.
+    if (when == "one" && my_rank == 1)
+      io::detail::checkpoint_fault_hook = [](std::string_view stage) {
+        if (stage == "rank file written") raise(SIGUSR1);
+      };
+    t.set_step_callback([&](const StepInfo& i) {
+      if (when == "one" && my_rank == 1 && i.epoch == 1 && i.step == 1) raise(SIGUSR1);
+      if (when == "all") {
+        if (my_rank == 0 && i.epoch == 1 && i.step == 0) {
+          std::printf("resume_ranks: signal now\n");
+          std::fflush(stdout);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    });
+    if (when == "before") raise(SIGTERM);
+    train_to_end(t, data, [&](int e) {
+      if (when != "between" || e != 0 || my_rank != last) return;
+      raise(SIGUSR1);
+      if (t.dist().is_worker()) t.evaluate(data);  // a signal during evaluation waits for the next epoch
+    });
+  });
+  check(false, "the run trained to its end though it was preempted (" + when + ")");
+}
+
+void continue_preempted(const fs::path& dir, const std::string& strategy, const std::string& when) {
+  const saved reference = saved::read(dir / (strategy + ".reference"));
+  with_trainer(strategy, [&](auto& t) {
+    const std::string note = t.resume(dir / (strategy + "-" + when));
+    check(note.empty(), strategy + "-" + when + ": the resume says " + note);
+    // Where each case stopped. 3 ranks: the ring's 3 workers take 4 batches an epoch, the 2 workers beside
+    // one server 6; a server counts no steps of its own (its step count is the checkpoint's).
+    const std::int64_t per_epoch = strategy == "ring" ? 4 : 6;
+    std::int64_t expected = -1;
+    // Mid-epoch. Raised after step 2's update: the ring agrees right after it; the parameter server's request
+    // rides with the next step's gradients, so every rank stops after step 3.
+    if (when == "one") expected = per_epoch + (strategy == "ring" ? 2 : 3);
+    if (when == "before") expected = 0;
+    if (when == "between") expected = per_epoch;
+    if (my_rank == 0)
+      std::printf("resume_ranks: %s-%s resumes at epoch %d, step %lld\n", strategy.c_str(), when.c_str(),
+                  t.epochs_done(), static_cast<long long>(t.steps_done()));
+    check(expected < 0 ? t.steps_done() < per_epoch * kPreemptEpochs : t.steps_done() == expected,
+          strategy + "-" + when + ": resumed at step " + std::to_string(t.steps_done()) + ", expected " +
+              std::to_string(expected));
+    auto data = worker_loader(t);
+    train_to_end(t, data, [](int) {});
+    check(!t.dist().is_worker() || t.steps_done() == std::int64_t(reference.steps),
+          strategy + "-" + when + ": ended at step " + std::to_string(t.steps_done()));
+    // Ring and the parameter server's Sync are bitwise repeatable, and so is a run resumed from a checkpoint.
+    if (my_rank == 0)
+      check(bitwise_equal(state_of(t), reference.state),
+            strategy + "-" + when + ": the resumed run does not end where the run that was not stopped ends");
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -246,10 +366,22 @@ int main(int argc, char** argv) {
       save(argv[2], std::stoi(argv[3]));
     else if (mode == "resume" && argc == 3)
       resume(argv[2]);
+    else if (mode == "reference" && argc == 4)
+      reference(argv[2], argv[3]);
+    else if (mode == "preempt" && argc == 5)
+      preempt(argv[2], argv[3], argv[4]);
+    else if (mode == "continue" && argc == 5)
+      continue_preempted(argv[2], argv[3], argv[4]);
     else {
-      std::fprintf(stderr, "usage: resume_ranks_main save DIR TARGET_RANKS | resume DIR\n");
+      std::fprintf(stderr,
+                   "usage: resume_ranks_main save DIR TARGET_RANKS | resume DIR | reference DIR S | "
+                   "preempt DIR S WHEN | continue DIR S WHEN\n");
       return 2;
     }
+  } catch (const preempted& p) {
+    // The status the job script sees (mpirun passes it on): saved, try again.
+    std::printf("resume_ranks: rank %d preempted: %s\n", my_rank, p.what());
+    return failures == 0 ? p.exit_status() : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "resume_ranks: rank %d: %s\n", my_rank, e.what());
     return 1;

@@ -29,11 +29,13 @@ struct voting : bare {
 TEST(with_defaults, a_strategy_without_optional_members_gets_the_documented_defaults) {
   using D = dist::with_defaults<bare, Sync>;
   static_assert(!D::kOverlaps && !D::kDeferredAgreement && !D::kAgrees && !D::kServes && !D::kOptimizerOnServers &&
-                !D::kUnevenEpochs);
+                !D::kUnevenEpochs && !D::kRelaysPreemption);
   D d{bare{}};
   EXPECT_TRUE(d.all_agree(true));
   EXPECT_FALSE(d.all_agree(false));
   EXPECT_TRUE(d.agreed()) << "without the deferred agreement every step is applied";
+  d.request_preemption(true);
+  EXPECT_FALSE(d.preempting()) << "without the relay nothing is relayed: the trainer agrees between steps";
   std::vector<float> p(4, 1.0f);
   metrics::PhaseSeconds phases;
   EXPECT_EQ(d.serve(p, phases), 0u);
@@ -60,11 +62,13 @@ TEST(with_defaults, a_strategy_s_own_optional_members_are_the_ones_called) {
 
 TEST(with_defaults, the_constants_name_what_sinew_s_strategies_have) {
   using Ring = dist::with_defaults<dist::RingAllReduce<comm::Mpi>, Sync>;
-  static_assert(Ring::kOverlaps && Ring::kDeferredAgreement && Ring::kAgrees && !Ring::kServes);
+  static_assert(Ring::kOverlaps && Ring::kDeferredAgreement && Ring::kAgrees && !Ring::kServes &&
+                !Ring::kRelaysPreemption);
   using Ps = dist::with_defaults<dist::ParameterServer<comm::Mpi, 1>, Async>;
-  static_assert(Ps::kServes && Ps::kOptimizerOnServers && Ps::kUnevenEpochs && !Ps::kOverlaps);
+  static_assert(Ps::kServes && Ps::kOptimizerOnServers && Ps::kUnevenEpochs && !Ps::kOverlaps &&
+                !Ps::kRelaysPreemption);  // its workers are at other steps: preempted between epochs
   using PsSync = dist::with_defaults<dist::ParameterServer<comm::Mpi, 1>, Sync>;
-  static_assert(!PsSync::kUnevenEpochs);
+  static_assert(!PsSync::kUnevenEpochs && PsSync::kRelaysPreemption);
   using L = dist::with_defaults<dist::Local, Sync>;
   static_assert(!L::kServes && !L::kAgrees);
   SUCCEED();

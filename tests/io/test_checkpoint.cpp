@@ -1,7 +1,8 @@
 // Checkpoints in one process (dist::Local): a resumed run ends bit for bit where the run that was not stopped
 // ends; another configuration, a corrupt file or a truncated manifest is refused with a sentence naming it and
 // changes nothing; a writer killed (SIGKILL) at any stage of save_checkpoint leaves a loadable checkpoint; and
-// repeated runs with one seed are bitwise identical (the determinism dist::Local promises).
+// repeated runs with one seed are bitwise identical (the determinism dist::Local promises); a preemption signal
+// saves the run after the step and throws sinew::preempted (Trainer::set_preemption).
 #include <gtest/gtest.h>
 
 #include "../support/resume.hpp"
@@ -537,4 +538,85 @@ TEST(checkpoint, on_other_ranks_an_accumulating_run_continues_only_at_a_whole_st
   EXPECT_EQ(resumed_at(2), (position{2, 0})) << "half a step is not continued: the next epoch starts";
   m.batches_done = 4;  // 96 samples: 3 steps of 2 batches on 2 workers
   EXPECT_EQ(resumed_at(2), (position{1, 6}));
+}
+
+// Preemption (Trainer::set_preemption, core/preemption.hpp) in one process: a signal in the middle of an epoch
+// ends training after that step with the run saved and sinew::preempted thrown; a second signal while the run
+// saves (from the writer's fault hook) changes nothing, where the signal's default action would end the test;
+// the resumed run ends bit for bit where the run that was not stopped ends.
+TEST(preemption, a_signal_mid_epoch_saves_after_the_step_and_the_resumed_run_is_exact) {
+  const fs::path dir = fresh_dir("preempted");
+  auto data = loader();
+  const optim::Sgd::options sgd{.lr = 0.05f, .momentum = 0.9f};
+  SgdTrainer whole(kOptions, sgd);
+  whole.train_epoch(data);
+  whole.train_epoch(data);
+  std::string what;
+  int status = 0;
+  {
+    SgdTrainer stopped(kOptions, sgd);
+    stopped.set_preemption({.directory = dir, .signals = {SIGUSR2}});
+    stopped.set_step_callback([](const StepInfo& s) {
+      if (s.steps_done == 8) ::raise(SIGUSR2);  // step 2 of epoch 1
+    });
+    io::detail::checkpoint_fault_hook = [](std::string_view stage) {
+      if (stage == "rank file written") ::raise(SIGUSR2);
+    };
+    stopped.train_epoch(data);
+    try {
+      stopped.train_epoch(data);
+    } catch (const preempted& p) {
+      what = p.what(), status = p.exit_status();
+    }
+    io::detail::checkpoint_fault_hook = nullptr;
+    EXPECT_EQ(stopped.steps_done(), 8);
+  }
+  EXPECT_EQ(status, 75);
+  EXPECT_NE(what.find("preempted by SIGUSR2 (caught on rank 0) at epoch 1, step 8; the run is saved in " +
+                      dir.string()),
+            std::string::npos)
+      << what;
+  EXPECT_EQ(pending_preemption_signal(), 0) << "the signal that came while saving is taken with the first";
+  ::signal(SIGUSR2, SIG_DFL);  // the handler stays after a preemption (until the process exits): not here
+  comm::clear_leaving();
+  SgdTrainer resumed(kOptions, sgd);
+  resumed.resume(dir);
+  EXPECT_EQ(io::read_manifest(dir).batches_done, 2u);
+  resumed.train_epoch(data);
+  EXPECT_TRUE(bitwise_equal(state_of(whole), state_of(resumed)));
+  fs::remove_all(dir);
+}
+
+// A signal before the first step saves the untrained run at the next train_epoch's start; an empty directory
+// turns preemption off and puts the previous handler back; SIGKILL cannot be caught, and says so.
+TEST(preemption, before_the_first_step_off_again_and_an_uncatchable_signal) {
+  const fs::path dir = fresh_dir("preempted-early");
+  auto data = loader();
+  const auto handler = [](int number) {
+    struct sigaction now;
+    ::sigaction(number, nullptr, &now);
+    return now.sa_handler;
+  };
+  {
+    SgdTrainer t(kOptions, {.lr = 0.05f});
+    t.set_preemption({.directory = dir});  // SIGTERM and SIGUSR1
+    EXPECT_EQ(handler(SIGTERM), &sinew::detail::note_preemption_signal);
+    ::raise(SIGTERM);
+    EXPECT_THROW(t.train_epoch(data), preempted);
+    EXPECT_EQ(t.steps_done(), 0);
+    EXPECT_EQ(io::read_manifest(dir).step, 0u);
+  }
+  ::signal(SIGTERM, SIG_DFL), ::signal(SIGUSR1, SIG_DFL);
+  comm::clear_leaving();
+  SgdTrainer t(kOptions, {.lr = 0.05f});
+  t.set_preemption({.directory = dir, .signals = {SIGUSR2}});
+  EXPECT_EQ(handler(SIGUSR2), &sinew::detail::note_preemption_signal);
+  t.set_preemption({});
+  EXPECT_EQ(handler(SIGUSR2), SIG_DFL) << "turned off, preemption puts the previous handler back";
+  const std::string refused = message_of([&] { t.set_preemption({.directory = dir, .signals = {SIGKILL}}); });
+  EXPECT_NE(refused.find("preemption: cannot catch signal 9 (SIGKILL and SIGSTOP cannot be caught"),
+            std::string::npos)
+      << refused;
+  EXPECT_EQ(t.train_epoch(data).steps, 6u) << "a refused set_preemption leaves preemption off";
+  fs::remove_all(dir);
 }

@@ -14,6 +14,9 @@
 //     finalised: if this rank noted leaving, it prints "sinew: rank R aborts the job: it leaves through an
 //     exception: <what>" and calls MPI_Abort, which ends every rank within about a second, instead of
 //     finalising. The program's own message (printed by its catch in main) comes first.
+//   * Leaving together. An exception every rank throws alike after agreeing on it (sinew::preempted, once the
+//     run is saved) is no failure: the Trainer calls note_leaving_together() before throwing it, and guards
+//     note nothing after that, so every rank finalises MPI and exits with the program's own status.
 //   * An exception that nothing catches reaches std::terminate, whose default handler names it, and abort()
 //     ends the process; Open MPI then ends the job and names the rank, as for a crash or kill -9.
 //   * A rank that fails before it first builds a comm::Mpi (before MPI is initialised) exits with its non-zero
@@ -37,6 +40,7 @@ struct leaving_note {
   /// the rank that leaves
   int rank = -1;
   std::string what;  ///< the text of the last exception that passed through a Trainer; empty if none
+  bool together = false;  ///< every rank leaves alike (note_leaving_together): nothing to abort
 };
 
 namespace detail {
@@ -55,7 +59,16 @@ inline std::mutex& leaving_mutex() {
 inline void note_leaving(int rank) {
   std::lock_guard lock(detail::leaving_mutex());
   leaving_note& note = detail::leaving_state();
-  if (note.rank < 0) note.rank = rank;
+  if (note.rank < 0 && !note.together) note.rank = rank;
+}
+
+/// Notes that every rank of the job leaves alike, having agreed to (a preemption, after the save): guards
+/// destroyed from now on note no leaving, and the exit hook lets MPI finalise.
+inline void note_leaving_together() {
+  std::lock_guard lock(detail::leaving_mutex());
+  leaving_note& note = detail::leaving_state();
+  note = leaving_note{};
+  note.together = true;
 }
 
 /// Keeps the text of an exception passing through sinew (the Trainer's), for the message if the rank leaves.

@@ -46,4 +46,15 @@ class comm_error : public error {
   using error::error;
 };
 
+/// Training stopped on a preemption signal after every rank saved the run (Trainer::set_preemption): not a
+/// failure. Every rank throws it alike, so it ends no job on its way out; main returns exit_status().
+class preempted : public error {
+ public:
+  /// EX_TEMPFAIL of <sysexits.h>: "try again later", the status a requeued job's script can test for.
+  static constexpr int kExitStatus = 75;
+  using error::error;
+  /// What main returns: kExitStatus.
+  int exit_status() const noexcept { return kExitStatus; }
+};
+
 }  // namespace sinew

@@ -10,15 +10,16 @@
 // the optimizer state (momentum, moments) lives there; a worker's optimizer only supplies the learning rate (and
 // so the schedule), which travels with every gradient.
 //
-// Protocol: point-to-point messages of floats; every message starts with a 4-float header, some carry a shard.
-//   worker -> server  {gradient, lr, version} then the gradient's shard   one step
+// Protocol: point-to-point messages of floats; every message starts with a 5-float header, some carry a shard.
+//   worker -> server  {gradient, lr, version, preempt} then the gradient's shard   one step
 //                     {done}                                     the worker's epoch is over
 //                     {stop, worker, epoch, step}                the worker stops training; nothing follows
 //                                                                (steps cross as floats: exact below 2^24)
+//   server -> worker  {params, update seconds, lead, version, preempt} then the shard's parameters
+//                     {stop, worker, epoch, step} then the shard's parameters: stop training
 // A reply's version is the server's step count when it sent those parameters; the worker's next gradient carries
 // it back, so the server knows how many updates the gradient missed (its staleness, counted in ServerCounters).
-//   server -> worker  {params, update seconds, lead, version} then the shard's parameters
-//                     {stop, worker, epoch, step} then the shard's parameters: stop training
+// preempt: see Checkpoints.
 // A worker's step posts the receives of every server's reply first, then sends its gradient shards, then waits
 // for all: a server's blocking send of a reply therefore never waits on a worker that is busy elsewhere.
 //
@@ -68,7 +69,10 @@
 //
 // Checkpoints (io/checkpoint.hpp): each server writes its own file, with its shard of the parameters and the
 // state of the shard's optimizer (shard_state()); workers keep no optimizer state. Saved between epochs, when
-// every worker holds the servers' final parameters.
+// every worker holds the servers' final parameters; in Sync also mid-epoch on a preemption: a worker that
+// caught the signal sets its gradient header's preempt, a server that sees it in a round sets it in every
+// reply of that round, so every worker learns it after the same step, ends its epoch there
+// (done) and holds the servers' latest parameters, and the servers' epoch ends with it (preempting()).
 //
 // Determinism: Sync is bitwise repeatable: a server sums the gradients in worker order, whatever order they
 // arrive in. Async and BoundedStaleness<K> are not: the order of the updates is the order of arrival.
@@ -147,7 +151,7 @@ class patient_wait {
 
 /// What a message is (the first float of its header).
 enum class ps_kind : int { gradient = 1, done = 2, stop = 3, params = 4 };
-using ps_header = std::array<float, 4>;
+using ps_header = std::array<float, 5>;
 
 /// The bound on a worker's lead in mode M (-1: none).
 template <class M>
@@ -339,6 +343,16 @@ class ParameterServer {
     return job;
   }
 
+  /// In Sync the servers relay a preemption within a step (strategy_spec.hpp); in the asynchronous modes the
+  /// workers are at other steps, and the trainer preempts between epochs.
+  template <class M>
+  static constexpr bool kRelaysPreemption = std::same_as<M, Sync>;
+  /// On a worker, before update(): whether this rank caught a preemption signal (sent with the gradient).
+  void request_preemption(bool mine) noexcept { preemption_requested_ = mine; }
+  /// After update() on a worker, after serve() on a server: whether a worker requested a preemption in that
+  /// step (a server: in the epoch's last round), the same on every rank in Sync.
+  bool preempting() const noexcept { return preempting_; }
+
   /// Not collective: a worker with `ok` false tells every server to stop (see the file comment) and returns
   /// false; true otherwise. The other ranks learn of it at their next exchange with a server.
   bool all_agree(bool ok) {
@@ -387,7 +401,9 @@ class ParameterServer {
   /// Throws training_error when a server says another worker stopped.
   template <SyncModePolicy M, OptimizerPolicy O>
   void update(std::span<float> params, std::span<float> grads, O& optimizer, metrics::PhaseSeconds& phases) {
-    const detail::ps_header push = {float(detail::ps_kind::gradient), optimizer.learning_rate(), 0, 0};
+    // The version (2) is each server's own, set per server by exchange().
+    const detail::ps_header push = {float(detail::ps_kind::gradient), optimizer.learning_rate(), 0,
+                                    preemption_requested_ ? 1.0f : 0.0f, 0};
     exchange(params, push, grads, phases);
     ++step_, ++pushed_;
   }
@@ -428,6 +444,7 @@ class ParameterServer {
     std::fill(held_.begin(), held_.end(), false);
     const std::size_t steps_before = counters_.steps;
     std::fill(last_heard_.begin(), last_heard_.end(), metrics::clock::now());
+    preempting_ = false;
     metrics::Stopwatch watch;
     update_time_ = 0;
     if constexpr (std::same_as<M, Sync>)
@@ -498,6 +515,7 @@ class ParameterServer {
 
     double update = 0;
     int told_by = -1;
+    if (with_gradient) preempting_ = false;
     for (int s = 0; s < Servers; ++s) {
       const detail::ps_header& reply = replies_[std::size_t(s)];
       if (reply[0] == float(detail::ps_kind::stop)) {
@@ -505,6 +523,7 @@ class ParameterServer {
         stop_ = reply;
       } else {
         update = std::max(update, double(reply[1]));
+        if (with_gradient && reply[4] != 0.0f) preempting_ = true;
         counters_.max_lead = std::max(counters_.max_lead, int(reply[2]));
         versions_[std::size_t(s)] = reply[3];
       }
@@ -611,11 +630,12 @@ class ParameterServer {
     }
   }
 
-  void reply(int w, detail::ps_kind kind, std::span<const float> mine, float seconds, int lead) {
+  void reply(int w, detail::ps_kind kind, std::span<const float> mine, float seconds, int lead,
+             bool preempt = false) {
     const detail::ps_header h = kind == detail::ps_kind::stop
                                     ? stop_
                                     : detail::ps_header{float(kind), seconds, float(lead),
-                                                        detail::version_of(counters_.steps)};
+                                                        detail::version_of(counters_.steps), preempt ? 1.0f : 0.0f};
     comm_.send(h, w, message_tag::kReplyHeader);
     comm_.send(mine, w, message_tag::kReplyPayload);
     last_heard_[std::size_t(w)] = metrics::clock::now();  // its next message is due from now
@@ -655,6 +675,7 @@ class ParameterServer {
     while (any({peer::running})) {
       int gradients = 0;
       float lr = 0;
+      bool preempt = false;  // some worker caught a preemption signal: every worker of the round hears it
       for (int w = 0; w < workers(); ++w) {
         if (peers_[std::size_t(w)] != peer::running) continue;
         const detail::ps_header h = receive_header(w);
@@ -666,6 +687,7 @@ class ParameterServer {
             record_staleness(h);
             ++gradients, ++counters_.gradients;
             lr = h[1];
+            preempt = preempt || h[3] != 0.0f;
             peers_[std::size_t(w)] = peer::waiting;
             break;
           case detail::ps_kind::done: peers_[std::size_t(w)] = peer::done; break;
@@ -677,9 +699,10 @@ class ParameterServer {
       const float seconds = timed_step(mine, sum_, lr);
       for (int w = 0; w < workers(); ++w)
         if (peers_[std::size_t(w)] == peer::waiting) {
-          reply(w, detail::ps_kind::params, mine, seconds, 0);
+          reply(w, detail::ps_kind::params, mine, seconds, 0, preempt);
           peers_[std::size_t(w)] = peer::running;
         }
+      preempting_ = preempting_ || preempt;
     }
   }
 
@@ -753,6 +776,7 @@ class ParameterServer {
   std::int64_t step_ = 0;   // worker: steps in this epoch
   std::size_t pushed_ = 0;  // worker: gradients pushed since construction
   bool stopped_ = false;
+  bool preemption_requested_ = false, preempting_ = false;  // the preemption relay (Sync)
   detail::ps_header stop_{};  // the stop message: {stop, worker, epoch, step}
   ServerCounters counters_;
 

@@ -34,6 +34,14 @@
 //                                   training: it serves the workers' epoch and returns its optimizer steps;
 //   s.template finish_epoch<M>(params, phases)
 //                                   on a worker, after its epoch's last step (the end of epoch for the servers).
+// Optional, for preemption (Trainer::set_preemption) in the middle of a serving strategy's epoch
+// (req::has_preemption_relay; dist::ParameterServer in Sync):
+//   S::template kRelaysPreemption<M>  whether it relays in mode M (otherwise the trainer preempts between epochs);
+//   s.request_preemption(bool)      on a worker, before update(): whether this rank caught a preemption signal;
+//                                   the flag travels with the step's gradients;
+//   s.preempting() -> bool          after update() on every worker, and after serve() on the servers: whether
+//                                   some worker requested it in that step, the same on every rank. The workers
+//                                   then end their epoch there (finish_epoch) and every rank saves.
 // Optional, for checkpoints (io/checkpoint.hpp) of strategies that keep state of their own
 // (req::has_checkpoint_state):
 //   s.checkpoint_state(params) -> NamedState
@@ -197,6 +205,12 @@ template <class S>
 concept has_counted_agreement =
     requires(S& s, std::span<const comm::Fact> facts) { s.require_agreement(facts, "trainer", true); };
 /// @}
+/// The preemption relay of the contract above.
+template <class S>
+concept has_preemption_relay = requires(S& s, bool mine) {
+  s.request_preemption(mine);
+  { s.preempting() } -> std::convertible_to<bool>;
+};
 /// Ranks that serve rather than train (serve and finish_epoch of the contract above).
 template <class S, class M>
 concept has_serving = requires(S& s, std::span<float> p, metrics::PhaseSeconds& t) {

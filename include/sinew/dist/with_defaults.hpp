@@ -49,6 +49,13 @@ class with_defaults {
   static constexpr bool kSumsOverWorkers = req::has_sum_over_workers<S>;
   /// Workers may take uneven numbers of steps in an epoch under M.
   static constexpr bool kUnevenEpochs = req::has_uneven_epochs<S, M>;
+  /// The servers relay a preemption within a step under M (req::has_preemption_relay): it stops mid-epoch.
+  static constexpr bool kRelaysPreemption = [] {
+    if constexpr (req::has_preemption_relay<S>)
+      return bool(S::template kRelaysPreemption<M>);
+    else
+      return false;
+  }();
 
   /// Takes over the strategy.
   explicit with_defaults(S strategy) : s_(std::move(strategy)) {}
@@ -116,6 +123,18 @@ class with_defaults {
     else
       return ok;
   }
+  /// The preemption relay (kRelaysPreemption); without it, nothing is requested and nothing relayed.
+  /// @{
+  void request_preemption(bool mine) {
+    if constexpr (kRelaysPreemption) s_.request_preemption(mine);
+  }
+  bool preempting() const {
+    if constexpr (kRelaysPreemption)
+      return s_.preempting();
+    else
+      return false;
+  }
+  /// @}
   /// The deferred agreement (kDeferredAgreement); without it, every step is applied.
   /// @{
   void agree_during_update(bool ok) {
