@@ -106,6 +106,16 @@ std::vector<float> random_input(int rank, std::size_t n) {
   return x;
 }
 
+// The sum of every rank's random_input, in double.
+std::vector<double> random_sum(int ranks, std::size_t n) {
+  std::vector<double> exact(n, 0.0);
+  for (int r = 0; r < ranks; ++r) {
+    const std::vector<float> x = random_input(r, n);
+    for (std::size_t i = 0; i < n; ++i) exact[i] += x[i];
+  }
+  return exact;
+}
+
 class ring_transport : public ::testing::TestWithParam<dist::RingTransport> {};
 
 std::string transport_name(const ::testing::TestParamInfo<dist::RingTransport>& info) {
@@ -119,11 +129,7 @@ TEST_P(ring_transport, random_floats_1001_are_within_1e_6_of_the_double_sum_and_
   dist::ring_allreduce_sum(world, data, 100, GetParam());
   std::vector<float> rank0 = data;
   world.broadcast(rank0, 0);
-  std::vector<double> exact(n, 0.0);
-  for (int r = 0; r < world.size(); ++r) {
-    const std::vector<float> x = random_input(r, n);
-    for (std::size_t i = 0; i < n; ++i) exact[i] += x[i];
-  }
+  const std::vector<double> exact = random_sum(world.size(), n);
   for (std::size_t i = 0; i < n; ++i) ASSERT_NEAR(data[i], exact[i], 1e-6) << "element " << i;
   EXPECT_EQ(std::memcmp(data.data(), rank0.data(), n * sizeof(float)), 0)
       << "rank " << world.rank() << " holds a different sum than rank 0";
@@ -235,11 +241,7 @@ TEST(hierarchical, random_floats_are_bitwise_equal_on_every_rank_and_within_roun
     dist::ring_allreduce_sum(world, flat, dist::kRingChunkAuto, dist::RingTransport::messages);
     std::vector<float> rank0 = data;
     world.broadcast(rank0, 0);
-    std::vector<double> exact(n, 0.0);
-    for (int r = 0; r < world.size(); ++r) {
-      const std::vector<float> x = random_input(r, n);
-      for (std::size_t i = 0; i < n; ++i) exact[i] += x[i];
-    }
+    const std::vector<double> exact = random_sum(world.size(), n);
     std::size_t far = 0;
     for (std::size_t i = 0; i < n; ++i)
       if (std::abs(data[i] - exact[i]) > 1e-6 || std::abs(data[i] - flat[i]) > 1e-6) ++far;

@@ -47,9 +47,11 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -474,7 +476,11 @@ class RingOperation {
   // Whether more ranks share this one's CPU set than it has cores (mpirun --oversubscribe): then a rank that
   // waits yields the core, which the rank it waits for may need, as Open MPI's progress loop does then. Bound
   // ranks (one core each) or ranks that split their set (core/affinity.hpp) spin without a system call.
+  // Open MPI's own switch in the environment (OMPI_MCA_mpi_yield_when_idle=1) makes them yield too: scripts/cluster
+  // sets it where emulated hosts share the machine's cores, which no host's CPU set shows.
   static bool oversubscribed([[maybe_unused]] const C& comm) {
+    if (const char* yield = std::getenv("OMPI_MCA_mpi_yield_when_idle"); yield && std::string_view(yield) == "1")
+      return true;
     if constexpr (req::has_host_share<C>)
       return std::size_t(comm.host_share().count) > launch_cpus().size();
     else
