@@ -31,7 +31,8 @@ each compressor (bench/dist --compress): its bound is the bytes a rank sends per
 With --ranks-per-host K > 1 each host runs K ranks (scripts/cluster up --slots K; p = h K ranks on h hosts) and
 the all-reduce table sets the flat ring over all p ranks, the ring's hierarchical transport (shared window within
 each host, a ring across hosts per place; comm/ring_allreduce.hpp), MPI_Allreduce (Open MPI's default
-components) and Open MPI 5's coll/han (only where ompi_info lists it; the row says where it is missing) next to
+components) and Open MPI 5's coll/han (only where ompi_info lists it, in Open MPI 5: 4.1's han, forced on, hung
+the job here; the row says why it is missing) next to
 their bounds on a host's link of rate B (bytes/s) and latency alpha, counting the network only:
 
     flat ring (ranks placed host by host):   2 (p - 1) / p x bytes / B + 2 (p - 1) x alpha
@@ -56,7 +57,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLUSTER = os.path.join(ROOT, "scripts", "cluster")
-ENV = dict(os.environ, SINEW_CLUSTER="bench")
+ENV = dict(os.environ, SINEW_CLUSTER=os.environ.get("SINEW_CLUSTER", "bench"))  # its own name: several may run
 RESNET18_PARAMETERS = 11_181_642  # ResNet-18, 10 classes: bench/dist's net (gradient bytes = 4 x this)
 BUCKET_BYTES = 1 << 20  # the strategies' default bucket
 
@@ -97,13 +98,21 @@ def hierarchical_bound(h, nbytes, bw, alpha):
 
 
 def han_available():
-    """Whether Open MPI lists the coll/han component (Open MPI 5; Debian 12's 4.1.4 lacks it)."""
+    """Whether coll/han can be measured, and if not, why: ompi_info must list it, in Open MPI 5. Open MPI 4.1 lists
+    a han too, but forced on (coll_han_priority 100) with 2 ranks a host over TCP its jobs here ended in
+    "mca_btl_tcp_frag_send: writev error ... Bad address" and hung, with or without sinew's hierarchical transport."""
     try:
         out = subprocess.run(["ompi_info"], check=False, text=True, stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL).stdout
     except OSError:
-        return False
-    return re.search(r"MCA coll: han\b", out) is not None
+        return False, "no ompi_info"
+    version = re.search(r"Open MPI: ([0-9]+)\.([0-9.]+)", out)
+    if not re.search(r"MCA coll: han\b", out):
+        return False, "ompi_info lists no han component"
+    if not version or int(version.group(1)) < 5:
+        return False, (f"Open MPI {version.group(1) + '.' + version.group(2) if version else '?'}'s han fails here "
+                       "(TCP writev errors, a hung job); the row needs Open MPI 5")
+    return True, ""
 
 
 def fit_alpha_beta(rows):
@@ -170,15 +179,19 @@ def hierarchical_table(build, link, h, k, delay, args):
             *(["--delay", delay] if seconds(delay) > 0 else []))
     comm = [os.path.join(build, "bench", "comm"), "--no-gloo", "--no-ps", "--hierarchical", "--pingpong-peer",
             str(k), "--min", str(args.min), "--max", str(args.max), "--iterations", str(args.iterations)]
-    han = han_available()
+    han, han_missing = han_available()
     try:
         runs = {}
         # MPI_Allreduce as Open MPI picks it, but without han where han exists: its own run below.
         for label, mca in [("default", {"OMPI_MCA_coll": "^han"} if han else {}),
                            ("han", {"OMPI_MCA_coll_han_priority": "100"})][:2 if han else 1]:
             out = f"/tmp/sinew-cluster-hier-{os.getpid()}.json"
-            subprocess.run([CLUSTER, "run", "--", "mpirun", "-np", str(p), *comm, "--json", out],
-                           env=dict(ENV, **mca), check=True, text=True, stdout=subprocess.PIPE)
+            command = [CLUSTER, "run", "--", "mpirun", "-np", str(p), *comm, "--json", out]
+            try:
+                subprocess.run(command, env=dict(ENV, **mca), check=True, text=True, stdout=subprocess.PIPE,
+                               timeout=args.run_timeout)
+            except subprocess.TimeoutExpired as e:
+                sys.exit(f"cluster.py: {' '.join(command)} ran past {args.run_timeout} s; it printed:\n{e.stdout}")
             with open(out) as f:
                 runs[label] = {r["bytes"]: r for r in json.load(f)}
             os.remove(out)
@@ -190,7 +203,7 @@ def hierarchical_table(build, link, h, k, delay, args):
     lines = [f"### all-reduce, {h} hosts x {k} ranks, {link} links, {delay} one-way delay, 1 thread a rank", "",
              f"Measured link (MPI ping-pong h0-h1): alpha {1e6 * p2p_alpha:.1f} us, beta {p2p_beta / 1e6:.1f} MB/s."
              if p2p_beta else "No ping-pong figures: bounds from the nominal rate only.",
-             "" if han else "coll/han: missing (ompi_info lists no han component: Open MPI before 5).", "",
+             "" if han else f"coll/han: missing ({han_missing}).", "",
              "| bytes | flat ring us | hierarchical us | MPI us | han us | flat bound us (rate / p2p) |"
              " hierarchical bound us (rate / p2p) | hier % of bound (rate) | hier vs ring | hier vs MPI |"
              " hier vs han |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -287,6 +300,7 @@ def main():
                    help="K > 1: K ranks a host, and the all-reduce table adds the hierarchical transport and han")
     a.add_argument("--min", type=int, default=4096, help="smallest all-reduce, bytes (sizes grow 4x)")
     a.add_argument("--predict", default="8x16", help="hosts x ranks at which to predict the bounds")
+    a.add_argument("--run-timeout", type=float, default=300, help="seconds one mpirun of the hierarchical table may take")
     a.add_argument("--device", action="store_true",
                    help="a 16-core machine's run: 4 hosts x 4 ranks, 10gbit, 25 KiB to 25 MiB, no dist")
     a.add_argument("--out", default=".")

@@ -225,6 +225,10 @@ int main(int argc, char** argv) try {
   sinew::dist::RingWorkspace<sinew::comm::Mpi> hierarchy;
   hierarchy.window_floats_max = window_floats;
   hierarchy.host_ranks = host_ranks;
+  // The hosts' windows for the largest sum now, as the strategy reserves them at start(), not inside a timing.
+  if (hierarchical)
+    sinew::dist::RingOperation<sinew::comm::Mpi>::reserve(world, hierarchy, max_bytes / sizeof(float),
+                                                          RingTransport::hierarchical);
   for (std::size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
     std::vector<float> data(bytes / sizeof(float), 1.0f);
     const double ring =
