@@ -20,7 +20,10 @@
 //
 // Determinism: each float of the sum is added in the ring's order, whatever order messages arrive in, so with
 // the same seeds, ranks and threads a Sync run repeats bit for bit, and a run resumed from a checkpoint ends
-// where the run that was not stopped ends (tests/dist/test_resume.cpp).
+// where the run that was not stopped ends (tests/dist/test_resume.cpp). With options.transport =
+// RingTransport::hierarchical (several ranks on each of several hosts: the host's shared window, then a ring
+// across hosts) each float is added in another fixed order, so runs repeat bit for bit too, and differ from the
+// flat ring's within rounding.
 #pragma once
 
 #include <algorithm>
