@@ -262,6 +262,17 @@ TEST(hierarchical, host_split_gives_the_hosts_ranks_and_one_peer_on_every_host) 
   EXPECT_EQ(pairs.local.size(), world.size() % 2 == 0 ? 2 : 1);
   EXPECT_EQ(pairs.local.rank(), world.rank() % pairs.local.size());
   EXPECT_EQ(pairs.across.rank(), world.rank() / pairs.local.size());
+  if (world.hosts() > 1) {  // one "host" of every rank spans real hosts, which share no window: refused alike
+    std::string error = "no comm_error";
+    try {
+      world.host_split(world.size());
+    } catch (const comm_error& e) {
+      error = e.what();
+    }
+    EXPECT_NE(error.find("groups ranks of " + std::to_string(world.hosts()) + " hosts as one, which share no memory"),
+              std::string::npos)
+        << error;
+  }
   if (world.size() == 3) {  // hosts of 2 and 1 ranks: every rank refuses alike, naming the counts and the fix
     std::string error = "no comm_error";
     try {

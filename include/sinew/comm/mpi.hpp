@@ -403,6 +403,12 @@ class Mpi {
     // Each keeps this rank's number in the world for its guard: a rank that leaves is named as the job knows it.
     HostSplit<Mpi> split{Mpi(local, rank_), Mpi(across, rank_)};
     free_both();
+    int spread = split.local.hosts();  // more than 1 where ranks_per_host groups ranks of several real hosts
+    detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, &spread, 1, MPI_INT, MPI_MAX, native()), rank_, site);
+    if (spread > 1)
+      throw comm_error("comm::Mpi: rank " + std::to_string(rank_) + ": host_split(" + std::to_string(ranks_per_host) +
+                       ") groups ranks of " + std::to_string(spread) + " hosts as one, which share no memory (use "
+                       "0, the launcher's hosts, or a divisor of the ranks each host runs)");
     return split;
   }
 
