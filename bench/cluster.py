@@ -5,6 +5,8 @@
                           [--max 16777216] [--iterations 10] [--dist-link 1gbit] [--dist-hosts 3]
                           [--dist-steps 10] [--dist-configs ring,mpi,ps-sync,ps-async,ps-stale2]
                           [--dist-compress onebit,powersgd4] [--no-dist] [--out DIR]
+    sudo bench/cluster.py --ranks-per-host 2 --hosts 2 --links 10gbit --no-dist      (hierarchical all-reduce)
+    sudo bench/cluster.py --device     (4 hosts x 4 ranks at 10 Gbit/s up to 25 MiB: for a 16-core machine)
 
 For every link rate and host count it makes a cluster (one rank per host, 1 thread each, every link shaped to
 the rate both ways, --delay one way), runs bench/comm there and prints all-reduce latency and bus bandwidth of
@@ -25,6 +27,25 @@ algorithm's. Then bench/dist's ResNet-18 step breakdown for every strategy and m
 latency term once per bucket), the parameter server's on the server's link. --dist-compress adds the ring with
 each compressor (bench/dist --compress): its bound is the bytes a rank sends per step at the link's rate.
 --links none skips bench/comm. Writes comm.md, dist.md and results.json to --out.
+
+With --ranks-per-host K > 1 each host runs K ranks (scripts/cluster up --slots K; p = h K ranks on h hosts) and
+the all-reduce table sets the flat ring over all p ranks, the ring's hierarchical transport (shared window within
+each host, a ring across hosts per place; comm/ring_allreduce.hpp), MPI_Allreduce (Open MPI's default
+components) and Open MPI 5's coll/han (only where ompi_info lists it, in Open MPI 5: 4.1's han, forced on, hung
+the job here; the row says why it is missing) next to
+their bounds on a host's link of rate B (bytes/s) and latency alpha, counting the network only:
+
+    flat ring (ranks placed host by host):   2 (p - 1) / p x bytes / B + 2 (p - 1) x alpha
+    hierarchical and coll/han:               2 (h - 1) / h x bytes / B + 2 (h - 1) x alpha
+
+(the flat ring's every step puts one segment of bytes / p on each host's link, 2 (p - 1) steps; the
+hierarchical's K rings across hosts each carry bytes / K in segments of bytes / (h K), so a host's link carries
+2 (h - 1) / h x bytes in 2 (h - 1) steps; han's one leader per host all-reduces the whole bytes across hosts, the
+same; the copies within a host through shared memory are left out). MPI_Allreduce is set against the flat ring's
+bound, which its ring algorithm for large sums meets. The bounds are computed with the nominal rate and delay
+and with alpha and beta fitted from a ping-pong between h0 and h1, which also predict both at --predict hosts x
+ranks (default 8 x 16). This is the alpha-beta model alone: the performance model the reproduction issue asks
+for does not exist yet, so nothing else predicts them.
 Needs root (network namespaces). Figures are from one machine's cores: state its load with them.
 """
 import argparse
@@ -36,7 +57,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLUSTER = os.path.join(ROOT, "scripts", "cluster")
-ENV = dict(os.environ, SINEW_CLUSTER="bench")
+ENV = dict(os.environ, SINEW_CLUSTER=os.environ.get("SINEW_CLUSTER", "bench"))  # its own name: several may run
 RESNET18_PARAMETERS = 11_181_642  # ResNet-18, 10 classes: bench/dist's net (gradient bytes = 4 x this)
 BUCKET_BYTES = 1 << 20  # the strategies' default bucket
 
@@ -70,6 +91,30 @@ def ps_server_bound(p, nbytes, bw, alpha):
     return 2 * (p - 1) * nbytes / bw + 2 * alpha
 
 
+def hierarchical_bound(h, nbytes, bw, alpha):
+    """k rings across h hosts, one per place on a host, each of nbytes / k: a host's link carries the same as one
+    ring of all the bytes over the h hosts."""
+    return 2 * (h - 1) / h * nbytes / bw + 2 * (h - 1) * alpha
+
+
+def han_available():
+    """Whether coll/han can be measured, and if not, why: ompi_info must list it, in Open MPI 5. Open MPI 4.1 lists
+    a han too, but forced on (coll_han_priority 100) with 2 ranks a host over TCP its jobs here ended in
+    "mca_btl_tcp_frag_send: writev error ... Bad address" and hung, with or without sinew's hierarchical transport."""
+    try:
+        out = subprocess.run(["ompi_info"], check=False, text=True, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL).stdout
+    except OSError:
+        return False, "no ompi_info"
+    version = re.search(r"Open MPI: ([0-9]+)\.([0-9.]+)", out)
+    if not re.search(r"MCA coll: han\b", out):
+        return False, "ompi_info lists no han component"
+    if not version or int(version.group(1)) < 5:
+        return False, (f"Open MPI {version.group(1) + '.' + version.group(2) if version else '?'}'s han fails here "
+                       "(TCP writev errors, a hung job); the row needs Open MPI 5")
+    return True, ""
+
+
 def fit_alpha_beta(rows):
     """alpha and beta of the link from bench/comm's ping-pong rows: t(n) = alpha + n / beta."""
     pp = sorted((r["bytes"], r["pingpong_one_way_seconds"]) for r in rows if r.get("pingpong_one_way_seconds"))
@@ -86,7 +131,7 @@ def comm_table(build, link, p, delay, args):
     try:
         out = f"/tmp/sinew-cluster-comm-{os.getpid()}.json"
         cluster("run", "--", "mpirun", "-np", str(p), os.path.join(build, "bench", "comm"), "--no-gloo",
-                "--min", "4096", "--max", str(args.max), "--iterations", str(args.iterations), "--json", out,
+                "--min", str(args.min), "--max", str(args.max), "--iterations", str(args.iterations), "--json", out,
                 capture=True)
         with open(out) as f:
             rows = json.load(f)
@@ -124,6 +169,73 @@ def comm_table(build, link, p, delay, args):
                             ps_bound_seconds=ps_bound, ps_p2p_bound_seconds=ps_bound2,
                             pingpong_one_way_seconds=r.get("pingpong_one_way_seconds"),
                             p2p_alpha_seconds=p2p_alpha, p2p_beta_bytes_per_second=p2p_beta))
+    return "\n".join(lines), results
+
+
+def hierarchical_table(build, link, h, k, delay, args):
+    """The flat ring, the hierarchical transport, MPI_Allreduce and coll/han with h hosts of k ranks each."""
+    p = h * k
+    cluster("up", str(h), "--bandwidth", link, "--slots", str(k),
+            *(["--delay", delay] if seconds(delay) > 0 else []))
+    comm = [os.path.join(build, "bench", "comm"), "--no-gloo", "--no-ps", "--hierarchical", "--pingpong-peer",
+            str(k), "--min", str(args.min), "--max", str(args.max), "--iterations", str(args.iterations)]
+    han, han_missing = han_available()
+    try:
+        runs = {}
+        # MPI_Allreduce as Open MPI picks it, but without han where han exists: its own run below.
+        for label, mca in [("default", {"OMPI_MCA_coll": "^han"} if han else {}),
+                           ("han", {"OMPI_MCA_coll_han_priority": "100"})][:2 if han else 1]:
+            out = f"/tmp/sinew-cluster-hier-{os.getpid()}.json"
+            command = [CLUSTER, "run", "--", "mpirun", "-np", str(p), *comm, "--json", out]
+            try:
+                subprocess.run(command, env=dict(ENV, **mca), check=True, text=True, stdout=subprocess.PIPE,
+                               timeout=args.run_timeout)
+            except subprocess.TimeoutExpired as e:
+                sys.exit(f"cluster.py: {' '.join(command)} ran past {args.run_timeout} s; it printed:\n{e.stdout}")
+            with open(out) as f:
+                runs[label] = {r["bytes"]: r for r in json.load(f)}
+            os.remove(out)
+    finally:
+        cluster("down")
+    rows = list(runs["default"].values())
+    bw, alpha = rate_bytes_per_second(link), seconds(delay)
+    p2p_alpha, p2p_beta = fit_alpha_beta(rows)
+    lines = [f"### all-reduce, {h} hosts x {k} ranks, {link} links, {delay} one-way delay, 1 thread a rank", "",
+             f"Measured link (MPI ping-pong h0-h1): alpha {1e6 * p2p_alpha:.1f} us, beta {p2p_beta / 1e6:.1f} MB/s."
+             if p2p_beta else "No ping-pong figures: bounds from the nominal rate only.",
+             "" if han else f"coll/han: missing ({han_missing}).", "",
+             "| bytes | flat ring us | hierarchical us | MPI us | han us | flat bound us (rate / p2p) |"
+             " hierarchical bound us (rate / p2p) | hier % of bound (rate) | hier vs ring | hier vs MPI |"
+             " hier vs han |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    results = []
+    for r in rows:
+        n = r["bytes"]
+        ring, hier, mpi = r["ring_seconds"], r["hierarchical_seconds"], r["mpi_allreduce_seconds"]
+        hanr = runs.get("han", {}).get(n, {}).get("mpi_allreduce_seconds")
+        flat_b, hier_b = ring_bound(p, n, bw, alpha), hierarchical_bound(h, n, bw, alpha)
+        if p2p_beta:
+            flat_b2, hier_b2 = ring_bound(p, n, p2p_beta, p2p_alpha), hierarchical_bound(h, n, p2p_beta, p2p_alpha)
+        else:
+            flat_b2, hier_b2 = flat_b, hier_b
+        lines.append(f"| {n} | {1e6 * ring:.0f} | {1e6 * hier:.0f} | {1e6 * mpi:.0f} | "
+                     + (f"{1e6 * hanr:.0f}" if hanr else "missing") +
+                     f" | {1e6 * flat_b:.0f} / {1e6 * flat_b2:.0f} | {1e6 * hier_b:.0f} / {1e6 * hier_b2:.0f} |"
+                     f" {100 * hier_b / hier:.0f}% | {ring / hier:.2f}x | {mpi / hier:.2f}x | "
+                     + (f"{hanr / hier:.2f}x |" if hanr else "- |"))
+        results.append(dict(link=link, hosts=h, ranks_per_host=k, delay=delay, bytes=n, ring_seconds=ring,
+                            hierarchical_seconds=hier, mpi_seconds=mpi, han_seconds=hanr,
+                            ring_bound_seconds=flat_b, hierarchical_bound_seconds=hier_b,
+                            ring_p2p_bound_seconds=flat_b2, hierarchical_p2p_bound_seconds=hier_b2,
+                            p2p_alpha_seconds=p2p_alpha, p2p_beta_bytes_per_second=p2p_beta))
+    if p2p_beta and rows:
+        ph, pk = map(int, args.predict.split("x"))
+        n = max(r["bytes"] for r in rows)
+        flat, hier = ring_bound(ph * pk, n, p2p_beta, p2p_alpha), hierarchical_bound(ph, n, p2p_beta, p2p_alpha)
+        lines += ["", f"Predicted by the alpha-beta bounds with the fitted alpha and beta at {ph} hosts x {pk} ranks,"
+                  f" {n} bytes: flat ring {1e3 * flat:.1f} ms, hierarchical {1e3 * hier:.1f} ms ({flat / hier:.2f}x)."
+                  " (No performance model beyond these bounds exists yet.)"]
+        results.append(dict(prediction=f"{ph}x{pk}", bytes=n, ring_bound_seconds=flat,
+                            hierarchical_bound_seconds=hier))
     return "\n".join(lines), results
 
 
@@ -184,8 +296,18 @@ def main():
     a.add_argument("--dist-configs", default="ring,mpi,ps-sync,ps-async,ps-stale2")
     a.add_argument("--dist-compress", default="", help="compressors to run the ring with too, comma-separated")
     a.add_argument("--no-dist", action="store_true")
+    a.add_argument("--ranks-per-host", type=int, default=1,
+                   help="K > 1: K ranks a host, and the all-reduce table adds the hierarchical transport and han")
+    a.add_argument("--min", type=int, default=4096, help="smallest all-reduce, bytes (sizes grow 4x)")
+    a.add_argument("--predict", default="8x16", help="hosts x ranks at which to predict the bounds")
+    a.add_argument("--run-timeout", type=float, default=300, help="seconds one mpirun of the hierarchical table may take")
+    a.add_argument("--device", action="store_true",
+                   help="a 16-core machine's run: 4 hosts x 4 ranks, 10gbit, 25 KiB to 25 MiB, no dist")
     a.add_argument("--out", default=".")
     args = a.parse_args()
+    if args.device:
+        args.links, args.hosts, args.ranks_per_host, args.no_dist = "10gbit", "4", 4, True
+        args.min, args.max = 25 << 10, 25 << 20
     if subprocess.run([CLUSTER, "check"], env=ENV).returncode != 0:
         sys.exit(77)
     cluster("down")
@@ -199,7 +321,10 @@ def run(args):
     tables, results = [], []
     for link in [l for l in args.links.split(",") if l != "none"]:
         for p in map(int, args.hosts.split(",")):
-            t, r = comm_table(args.build, link, p, args.delay, args)
+            if args.ranks_per_host > 1:
+                t, r = hierarchical_table(args.build, link, p, args.ranks_per_host, args.delay, args)
+            else:
+                t, r = comm_table(args.build, link, p, args.delay, args)
             print(t + "\n", flush=True)
             tables.append(t), results.extend(r)
     with open(os.path.join(args.out, "comm.md"), "w") as f:

@@ -3,7 +3,7 @@
 //
 //   mpirun -np 2 --bind-to core build/bench/comm [--min 4096] [--max 67108864] [--iterations 50] [--no-gloo]
 //                                                [--ring-chunk FLOATS] [--ring-transport auto|messages|shared]
-//                                                [--json FILE]
+//                                                [--hierarchical] [--host-ranks K] [--json FILE]
 //
 // Gloo runs first: rank 0 starts bench/pytorch/gloo_allreduce.py with as many processes, bound as this rank is
 // (one CPU each when mpirun bound the ranks to cores), while the other ranks wait without spinning.
@@ -11,8 +11,12 @@
 // bandwidth-optimal all-reduce moves per rank (NCCL's convention), so it compares across rank counts.
 // Each figure is the median of --iterations timed calls after 5 warm-up calls, all ranks synchronised by a
 // barrier before each call. State the binding and rank count with the figures: they change them threefold.
-// "p2p us" is half the round trip of the same bytes between ranks 0 and 1 (MPI_Send/MPI_Recv ping-pong): the
+// "p2p us" is half the round trip of the same bytes between ranks 0 and 1 (--pingpong-peer: another, e.g. the
+// first rank of the second host) (MPI_Send/MPI_Recv ping-pong): the
 // link's own latency and bandwidth as MPI sees them, from which bench/cluster.py fits the alpha-beta bound.
+// --hierarchical adds the ring's hierarchical transport (shared window within each host, ring across hosts;
+// comm/ring_allreduce.hpp) to every row, with the hosts as the launcher placed the ranks or, with --host-ranks K,
+// every K consecutive ranks taken as one host.
 #include <mpi.h>
 #include <sched.h>
 
@@ -114,17 +118,17 @@ double ps_push_pull_seconds(sinew::comm::Mpi& world, std::span<float> data, int 
 }
 
 // The point-to-point link as the alpha-beta model sees it: half the median round trip of `bytes` sent from rank 0
-// to rank 1 and back with MPI_Send/MPI_Recv (Hockney's ping-pong), so that alpha (latency) and beta
-// (bandwidth) can be fitted from the smallest and the largest size; 0 with one rank. Ranks other than 0 and 1
+// to rank `peer` and back with MPI_Send/MPI_Recv (Hockney's ping-pong), so that alpha (latency) and beta
+// (bandwidth) can be fitted from the smallest and the largest size; 0 with one rank. Ranks other than 0 and peer
 // wait in the barriers.
-double pingpong_seconds(sinew::comm::Mpi& world, std::span<float> data, int iterations) {
-  if (world.size() < 2) return 0;
+double pingpong_seconds(sinew::comm::Mpi& world, std::span<float> data, int iterations, int peer) {
+  if (world.size() <= peer) return 0;
   const int rank = world.rank(), n = int(data.size());
   return median_seconds(world, iterations, [&] {
            if (rank == 0) {
-             MPI_Send(data.data(), n, MPI_FLOAT, 1, 17, world.native());
-             MPI_Recv(data.data(), n, MPI_FLOAT, 1, 17, world.native(), MPI_STATUS_IGNORE);
-           } else if (rank == 1) {
+             MPI_Send(data.data(), n, MPI_FLOAT, peer, 17, world.native());
+             MPI_Recv(data.data(), n, MPI_FLOAT, peer, 17, world.native(), MPI_STATUS_IGNORE);
+           } else if (rank == peer) {
              MPI_Recv(data.data(), n, MPI_FLOAT, 0, 17, world.native(), MPI_STATUS_IGNORE);
              MPI_Send(data.data(), n, MPI_FLOAT, 0, 17, world.native());
            }
@@ -177,6 +181,19 @@ int main(int argc, char** argv) try {
                  "floats each rank's shared window holds at most: a longer all-reduce takes rounds of this many")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  bool hierarchical = false;
+  int host_ranks = 0;
+  app.add_flag("--hierarchical", hierarchical, "also time the ring's hierarchical transport (window within hosts, "
+                                               "ring across them)");
+  app.add_option("--host-ranks", host_ranks, "with --hierarchical: ranks per host (0: as mpirun placed them)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  bool no_ps = false;
+  int pingpong_peer = 1;
+  app.add_flag("--no-ps", no_ps, "skip the parameter server's push and pull");
+  app.add_option("--pingpong-peer", pingpong_peer, "the rank that rank 0 measures the link to")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   sinew::cli::add_json(app, json);
   sinew::cli::parse(app, argc, argv);
   const bool gloo = !no_gloo;
@@ -196,14 +213,22 @@ int main(int argc, char** argv) try {
   if (gloo && p > 1)
     while_root_works(world, [&] { gloo_seconds = run_gloo(p, bind, min_bytes, max_bytes, iterations); });
   if (root)
-    std::printf("all-reduce of floats, %d ranks, bound to %s, 1 thread each, median of %d, ring messages of %zu "
-                "floats (used by messages only), ring through %s\n%10s %10s %10s %10s %9s %9s %9s %7s %7s %10s %10s\n",
-                p, bind == "core" ? "one core each" : "nothing", iterations, chunk, transport_said,
-                "bytes", "ring us", "MPI us",
-                "Gloo us", "ring GB/s", "MPI GB/s", "Gloo GB/s", "vs MPI", "vs Gloo", "PS us", "p2p us");
+    std::printf("all-reduce of floats, %d ranks on %d hosts, bound to %s, 1 thread each, median of %d, ring messages "
+                "of %zu floats (used by messages only), ring through %s\n"
+                "%10s %10s %10s %10s %9s %9s %9s %7s %7s %10s %10s %10s\n",
+                p, world.hosts(), bind == "core" ? "one core each" : "nothing", iterations, chunk, transport_said,
+                "bytes", "ring us", "MPI us", "Gloo us", "ring GB/s", "MPI GB/s", "Gloo GB/s", "vs MPI", "vs Gloo",
+                "PS us", "p2p us", "hier us");
   auto out = sinew::metrics::Json::array();
   sinew::dist::RingWorkspace<sinew::comm::Mpi> work;
   work.window_floats_max = window_floats;
+  sinew::dist::RingWorkspace<sinew::comm::Mpi> hierarchy;
+  hierarchy.window_floats_max = window_floats;
+  hierarchy.host_ranks = host_ranks;
+  // The hosts' windows for the largest sum now, as the strategy reserves them at start(), not inside a timing.
+  if (hierarchical)
+    sinew::dist::RingOperation<sinew::comm::Mpi>::reserve(world, hierarchy, max_bytes / sizeof(float),
+                                                          RingTransport::hierarchical);
   for (std::size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
     std::vector<float> data(bytes / sizeof(float), 1.0f);
     const double ring =
@@ -212,17 +237,23 @@ int main(int argc, char** argv) try {
     const double mpi = median_seconds(world, iterations, [&] {
       MPI_Allreduce(MPI_IN_PLACE, data.data(), int(data.size()), MPI_FLOAT, MPI_SUM, world.native());
     });
+    const double hier = !hierarchical ? 0.0 : median_seconds(world, iterations, [&] {
+      sinew::dist::ring_allreduce_sum(world, data, hierarchy, sinew::dist::kRingChunkAuto,
+                                      RingTransport::hierarchical);
+    });
     std::fill(data.begin(), data.end(), 1.0f);  // the sums above may have grown to infinity
-    const double ps = ps_push_pull_seconds(world, data, iterations);
-    const double one_way = pingpong_seconds(world, data, iterations);
+    const double ps = no_ps ? 0.0 : ps_push_pull_seconds(world, data, iterations);
+    const double one_way = pingpong_seconds(world, data, iterations, pingpong_peer);
     const double bus = 2.0 * (p - 1) / p * double(bytes);
     if (root) {
       const double g = gloo_seconds.count(bytes) ? gloo_seconds[bytes] : 0.0;
-      std::printf("%10zu %10.1f %10.1f %10.1f %9.2f %9.2f %9.2f %7.2f %7.2f %10.1f %10.1f\n", bytes, 1e6 * ring,
-                  1e6 * mpi, 1e6 * g, bus / ring / 1e9, bus / mpi / 1e9, g > 0 ? bus / g / 1e9 : 0.0, mpi / ring,
-                  g > 0 ? g / ring : 0.0, 1e6 * ps, 1e6 * one_way);
+      std::printf("%10zu %10.1f %10.1f %10.1f %9.2f %9.2f %9.2f %7.2f %7.2f %10.1f %10.1f %10.1f\n", bytes,
+                  1e6 * ring, 1e6 * mpi, 1e6 * g, bus / ring / 1e9, bus / mpi / 1e9, g > 0 ? bus / g / 1e9 : 0.0,
+                  mpi / ring, g > 0 ? g / ring : 0.0, 1e6 * ps, 1e6 * one_way, 1e6 * hier);
       auto j = sinew::metrics::Json::object();
       j["ranks"] = p;
+      j["hosts"] = world.hosts();
+      j["hierarchical_seconds"] = hier > 0 ? sinew::metrics::Json(hier) : sinew::metrics::Json();
       j["binding"] = bind;
       j["ring_chunk_floats"] = chunk;
       j["ring_transport"] = transport_said;

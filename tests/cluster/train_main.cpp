@@ -1,7 +1,7 @@
 // Run by tests/cluster/with_cluster across the hosts of scripts/cluster: data-parallel training that goes on
 // until --seconds have passed, so that the test can cut a host's link or kill a rank on a host meanwhile.
 //
-//   train_main [ring|mpi] [--seconds 60] [--timeout 5]
+//   train_main [ring|mpi|hier] [--seconds 60] [--timeout 5]      (hier: the ring's hierarchical transport)
 //
 // Every rank prints "train_main: rank R trains" after its first epoch (the test acts once all have), and
 // "train_main: rank R trained without failing" if nothing stopped it. --timeout is the strategy's
@@ -25,7 +25,7 @@ using namespace sinew;
 using SmallNet = Sequential<Input<1, 12, 12>, Conv2d<4, 3>, ReLU, MaxPool<2>, Flatten, Dense<16>, Tanh, Dense<2>>;
 
 template <class Strategy>
-int train(comm::Mpi& world, double seconds, double timeout) {
+int train(comm::Mpi& world, double seconds, double timeout, bool hierarchical = false) {
   const int r = world.rank(), p = world.size();
   data::LoaderOptions o;
   o.batch_size = 8;
@@ -37,6 +37,8 @@ int train(comm::Mpi& world, double seconds, double timeout) {
   typename Strategy::options so;
   so.bucket_bytes = 256;
   so.timeout_seconds = timeout;
+  if constexpr (requires { so.transport; })
+    if (hierarchical) so.transport = dist::RingTransport::hierarchical;
   Trainer<SmallNet, backend::OneDnn, Strategy> trainer({.threads = 1}, {.lr = 0.01f}, Strategy(so, world));
   const auto start = std::chrono::steady_clock::now();
   for (int epoch = 0; std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds;
@@ -56,13 +58,13 @@ int main(int argc, char** argv) try {
   std::string strategy = "ring";
   double seconds = 60, timeout = 5;
   CLI::App app("Trains until --seconds pass, for the tests across hosts", "train_main");
-  app.add_option("strategy", strategy, "the all-reduce")->capture_default_str()->check(CLI::IsMember({"ring", "mpi"}));
+  app.add_option("strategy", strategy, "the all-reduce")->capture_default_str()->check(CLI::IsMember({"ring", "mpi", "hier"}));
   app.add_option("--seconds", seconds, "how long to train")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--timeout", timeout, "the strategy's timeout_seconds")->capture_default_str()->check(CLI::PositiveNumber);
   cli::parse(app, argc, argv);
   comm::Mpi world;
   if (strategy == "mpi") return train<dist::MpiAllReduce<comm::Mpi>>(world, seconds, timeout);
-  return train<dist::RingAllReduce<comm::Mpi>>(world, seconds, timeout);
+  return train<dist::RingAllReduce<comm::Mpi>>(world, seconds, timeout, strategy == "hier");
 } catch (const std::exception& e) {
   std::fprintf(stderr, "train_main: %s\n", e.what());
   return 1;

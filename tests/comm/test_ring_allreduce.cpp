@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <span>
@@ -105,6 +106,16 @@ std::vector<float> random_input(int rank, std::size_t n) {
   return x;
 }
 
+// The sum of every rank's random_input, in double.
+std::vector<double> random_sum(int ranks, std::size_t n) {
+  std::vector<double> exact(n, 0.0);
+  for (int r = 0; r < ranks; ++r) {
+    const std::vector<float> x = random_input(r, n);
+    for (std::size_t i = 0; i < n; ++i) exact[i] += x[i];
+  }
+  return exact;
+}
+
 class ring_transport : public ::testing::TestWithParam<dist::RingTransport> {};
 
 std::string transport_name(const ::testing::TestParamInfo<dist::RingTransport>& info) {
@@ -118,11 +129,7 @@ TEST_P(ring_transport, random_floats_1001_are_within_1e_6_of_the_double_sum_and_
   dist::ring_allreduce_sum(world, data, 100, GetParam());
   std::vector<float> rank0 = data;
   world.broadcast(rank0, 0);
-  std::vector<double> exact(n, 0.0);
-  for (int r = 0; r < world.size(); ++r) {
-    const std::vector<float> x = random_input(r, n);
-    for (std::size_t i = 0; i < n; ++i) exact[i] += x[i];
-  }
+  const std::vector<double> exact = random_sum(world.size(), n);
   for (std::size_t i = 0; i < n; ++i) ASSERT_NEAR(data[i], exact[i], 1e-6) << "element " << i;
   EXPECT_EQ(std::memcmp(data.data(), rank0.data(), n * sizeof(float)), 0)
       << "rank " << world.rank() << " holds a different sum than rank 0";
@@ -177,6 +184,107 @@ TEST_P(ring_transport, two_rings_in_a_row_driven_without_blocking_equal_the_seri
 INSTANTIATE_TEST_SUITE_P(ring, ring_transport,
                          ::testing::Values(dist::RingTransport::messages, dist::RingTransport::shared_memory),
                          transport_name);
+
+// The hierarchical transport (window within each host, ring across hosts) on every grouping of the ranks into
+// hosts that divides them: 0 is the launcher's own (one host here; 2 hosts x 2 ranks under tests/cluster), k
+// takes every k consecutive ranks as a host. With 4 ranks and k = 2 (ctest comm.mpi_hierarchical_np4) and across
+// the cluster's hosts, a rank that skipped the step across hosts would end with its host's sum, not the serial
+// sum, so the exact comparison fails.
+// (An emulated host must lie within a real one, whose shared window it uses.)
+std::vector<int> host_groupings(const Mpi& world) {
+  std::vector<int> ks = {0};
+  const int per_host = world.size() / world.hosts();
+  for (int k = 1; k <= per_host; ++k)
+    if (per_host % k == 0) ks.push_back(k);
+  return ks;
+}
+
+TEST(hierarchical, integer_valued_floats_equal_the_serial_sum_exactly_on_every_grouping_into_hosts) {
+  Mpi world;
+  const std::size_t sizes[] = {0, 1, std::size_t(world.size() - 1), 1001, (1u << 20) / sizeof(float)};
+  for (const int k : host_groupings(world)) {
+    dist::RingWorkspace<Mpi> work;
+    work.host_ranks = k;
+    work.window_floats_max = 700;  // 1001 floats take 2 rounds through the window
+    for (const std::size_t n : sizes) {
+      if (n > 1001) work.window_floats_max = std::size_t(1) << 16;  // the window grows; 1 MiB takes 4 rounds
+      std::vector<float> data(n);
+      for (std::size_t i = 0; i < n; ++i) data[i] = integer_input(world.rank(), i);
+      if (n == 1001) {  // driven by advance() alone, as the overlap hooks drive it
+        dist::RingOperation<Mpi> ring;
+        ring.start(world, data, work, 64, dist::detail::kRingTag, dist::RingTransport::hierarchical);
+        while (!ring.advance()) {
+        }
+      } else {
+        dist::ring_allreduce_sum(world, data, work, dist::kRingChunkAuto, dist::RingTransport::hierarchical);
+      }
+      std::size_t wrong = 0, first_wrong = n;
+      for (std::size_t i = 0; i < n; ++i) {
+        float expected = 0;
+        for (int r = 0; r < world.size(); ++r) expected += integer_input(r, i);
+        if (data[i] != expected) first_wrong = std::min(first_wrong, i), ++wrong;
+      }
+      EXPECT_EQ(wrong, 0u) << "rank " << world.rank() << ", " << k << " ranks a host (0: the launcher's), " << n
+                           << " floats: first wrong element " << first_wrong;
+    }
+  }
+}
+
+TEST(hierarchical, random_floats_are_bitwise_equal_on_every_rank_and_within_rounding_of_the_flat_ring) {
+  Mpi world;
+  const std::size_t n = 100003;
+  for (const int k : host_groupings(world)) {
+    std::vector<float> data = random_input(world.rank(), n), flat = data;
+    dist::RingWorkspace<Mpi> work;
+    work.host_ranks = k;
+    dist::ring_allreduce_sum(world, data, work, dist::kRingChunkAuto, dist::RingTransport::hierarchical);
+    dist::ring_allreduce_sum(world, flat, dist::kRingChunkAuto, dist::RingTransport::messages);
+    std::vector<float> rank0 = data;
+    world.broadcast(rank0, 0);
+    const std::vector<double> exact = random_sum(world.size(), n);
+    std::size_t far = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      if (std::abs(data[i] - exact[i]) > 1e-6 || std::abs(data[i] - flat[i]) > 1e-6) ++far;
+    EXPECT_EQ(far, 0u) << k << " ranks a host: elements off the double sum or the flat ring by more than 1e-6";
+    EXPECT_EQ(std::memcmp(data.data(), rank0.data(), n * sizeof(float)), 0)
+        << "rank " << world.rank() << " holds a different sum than rank 0 (" << k << " ranks a host)";
+  }
+}
+
+// Under tests/cluster (SINEW_CLUSTER_HOSTS set) the launcher's hosts split the ranks evenly.
+TEST(hierarchical, host_split_gives_the_hosts_ranks_and_one_peer_on_every_host) {
+  Mpi world;
+  comm::HostSplit<Mpi> split = world.host_split();
+  comm::HostSplit<Mpi> pairs = world.host_split(world.size() % 2 == 0 ? 2 : 1);
+  EXPECT_EQ(split.local.size() * split.across.size(), world.size());
+  EXPECT_EQ(split.across.size(), world.hosts());
+  EXPECT_EQ(split.local.hosts(), 1);
+  EXPECT_EQ(pairs.local.size(), world.size() % 2 == 0 ? 2 : 1);
+  EXPECT_EQ(pairs.local.rank(), world.rank() % pairs.local.size());
+  EXPECT_EQ(pairs.across.rank(), world.rank() / pairs.local.size());
+  if (world.hosts() > 1) {  // one "host" of every rank spans real hosts, which share no window: refused alike
+    std::string error = "no comm_error";
+    try {
+      world.host_split(world.size());
+    } catch (const comm_error& e) {
+      error = e.what();
+    }
+    EXPECT_NE(error.find("groups ranks of " + std::to_string(world.hosts()) + " hosts as one, which share no memory"),
+              std::string::npos)
+        << error;
+  }
+  if (world.size() == 3) {  // hosts of 2 and 1 ranks: every rank refuses alike, naming the counts and the fix
+    std::string error = "no comm_error";
+    try {
+      world.host_split(2);
+    } catch (const comm_error& e) {
+      error = e.what();
+    }
+    EXPECT_NE(error.find("as many ranks on every host, but the hosts hold 1 to 2 (place them evenly"),
+              std::string::npos)
+        << error;
+  }
+}
 
 // scripts/cluster's run sets SINEW_CLUSTER_HOSTS (tests/cluster runs this test across 3 hosts); elsewhere
 // every rank of this test runs on this machine.

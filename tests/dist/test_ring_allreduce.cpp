@@ -216,6 +216,55 @@ TYPED_TEST(allreduce_strategy, a_bucket_in_flight_while_backward_computes_counts
   }
 }
 
+// The hierarchical transport under the strategy: buckets that overlap backward, the buffers' mean, and every rank
+// ending with the same floats. Ranks pair up into emulated hosts of 2 where they can (np2: one host's window; np4:
+// 2 hosts x 2 ranks, ctest dist.ring_allreduce_hierarchical_np4), else each is a host (a ring across hosts).
+TEST(ring_allreduce_strategy, hierarchical_transport_overlaps_buckets_and_every_rank_holds_the_same_mean) {
+  Mpi world;
+  const int p = world.size(), r = world.rank();
+  using Ring = dist::RingAllReduce<Mpi>;
+  Ring::options o = bucketed<Ring>(100 * sizeof(float), true);
+  o.transport = dist::RingTransport::hierarchical;
+  o.host_ranks = p % 2 == 0 ? 2 : 1;
+  Ring strategy(o, world);
+  const std::size_t starts[] = {0, 100, 1100};
+  const std::size_t n = 1200;
+  optim::example::descent sgd({.lr = 1.0f}, n);
+  strategy.set_layer_starts(starts);
+  std::vector<float> params(n, 0.0f), grads(n);
+  strategy.start<Sync>(params, sgd);
+  metrics::PhaseSeconds phases;
+  for (int step = 0; step < 2; ++step) {
+    strategy.backward_begins(grads);
+    for (std::size_t l = 3; l-- > 0;) {
+      for (std::size_t i = starts[l]; i < (l + 1 < 3 ? starts[l + 1] : n); ++i)
+        grads[i] = integer_input(r, i) + 0.1f * float(r + step);  // not integers: the sums round
+      strategy.gradients_ready(starts[l]);
+    }
+    strategy.update<Sync>(params, grads, sgd, phases);
+  }
+  std::vector<float> buffers(333);
+  for (std::size_t i = 0; i < buffers.size(); ++i) buffers[i] = integer_input(r, i);
+  strategy.synchronize_buffers(buffers);
+  std::vector<float> rank0 = params;
+  world.broadcast(rank0, 0);
+  std::size_t wrong = 0, wrong_buffers = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    double sum = 0;
+    for (int step = 0; step < 2; ++step)
+      for (int q = 0; q < p; ++q) sum += integer_input(q, i) + 0.1 * (q + step);
+    if (std::abs(params[i] + sum / p) > 1e-3 * std::max(1.0, std::abs(sum))) ++wrong;
+  }
+  for (std::size_t i = 0; i < buffers.size(); ++i) {
+    float sum = 0;
+    for (int q = 0; q < p; ++q) sum += integer_input(q, i);
+    if (p > 1 && buffers[i] != sum * (1.0f / float(p))) ++wrong_buffers;
+  }
+  EXPECT_EQ(wrong, 0u) << "rank " << r << ": parameters off the mean gradient's descent";
+  EXPECT_EQ(wrong_buffers, 0u) << "rank " << r << ": buffers off their mean";
+  EXPECT_EQ(params, rank0) << "rank " << r << " holds other parameters than rank 0";
+}
+
 TYPED_TEST(allreduce_strategy, start_names_a_rank_with_another_bucket_size) {
   const int r = boost::mpi::communicator().rank(), p = world_size();
   const std::string error = start_error(TypeParam(bucketed<TypeParam>(r == 0 ? 256 : 512, true)), 10);

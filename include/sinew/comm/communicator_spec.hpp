@@ -34,6 +34,12 @@
 //                                   rank gets `bytes` of memory the others can read and write, zeroed;
 //                                   w.base(rank) -> std::byte* is rank's part (64-byte aligned). Freeing W is
 //                                   collective too, except while an exception unwinds (the job is ending).
+// Optional (req::has_host_split; RingTransport::hierarchical needs it, with has_shared_window):
+//   c.host_split(k) -> HostSplit<C> collective: `local`, the ranks of this one's host (by rank, one host, so
+//                                   with a shared window), and `across`, the ranks that hold this one's place
+//                                   (local rank) on every host (by host). k > 0 groups every k consecutive ranks
+//                                   as one "host" instead (trying the hierarchy on one machine). Every host must
+//                                   hold as many ranks, else comm_error.
 // Collectives must be called by every rank in the same order. Failures throw sinew::comm_error naming the
 // operation and the peer. Counts are ints in MPI, so one call moves at most INT_MAX floats.
 #pragma once
@@ -47,6 +53,15 @@
 #include "sinew/core/affinity.hpp"
 
 namespace sinew {
+
+namespace comm {
+/// What host_split returns (see the contract above): two communicators whose ranks are renumbered from 0.
+template <class C>
+struct HostSplit {
+  C local;   ///< the ranks of this rank's host, by rank
+  C across;  ///< one rank per host, each at this rank's place on its host, by host
+};
+}  // namespace comm
 
 namespace req {
 /// A pending non-blocking operation: wait() blocks until it completed, test() says whether it has.
@@ -99,6 +114,11 @@ concept has_hosts = requires(const C& c) {
 template <class C>
 concept has_shared_window = requires(C& c, std::size_t bytes) {
   { c.shared_window(bytes).base(0) } -> std::same_as<std::byte*>;
+};
+/// Optional: the ranks of this one's host and this one's peers on the others (the hierarchical all-reduce).
+template <class C>
+concept has_host_split = requires(C& c) {
+  { c.host_split(0) } -> std::same_as<comm::HostSplit<C>>;
 };
 /// Optional: which ranks share this one's cores (the trainer gives each its share of them).
 template <class C>

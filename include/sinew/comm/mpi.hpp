@@ -254,12 +254,7 @@ class Mpi {
   Mpi() : Mpi(MPI_COMM_WORLD) {}
 
   /// The processes of `parent` (duplicated). Collective over `parent`.
-  explicit Mpi(MPI_Comm parent)
-      : comm_(duplicate(parent)),
-        rank_(comm_.rank()),
-        size_(comm_.size()),
-        topology_(find_topology(MPI_Comm(comm_), rank_, size_)),
-        guard_(std::make_shared<unwinding_guard>(size_ > 1 ? rank_ : -1)) {}
+  explicit Mpi(MPI_Comm parent) : Mpi(parent, -1) {}
 
   /// This process's rank, 0 .. size() - 1.
   int rank() const noexcept { return rank_; }
@@ -376,6 +371,47 @@ class Mpi {
     return result;
   }
 
+  /// Collective: the ranks of this one's host (`local`, one host, so with a shared window) and the ranks at this
+  /// one's place on every host (`across`, one per host), each a communicator of its own, for the hierarchical
+  /// all-reduce (comm/ring_allreduce.hpp). ranks_per_host > 0 takes every ranks_per_host consecutive ranks as one
+  /// host instead, to try the hierarchy on one machine. Every host must hold as many ranks (else comm_error).
+  HostSplit<Mpi> host_split(int ranks_per_host = 0) {
+    const detail::mpi_site site{"host_split (MPI_Comm_split)"};
+    MPI_Comm local = MPI_COMM_NULL, across = MPI_COMM_NULL;
+    int code = ranks_per_host > 0
+                   ? MPI_Comm_split(native(), rank_ / ranks_per_host, rank_, &local)
+                   : MPI_Comm_split_type(native(), MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local);
+    detail::check_mpi(code, rank_, site);
+    int place = 0, count = 0;
+    MPI_Comm_rank(local, &place);
+    MPI_Comm_size(local, &count);
+    int extremes[2] = {-count, count};  // the fewest (negated) and the most ranks on a host
+    code = MPI_Allreduce(MPI_IN_PLACE, extremes, 2, MPI_INT, MPI_MAX, native());
+    if (code == MPI_SUCCESS) code = MPI_Comm_split(native(), place, rank_, &across);
+    const auto free_both = [&] {
+      if (local != MPI_COMM_NULL) MPI_Comm_free(&local);
+      if (across != MPI_COMM_NULL) MPI_Comm_free(&across);
+    };
+    if (code != MPI_SUCCESS) free_both();
+    detail::check_mpi(code, rank_, site);
+    if (-extremes[0] != extremes[1]) {
+      free_both();
+      throw comm_error("comm::Mpi: rank " + std::to_string(rank_) + ": host_split needs as many ranks on every host, "
+                       "but the hosts hold " + std::to_string(-extremes[0]) + " to " + std::to_string(extremes[1]) +
+                       " (place them evenly, e.g. mpirun --map-by ppr:K:node, or use RingTransport::messages)");
+    }
+    // Each keeps this rank's number in the world for its guard: a rank that leaves is named as the job knows it.
+    HostSplit<Mpi> split{Mpi(local, rank_), Mpi(across, rank_)};
+    free_both();
+    int spread = split.local.hosts();  // more than 1 where ranks_per_host groups ranks of several real hosts
+    detail::check_mpi(MPI_Allreduce(MPI_IN_PLACE, &spread, 1, MPI_INT, MPI_MAX, native()), rank_, site);
+    if (spread > 1)
+      throw comm_error("comm::Mpi: rank " + std::to_string(rank_) + ": host_split(" + std::to_string(ranks_per_host) +
+                       ") groups ranks of " + std::to_string(spread) + " hosts as one, which share no memory (use "
+                       "0, the launcher's hosts, or a divisor of the ranks each host runs)");
+    return split;
+  }
+
   /// Returns once every rank has called it. Collective.
   void barrier() {
     detail::check_mpi(MPI_Barrier(native()), rank_, {"barrier"});
@@ -407,6 +443,15 @@ class Mpi {
   }
 
  private:
+  // The processes of `parent`; a rank that leaves through an exception is noted as `world_rank` (its own rank
+  // when negative).
+  Mpi(MPI_Comm parent, int world_rank)
+      : comm_(duplicate(parent)),
+        rank_(comm_.rank()),
+        size_(comm_.size()),
+        topology_(find_topology(MPI_Comm(comm_), rank_, size_)),
+        guard_(std::make_shared<unwinding_guard>(size_ > 1 ? (world_rank < 0 ? rank_ : world_rank) : -1)) {}
+
   static boost::mpi::communicator duplicate(MPI_Comm parent) {
     mpi_environment();
     int provided = MPI_THREAD_SINGLE;
@@ -473,6 +518,7 @@ class Mpi {
   std::shared_ptr<unwinding_guard> guard_;  // shared by the copies: the last one destroyed decides
 };
 
-static_assert(CommunicatorPolicy<Mpi> && req::has_probe_any<Mpi> && req::has_hosts<Mpi> && req::has_shared_window<Mpi>);
+static_assert(CommunicatorPolicy<Mpi> && req::has_probe_any<Mpi> && req::has_hosts<Mpi> &&
+              req::has_shared_window<Mpi> && req::has_host_split<Mpi>);
 
 }  // namespace sinew::comm

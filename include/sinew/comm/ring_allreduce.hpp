@@ -30,15 +30,30 @@
 // so ranks end bit-identical. A sum longer than the window (16 MiB a rank at most) goes through it in rounds.
 // A rank that dies or hangs leaves its flags down: the strategy's watchdog names it
 // (dist/detail/allreduce_common.hpp).
+//
+// Across several hosts with several ranks on each (RingTransport::hierarchical, which the caller asks for; Horovod's
+// hierarchical all-reduce, Open MPI 5's coll/han): the communicator's host_split() gives each rank its host's
+// ranks and its peers at the same place on the other hosts. Each round goes through the host's window as above,
+// except that between the sum of a rank's segment and the peers' copying it out, the segment is summed across
+// hosts by a ring of messages among the peers (one ring per place, all at once). The network then carries
+// 2 (h - 1) / h of the data per host for h hosts, where the flat ring over all p ranks carries 2 (p - 1) / p of
+// it over every host's link, in 2 (h - 1) steps instead of 2 (p - 1). Each float is still summed in a fixed order
+// (the host's ranks in order, then the hosts in the ring's order) on one rank and copied to the others, so ranks
+// end bit-identical; the order differs from the flat ring's, so the sums differ from it within rounding.
+// One rank per host, it is the ring across hosts; one host, the window alone.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <span>
+#include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "sinew/comm/communicator_spec.hpp"
@@ -73,12 +88,19 @@ enum class RingTransport {
   automatic,      ///< shared_memory when the communicator has a shared window and every rank is on one host
   messages,       ///< the communicator's isend and irecv (across hosts; within one, MPI copies each message)
   shared_memory,  ///< each rank sums its segment straight from the others' shared windows (one host only)
+  /// The shared window within each host, messages across: each rank sums its segment of the host's data through
+  /// the window, sums that segment with the ranks at its place on the other hosts by a ring of messages, and
+  /// the host gathers the segments through the window (needs host_split and shared_window; see the file comment).
+  hierarchical,
 };
 
 /// 4 Mi floats (16 MiB) of shared window per rank at most: a longer sum goes through it in rounds.
 inline constexpr std::size_t kRingSharedFloats = std::size_t(1) << 22;
 
 namespace detail {
+template <CommunicatorPolicy C>
+struct ring_hierarchy;
+
 /// the tag of the ring's messages (tests start rings on it by this name)
 inline constexpr int kRingTag = message_tag::kRing;
 
@@ -113,6 +135,11 @@ struct RingWorkspace {
   std::uint64_t rounds_done = 0;        ///< rounds summed through `window` since it was allocated
   std::vector<const float*> sources;    ///< one per rank, reused
   std::vector<char> gathered;           ///< one per rank, reused
+  /// @}
+  /// The hierarchical transport's communicators and ring across hosts, made (collectively) on first use.
+  /// @{
+  int host_ranks = 0;  ///< ranks per host: 0 as the launcher placed them, k > 0 every k consecutive ranks
+  std::unique_ptr<detail::ring_hierarchy<C>> hierarchy;
   /// @}
 };
 
@@ -150,12 +177,17 @@ class RingOperation {
   void start(C& comm, std::span<float> data, RingWorkspace<C>& work, std::size_t chunk_floats = kRingChunkAuto,
              int tag = detail::kRingTag, RingTransport transport = RingTransport::automatic) {
     comm_ = &comm, data_ = data, work_ = &work, tag_ = tag;
+    across_ = nullptr;
     ranks_ = std::size_t(comm.size()), n_ = data.size();
     if (ranks_ == 1 || n_ == 0) {
       stage_ = stage::done;
       return;
     }
     rank_ = std::size_t(comm.rank());
+    if (transport == RingTransport::hierarchical) {
+      start_hierarchical(comm, chunk_floats);
+      return;
+    }
     if (shared_memory(comm, transport)) {
       start_shared();
       return;
@@ -183,10 +215,17 @@ class RingOperation {
   /// every rank that the overlap hooks would rather not make).
   static void reserve(C& comm, RingWorkspace<C>& work, std::size_t floats,
                       RingTransport transport = RingTransport::automatic) {
-    if (comm.size() == 1 || floats == 0 || !shared_memory(comm, transport)) return;
+    if (comm.size() == 1 || floats == 0) return;
+    C* over = &comm;
+    if (transport == RingTransport::hierarchical) {
+      over = &hierarchy(comm, work).split.local;  // the host's window; the ring across needs none
+      if (over->size() == 1) return;
+    } else if (!shared_memory(comm, transport)) {
+      return;
+    }
     RingOperation ring;
-    ring.comm_ = &comm, ring.work_ = &work, ring.ranks_ = std::size_t(comm.size()), ring.n_ = floats;
-    ring.rank_ = std::size_t(comm.rank());
+    ring.comm_ = over, ring.work_ = &work, ring.ranks_ = std::size_t(over->size()), ring.n_ = floats;
+    ring.rank_ = std::size_t(over->rank());
     ring.grow_window();
   }
 
@@ -290,11 +329,21 @@ class RingOperation {
           for (std::size_t q = 0; q < ranks_; ++q)
             work.sources[q] = q == rank_ ? mine.data() : window_part(q, rank_).data();
           detail::sum_into(mine.data(), window_part(rank_, rank_).data(), work.sources, mine.size());
-          raise(detail::kReduced);
-          work.gathered.assign(ranks_, 0);
-          work.gathered[rank_] = 1;
-          gathered_ = 1;
-          stage_ = stage::shared_gather;
+          if (across_) {
+            across_->ring.start(across_->split.across, mine, across_->work, across_chunk_floats_, tag_,
+                                RingTransport::messages);
+            stage_ = stage::shared_across;
+            break;
+          }
+          segment_reduced();
+          break;
+        }
+        case stage::shared_across: {
+          // The host's sum of this segment, summed with the other hosts' by the ring of the ranks at this place
+          // (every host's segment s covers the same floats); each float of it is then the same on every host.
+          if (!across_->ring.advance(block)) return false;
+          copy(window_part(rank_, rank_), round_segment(rank_));
+          segment_reduced();
           break;
         }
         case stage::shared_gather: {
@@ -321,12 +370,47 @@ class RingOperation {
 
  private:
   enum class stage { reduce_scatter, drain_reduce_scatter, all_gather, drain, shared_copy_in, shared_reduce,
-                     shared_gather, done };
+                     shared_across, shared_gather, done };
+
+  // This rank's segment of the round is summed and in its window: the peers may copy it.
+  void segment_reduced() {
+    raise(detail::kReduced);
+    work_->gathered.assign(ranks_, 0);
+    work_->gathered[rank_] = 1;
+    gathered_ = 1;
+    stage_ = stage::shared_gather;
+  }
+
+  // The hierarchical transport: the shared-window stages over this rank's host, with the segment summed across
+  // hosts between the sum and the gather. One rank per host: a ring across them; one host: its window alone.
+  void start_hierarchical(C& comm, std::size_t chunk_floats) {
+    detail::ring_hierarchy<C>& h = hierarchy(comm, *work_);
+    if (h.split.local.size() == 1) {
+      start(h.split.across, data_, *work_, chunk_floats, tag_, RingTransport::messages);
+      return;
+    }
+    across_ = h.split.across.size() > 1 ? &h : nullptr;
+    across_chunk_floats_ = chunk_floats;
+    comm_ = &h.split.local;
+    ranks_ = std::size_t(comm_->size()), rank_ = std::size_t(comm_->rank());
+    start_shared();
+  }
+  // The workspace's split of `comm` by host, made on first use (collective).
+  static detail::ring_hierarchy<C>& hierarchy([[maybe_unused]] C& comm, RingWorkspace<C>& work) {
+    if constexpr (req::has_host_split<C> && req::has_shared_window<C>) {
+      if (!work.hierarchy)
+        work.hierarchy = std::make_unique<detail::ring_hierarchy<C>>(comm.host_split(work.host_ranks));
+      return *work.hierarchy;
+    } else {
+      throw comm_error("dist::ring_allreduce_sum: RingTransport::hierarchical needs a communicator with host_split() "
+                       "and shared_window() (comm/communicator_spec.hpp), as comm::Mpi has; use automatic or messages");
+    }
+  }
 
   // Whether this ring goes through the shared window: asked for, or automatic with every rank on one host.
   static bool shared_memory([[maybe_unused]] C& comm, RingTransport transport) {
     if constexpr (req::has_shared_window<C>) {
-      if (transport == RingTransport::messages) return false;
+      if (transport == RingTransport::messages || transport == RingTransport::hierarchical) return false;
       if (transport == RingTransport::shared_memory) return true;  // shared_window() says why it cannot
       if constexpr (req::has_hosts<C>) return comm.hosts() == 1;
       return false;
@@ -392,7 +476,11 @@ class RingOperation {
   // Whether more ranks share this one's CPU set than it has cores (mpirun --oversubscribe): then a rank that
   // waits yields the core, which the rank it waits for may need, as Open MPI's progress loop does then. Bound
   // ranks (one core each) or ranks that split their set (core/affinity.hpp) spin without a system call.
+  // Open MPI's own switch in the environment (OMPI_MCA_mpi_yield_when_idle=1) makes them yield too: scripts/cluster
+  // sets it where emulated hosts share the machine's cores, which no host's CPU set shows.
   static bool oversubscribed([[maybe_unused]] const C& comm) {
+    if (const char* yield = std::getenv("OMPI_MCA_mpi_yield_when_idle"); yield && std::string_view(yield) == "1")
+      return true;
     if constexpr (req::has_host_share<C>)
       return std::size_t(comm.host_share().count) > launch_cpus().size();
     else
@@ -447,7 +535,20 @@ class RingOperation {
   std::size_t offset_ = 0, length_ = 0, gathered_ = 0;  // the shared-memory round: its floats, peers gathered
   std::uint64_t round_ = 0;                            // its number since the window was allocated
   bool yield_ = false;                                 // waiting yields the core (oversubscribed())
+  detail::ring_hierarchy<C>* across_ = nullptr;        // hierarchical: the ring across hosts between sum and gather
+  std::size_t across_chunk_floats_ = kRingChunkAuto;
 };
+
+namespace detail {
+/// The hierarchical transport's state in a RingWorkspace: the split by host and the ring across hosts.
+template <CommunicatorPolicy C>
+struct ring_hierarchy {
+  explicit ring_hierarchy(comm::HostSplit<C> s) : split(std::move(s)) {}
+  comm::HostSplit<C> split;
+  RingWorkspace<C> work;  ///< the ring across hosts's buffers
+  RingOperation<C> ring;  ///< the ring across hosts of the segment being summed
+};
+}  // namespace detail
 
 /// Collective: every rank's `data` becomes the element-wise sum over all ranks, by the pipelined ring.
 /// Pre: data.size() is the same on every rank (any size, 0 and fewer than the ranks included) and so is

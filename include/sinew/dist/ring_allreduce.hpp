@@ -20,7 +20,10 @@
 //
 // Determinism: each float of the sum is added in the ring's order, whatever order messages arrive in, so with
 // the same seeds, ranks and threads a Sync run repeats bit for bit, and a run resumed from a checkpoint ends
-// where the run that was not stopped ends (tests/dist/test_resume.cpp).
+// where the run that was not stopped ends (tests/dist/test_resume.cpp). With options.transport =
+// RingTransport::hierarchical (several ranks on each of several hosts: the host's shared window, then a ring
+// across hosts) each float is added in another fixed order, so runs repeat bit for bit too, and differ from the
+// flat ring's within rounding.
 #pragma once
 
 #include <algorithm>
@@ -64,7 +67,10 @@ class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
     /// count, the optimizer and the chunk size.
     std::string configuration;
     std::size_t chunk_floats = kRingChunkAuto;  ///< floats per message (auto: by the hosts); 0: one per segment
-    RingTransport transport = RingTransport::automatic;  ///< messages or the shared window (automatic: by the hosts)
+    /// messages, the shared window (automatic: by the hosts), or hierarchical (window within hosts, ring across)
+    RingTransport transport = RingTransport::automatic;
+    /// hierarchical: ranks per host, 0 as the launcher placed them (k: every k consecutive ranks, on one machine)
+    int host_ranks = 0;
     std::size_t bucket_bytes = kDefaultBucketBytes;  ///< gradient bytes per ring; 0: one ring for all
     bool overlap = true;          ///< start each bucket's ring during backward (off: all after backward)
     /// waiting longer in a collective aborts the job naming silent ranks; 0: never
@@ -84,7 +90,9 @@ class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
   /// Over the ranks of `comm` (by default all of the job's). Collective.
   explicit RingAllReduce(options o, Comm comm = Comm())
       : base(std::move(comm), {o.bucket_bytes, o.overlap, o.timeout_seconds}, "dist::RingAllReduce"),
-        options_(std::move(o)) {}
+        options_(std::move(o)) {
+    work_.host_ranks = options_.host_ranks;
+  }
 
   /// Collective: checks that every rank runs the same configuration (else comm_error naming the first rank
   /// that differs), then gives every rank rank 0's parameters.
@@ -92,7 +100,8 @@ class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
   void start(std::span<float> params, O&) {
     static_assert(sizeof(mode<M>) > 0);
     std::vector<comm::Fact> facts = {{"ring chunk size", ring_chunk_floats(this->comm_, options_.chunk_floats)},
-                                     {"ring transport", std::size_t(options_.transport)}};
+                                     {"ring transport", std::size_t(options_.transport)},
+                                     {"ring ranks per host", std::size_t(options_.host_ranks)}};
     const std::vector<comm::Fact> buckets = this->bucket_facts(params.size());
     facts.insert(facts.end(), buckets.begin(), buckets.end());
     detail::agree_and_broadcast<Comm, O>(this->comm_, params, "dist::RingAllReduce", options_.configuration, facts);
