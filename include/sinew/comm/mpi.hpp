@@ -20,6 +20,14 @@
 // this rank leaves through an exception: a rank that throws and returns from main ends the whole job.
 #pragma once
 
+// MPI's C++ bindings (deleted from MPI-3, absent from Open MPI 5): unused, and without this every program would
+// parse them and compile their vtables.
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1
+#endif
+#ifndef MPICH_SKIP_MPICXX
+#define MPICH_SKIP_MPICXX 1
+#endif
 #include <mpi.h>
 
 #include <boost/mpi/communicator.hpp>
