@@ -223,7 +223,9 @@ class Trainer {
     // model points at its context).
     if constexpr (model_type::kSumsOverWorkers)
       model_.set_sum_over_workers(CrossWorkerSum([this](std::span<float> data) { strategy_.sum_over_workers(data); }));
-    strategy_.set_tensor_layout(dist::tensor_layout<Net>());
+    // Only for strategies that ask (dist::Compressed): its walk over the state dict costs every other program
+    // compile time for nothing.
+    if constexpr (req::has_tensor_layout_hook<S>) strategy_.set_tensor_layout(dist::tensor_layout<Net>());
     strategy_.start(model_.parameters(), optimizer_);
     {
       // Ranks that built other trainers would exchange spans of other sizes in other orders, or wait forever.
@@ -284,7 +286,13 @@ class Trainer {
     const comm::Fact facts[] = {{"preemption (set_preemption with a directory)", std::uint64_t(on)}};
     strategy_.require_agreement(facts, "trainer");
     preemption_watch_.reset();
-    if (on) preemption_watch_ = std::make_unique<preemption_watch>(preemption.signals);
+    preempt_ = nullptr;
+    if (on) {
+      preemption_watch_ = std::make_unique<preemption_watch>(preemption.signals);
+      // Bound here rather than called from the training loop, so that a program that never calls
+      // set_preemption compiles no checkpoint writing into its loop (it cost the README's program 4 s).
+      preempt_ = [this](int caught) { preempt(caught); };
+    }
     preemption_dir_ = std::move(preemption.directory);
   }
 
@@ -565,7 +573,7 @@ class Trainer {
     strategy_.finish_epoch(model_.parameters(), stats.phases);
     in_epoch_ = false;
     // Preempted mid-epoch (the servers' epoch ends with it): saved as it stands, the epoch to be finished.
-    if (strategy_.preempting()) preempt(pending_preemption_signal());
+    if (strategy_.preempting()) preempt_(pending_preemption_signal());
     synchronize_buffers();
     stats.seconds = epoch_watch.elapsed();
     if (stats.samples > 0) {
@@ -621,7 +629,7 @@ class Trainer {
     epoch_batch_ = 0;  // a server resumed mid-epoch has served the epoch's rest
     if (strategy_.preempting()) {  // the workers stopped mid-epoch: their epoch, and this one, go on after a resume
       --epoch_;
-      preempt(pending_preemption_signal());
+      preempt_(pending_preemption_signal());
     }
     synchronize_buffers();
     stats.seconds = watch.elapsed();
@@ -635,7 +643,7 @@ class Trainer {
   void preempt_if_signalled() {
     if (!preemption_watch_) return;
     const int caught = pending_preemption_signal();
-    if (on_any_rank(caught != 0)) preempt(caught);
+    if (on_any_rank(caught != 0)) preempt_(caught);
   }
   /// Every rank, together: saves the run and throws sinew::preempted (`caught`: this rank's signal, or 0).
   [[noreturn]] void preempt(int caught) {
@@ -850,6 +858,7 @@ class Trainer {
   std::unique_ptr<metrics::Timeline> timeline_;   // start_trace()'s; null: no trace
   std::unique_ptr<preemption_watch> preemption_watch_;  // set_preemption's signals; null: off
   std::filesystem::path preemption_dir_;
+  std::function<void(int)> preempt_;  // set_preemption's preempt(caught); empty: off
   AlignedBuffer<float> images_;
   std::vector<std::int32_t> labels_;
   AlignedBuffer<float> accumulated_;  // accumulate > 1: the step's earlier micro-batches' gradients, summed
