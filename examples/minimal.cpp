@@ -1,5 +1,7 @@
 // minimal: the README's example, compiled so it cannot rot. LeNet-5 written out as a Sequential.
-#include <sinew/sinew.hpp>
+#include <sinew/backend/onednn.hpp>  // each area it uses; <sinew/sinew.hpp> has them all, and compiles slower
+#include <sinew/data.hpp>
+#include <sinew/trainer.hpp>
 
 #include <cstdio>
 

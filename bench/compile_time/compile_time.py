@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 
-CONFIGS = ["minimal", "ring", "eigen", "resnet50_ring"]
+CONFIGS = ["minimal", "sinew_hpp", "ring", "eigen", "resnet50_ring"]
 SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
