@@ -327,6 +327,7 @@ def run(args):
                 t, r = comm_table(args.build, link, p, args.delay, args)
             print(t + "\n", flush=True)
             tables.append(t), results.extend(r)
+    os.makedirs(args.out, exist_ok=True)  # a new folder per run, as the README of results asks
     with open(os.path.join(args.out, "comm.md"), "w") as f:
         f.write("\n\n".join(tables) + "\n")
     if not args.no_dist:
