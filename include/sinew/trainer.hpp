@@ -66,8 +66,10 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <functional>
@@ -162,6 +164,18 @@ struct EvalStats {
   /// @}
 };
 
+/// What an elastic trainer did when ranks died (the strategy's options.elastic; Trainer::recoveries()).
+struct Recovery {
+  std::vector<int> lost;   ///< the ranks that died, numbered as before they did
+  int workers = 0;         ///< the ranks training on
+  int rank = 0;            ///< this rank's number among them
+  std::int64_t step = 0;   ///< steps done when training went on: the furthest any survivor had completed
+  int epoch = 0;           ///< the epoch whose rest was re-dealt
+  std::size_t from_sample = 0;  ///< the position of that epoch's permutation the rest was dealt from
+  std::chrono::system_clock::time_point noticed{};  ///< when this rank saw the loss (wall clock)
+  double seconds = 0;      ///< from then until training went on (shrinking, agreeing, taking the state)
+};
+
 /// Net, B, S, M, O, L: the policies (see the *_spec.hpp of each). Profile: metrics::NoProfile (free) or
 /// metrics::OperatorProfile for per-operator times (model().profile()), with the optimizer step as the
 /// kind weights_update (the strategy's update phase).
@@ -238,12 +252,18 @@ class Trainer {
           {"batches per update (TrainerOptions::accumulate)", std::uint64_t(options_.accumulate)}};
       strategy_.require_agreement(facts, "trainer");
     }
+    if constexpr (!data::req::has_redeal<L>)
+      if (strategy_.elastic())
+        throw error("trainer: the strategy's options.elastic re-deals the data over the ranks left after one dies, "
+                    "which this loader type cannot (data/loader_spec.hpp: req::has_redeal; data::CachedLoader can)");
     // Only now: ranks that disagreed above all throw alike and need not abort the job.
     if (strategy_.world_size() > 1) guard_ = std::make_unique<comm::unwinding_guard>(strategy_.rank());
   }
 
   /// The model: parameters, forward for inference, the profile.
   model_type& model() noexcept { return model_; }
+  /// With the strategy's options.elastic: each time ranks died and this one trained on without them.
+  const std::vector<Recovery>& recoveries() const noexcept { return recoveries_; }
   /// The optimizer.
   O& optimizer() noexcept { return optimizer_; }
   /// The strategy: rank(), workers(), worker_index() ...
@@ -436,7 +456,7 @@ class Trainer {
     check_resumed_loader(loader);
     // The batches this epoch trains: max_steps updates of `accumulate` batches each, or the loader's epoch.
     const std::size_t k = std::size_t(options_.accumulate), per_epoch = loader.batches_per_epoch();
-    const std::size_t batches = max_steps >= steps_in(per_epoch) ? per_epoch : max_steps * k;
+    std::size_t batches = max_steps >= steps_in(per_epoch) ? per_epoch : max_steps * k;
     {
       // A rank with another batch size would average its gradient with wrong weights; one with more batches
       // would wait forever in an all-reduce the others never start. A rank that does not train (a parameter
@@ -465,9 +485,19 @@ class Trainer {
     double loss_sum = 0, timed_s = 0;
     std::size_t correct = 0, timed_images = 0;
     metrics::Stopwatch epoch_watch;
-    const std::size_t epoch_steps = steps_in(batches);
+    std::size_t epoch_steps = steps_in(batches);
     std::size_t epoch_step = steps_in(epoch_batch_);  // a resume continues at a step's first batch
+    // Elastic (the strategy's options.elastic): where this rank's last completed step left the epoch, and its
+    // correct count then, for going on from there when a rank dies in the next (go_on_without).
+    std::size_t completed_batch = epoch_batch_, completed_correct = 0;
+    for (;;) try {
     while (epoch_batch_ < batches) {
+      completed_batch = epoch_batch_, completed_correct = correct;
+      if (strategy_.elastic()) {
+        // What this step's forward changes besides the parameters, for going back to the last completed step.
+        elastic_buffers_.assign(model_.buffers().begin(), model_.buffers().end());
+        elastic_model_step_ = model_.step();
+      }
       // One step: `group` micro-batches (the last step of an epoch may have fewer than k), one update.
       const std::size_t group = std::min(k, batches - epoch_batch_);
       metrics::PhaseSeconds phases;
@@ -544,6 +574,7 @@ class Trainer {
         if (preemption_watch_) strategy_.request_preemption(pending_preemption_signal() != 0);
       const metrics::clock::time_point updating = metrics::mark(trace);
       strategy_.update(model_.parameters(), model_.gradients(), optimizer_, phases);
+      completed_batch = epoch_batch_;
       if (options_.check_finite && !strategy_.agreed()) stop_on_nonfinite(loss, epoch_step);
       phases.comm += checked;
       metrics::record(trace, metrics::TraceKind::strategy_update, updating);
@@ -569,6 +600,19 @@ class Trainer {
       if constexpr (!strategy_type::kServes) preempt_if_signalled();
       if (strategy_.preempting()) break;  // relayed by the servers to every worker after this same step
     }
+    break;
+    } catch (const rank_lost& lost) {
+      if (!strategy_.elastic()) throw;
+      if (epoch_batch_ != completed_batch) {  // interrupted before its update: back to the last completed step
+        std::copy(elastic_buffers_.begin(), elastic_buffers_.end(), model_.buffers().begin());
+        model_.set_step(elastic_model_step_);
+      }
+      epoch_batch_ = completed_batch;
+      correct = completed_correct;
+      if constexpr (data::req::has_redeal<L>) batches = go_on_without(lost, loader);
+      epoch_steps = steps_in(batches);
+      epoch_step = steps_in(epoch_batch_);
+    }
     // A parameter server's worker ends the epoch with the servers' final parameters.
     strategy_.finish_epoch(model_.parameters(), stats.phases);
     in_epoch_ = false;
@@ -586,6 +630,7 @@ class Trainer {
                                           : (stats.seconds > 0 ? double(stats.samples) / stats.seconds : 0);
     ++epoch_;
     epoch_batch_ = 0;
+    redealt_at_ = redealt_batch_ = 0;
     if constexpr (strategy_type::kServes) preempt_if_signalled();  // the servers do so in serve_epoch
     return stats;
   }
@@ -747,6 +792,10 @@ class Trainer {
                           " buffers=" + std::to_string(model_type::kBufferSpan);
     run.seed = options_.seed;
     run.accumulate = std::uint64_t(options_.accumulate);
+    if (redealt_at_ != 0 && epoch_batch_ > 0)
+      throw error("trainer: a checkpoint cannot be saved in the middle of epoch " + std::to_string(epoch_) +
+                  ": its rest was re-dealt over the ranks left after one died, which a checkpoint's position (batches "
+                  "of the epoch) cannot say; save at the epoch's end");
     run.step = std::uint64_t(step_), run.epoch = std::uint64_t(epoch_), run.batches_done = epoch_batch_;
     run.loader = loader_seen_;
     run.ranks = {strategy_.rank(), strategy_.world_size(), strategy_.workers()};
@@ -771,6 +820,55 @@ class Trainer {
   }
 
   /// Records the loader for checkpoints; after a resume, refuses one that would give other batches.
+  // Elastic: a rank died during this rank's last step (rank_lost), on every survivor. The strategy shrinks to
+  // the survivors; they take the state of the one that completed the most steps (a rank that died mid-step may
+  // have let some survivors finish it: every elastic update is whole or nothing, so each survivor's parameters
+  // are those of its own last completed step); and the rest of the epoch, from the first sample no completed
+  // step trained, is dealt over them as a resume on fewer ranks would deal it (docs/checkpoints.md). Returns
+  // the batches of the epoch to train (those done before, then this rank's of the rest).
+  std::size_t go_on_without(const rank_lost& why, L& loader) {
+    const auto noticed = std::chrono::system_clock::now();
+    metrics::Stopwatch watch;
+    const int before = strategy_.world_size(), was = strategy_.rank();
+    std::vector<int> lost = strategy_.get().shrink_after_loss();
+    auto& comm = strategy_.get().communicator();
+    const std::vector<std::uint64_t> steps = comm::gather_values(comm, std::uint64_t(step_));
+    const int root = int(std::max_element(steps.begin(), steps.end()) - steps.begin());
+    // The furthest survivor's state: parameters, optimizer state and counts. Buffers (BatchNorm's running
+    // statistics) stay each rank's own, as between epochs' averages.
+    comm.broadcast(model_.parameters(), root);
+    std::int64_t optimizer_steps = 0;
+    if constexpr (req::has_state<O>) {
+      const optim::StateView view = optimizer_.state();
+      for (const auto& [name, buffer] : view.buffers) comm.broadcast(buffer, root);
+      optimizer_steps = view.steps;
+    }
+    const std::vector<std::uint64_t> counts = comm::gather_values(comm, std::uint64_t(epoch_batch_));
+    const std::vector<std::uint64_t> optimizer_counts = comm::gather_values(comm, std::uint64_t(optimizer_steps));
+    if constexpr (req::has_state<O>) optimizer_.set_steps(std::int64_t(optimizer_counts[std::size_t(root)]));
+    step_ = std::int64_t(steps[std::size_t(root)]);
+    epoch_batch_ = std::size_t(counts[std::size_t(root)]);
+    // The samples of this epoch's permutation that completed steps dealt: before the last re-deal, then
+    // batch x ranks per batch since.
+    const std::size_t dealt = redealt_at_ + (epoch_batch_ - redealt_batch_) * std::size_t(loader.batch_size()) *
+                                                std::size_t(before);
+    loader.redeal(comm.rank(), comm.size());
+    const std::size_t rest = loader.start_epoch_at(epoch_, dealt);
+    redealt_at_ = dealt, redealt_batch_ = epoch_batch_;
+    loader_seen_ = facts_of(loader);
+    Recovery r{std::move(lost), comm.size(), comm.rank(), step_, epoch_, dealt, noticed, watch.elapsed()};
+    std::string names;
+    for (const int dead : r.lost) names += (names.empty() ? "" : ", ") + std::to_string(dead);
+    std::fprintf(stderr,
+                 "sinew: rank %d of %d trains on as rank %d of %d: rank%s %s died (%s); from step %lld, the rest of "
+                 "epoch %d re-dealt from sample %zu, after %.3f s\n",
+                 was, before, r.rank, r.workers,
+                 r.lost.size() == 1 ? "" : "s", names.empty() ? "?" : names.c_str(), why.what(),
+                 static_cast<long long>(step_), epoch_, dealt, r.seconds);
+    recoveries_.push_back(std::move(r));
+    return epoch_batch_ + rest;
+  }
+
   void check_resumed_loader(const L& loader) {
     const io::LoaderFacts now = facts_of(loader);
     if (resumed_loader_ && strategy_.is_worker()) {
@@ -871,6 +969,12 @@ class Trainer {
   std::optional<io::LoaderFacts> resumed_loader_;   // after resume(): what the next train_epoch's loader must match
   double timed_seconds_ = 0;
   std::size_t timed_images_ = 0;
+  // Elastic: the position of epoch_'s permutation its rest was re-dealt from after a rank died (0: dealt as a
+  // whole), and epoch_batch_ then; the recoveries so far.
+  std::size_t redealt_at_ = 0, redealt_batch_ = 0;
+  std::vector<float> elastic_buffers_;  // the model's buffers and forward count at the step's start
+  std::uint64_t elastic_model_step_ = 0;
+  std::vector<Recovery> recoveries_;
 };
 
 }  // namespace sinew

@@ -46,6 +46,22 @@ inline std::string show(const Fact& fact, std::uint64_t value) {
 }
 }  // namespace detail
 
+/// Collective: every rank's `value`, by rank (an all-gather through allreduce_sum, the one collective every
+/// communicator has: each value crosses as four 16-bit pieces, exact in floats).
+template <CommunicatorPolicy C>
+std::vector<std::uint64_t> gather_values(C& comm, std::uint64_t value) {
+  const std::size_t ranks = std::size_t(comm.size());
+  std::vector<float> all(ranks * detail::kPiecesPerValue, 0.0f);
+  for (std::size_t p = 0; p < detail::kPiecesPerValue; ++p)
+    all[std::size_t(comm.rank()) * detail::kPiecesPerValue + p] = float((value >> (16 * p)) & 0xffffu);
+  comm.allreduce_sum(std::span<float>(all));
+  std::vector<std::uint64_t> values(ranks, 0);
+  for (std::size_t r = 0; r < ranks; ++r)
+    for (std::size_t p = 0; p < detail::kPiecesPerValue; ++p)
+      values[r] |= std::uint64_t(all[r * detail::kPiecesPerValue + p]) << (16 * p);
+  return values;
+}
+
 /// Collective: throws comm_error on every rank if some rank's facts differ from the first counted rank's
 /// (rank 0 unless it passes counted false), naming the first such rank and the first fact it differs in. `who`
 /// starts the message ("dist::RingAllReduce"). Every rank must pass as many facts, in the same order; a rank

@@ -40,6 +40,12 @@
 //                                   (local rank) on every host (by host). k > 0 groups every k consecutive ranks
 //                                   as one "host" instead (trying the hierarchy on one machine). Every host must
 //                                   hold as many ranks, else comm_error.
+// Optional (req::has_shrink; the all-reduce strategies' `elastic` option needs it):
+//   C::fault_tolerance_missing()    empty when the communicator can go on after a rank dies, else why not (a
+//     -> std::string                sentence the option refuses with).
+//   c.shrink(lost) -> C             collective over the survivors after an operation threw sinew::rank_lost:
+//                                   a communicator of the ranks still alive (renumbered in order); `lost`
+//                                   (std::vector<int>&) gets the dead ranks' numbers in c.
 // Collectives must be called by every rank in the same order. Failures throw sinew::comm_error naming the
 // operation and the peer. Counts are ints in MPI, so one call moves at most INT_MAX floats.
 #pragma once
@@ -48,7 +54,9 @@
 #include <cstddef>
 #include <cstdlib>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "sinew/core/affinity.hpp"
 
@@ -119,6 +127,12 @@ concept has_shared_window = requires(C& c, std::size_t bytes) {
 template <class C>
 concept has_host_split = requires(C& c) {
   { c.host_split(0) } -> std::same_as<comm::HostSplit<C>>;
+};
+/// Optional: going on without ranks that died (the strategies' elastic option).
+template <class C>
+concept has_shrink = requires(C& c, std::vector<int>& lost) {
+  { C::fault_tolerance_missing() } -> std::convertible_to<std::string>;
+  { c.shrink(lost) } -> std::same_as<C>;
 };
 /// Optional: which ranks share this one's cores (the trainer gives each its share of them).
 template <class C>

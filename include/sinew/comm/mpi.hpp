@@ -29,6 +29,15 @@
 #define MPICH_SKIP_MPICXX 1
 #endif
 #include <mpi.h>
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>  // Open MPI's extensions: ULFM's MPIX_Comm_revoke/shrink in Open MPI 5 (not in 4.1)
+#endif
+// Fault tolerance (User-Level Failure Mitigation): Open MPI 5 built with it (Debian 13's is), MPICH 4.
+#if defined(MPIX_ERR_PROC_FAILED) && defined(MPIX_ERR_REVOKED)
+#define SINEW_MPI_HAS_ULFM 1
+#else
+#define SINEW_MPI_HAS_ULFM 0
+#endif
 
 #include <boost/mpi/communicator.hpp>
 #include <boost/mpi/environment.hpp>
@@ -82,7 +91,24 @@ inline std::string mpi_error_text(int code) {
   return std::string(text, std::size_t(length));
 }
 
+/// Whether `code` says that a rank died (ULFM's error classes: the operation needed a dead rank, or a survivor
+/// revoked the communicator on seeing one die).
+inline bool is_rank_failure(int code) {
+#if SINEW_MPI_HAS_ULFM
+  int error_class = 0;
+  MPI_Error_class(code, &error_class);
+  return error_class == MPIX_ERR_PROC_FAILED || error_class == MPIX_ERR_PROC_FAILED_PENDING ||
+         error_class == MPIX_ERR_REVOKED;
+#else
+  (void)code;
+  return false;
+#endif
+}
+
 [[noreturn]] inline void throw_mpi_error(int code, int self, const mpi_site& site) {
+  if (is_rank_failure(code))
+    throw rank_lost("comm::Mpi: rank " + std::to_string(self) + ": " + site.describe() +
+                    " failed: a rank of the job died (" + mpi_error_text(code) + ")");
   throw comm_error("comm::Mpi: rank " + std::to_string(self) + ": " + site.describe() + " failed: " +
                    mpi_error_text(code));
 }
@@ -115,6 +141,27 @@ inline void abort_if_leaving() {
   std::fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, 1);
 }
+
+#if SINEW_MPI_HAS_ULFM
+}  // namespace detail
+}  // namespace sinew::comm
+#include <chrono>
+#include <thread>
+namespace sinew::comm {
+namespace detail {
+/// After a rank died (Mpi::shrink), registered with on_exit to run before MPI_Finalize: Open MPI 5's finalize can
+/// wait forever in its runtime's fence for the dead process (open-mpi/ompi#11404, seen here about one run in
+/// four), so a watchdog thread ends this process with its own exit status if finalizing takes over 5 s.
+inline void watch_finalize(int status, void*) {
+  std::thread([status] {
+    std::this_thread::sleep_for(std::chrono::seconds(5));
+    std::fprintf(stderr, "sinew: MPI_Finalize has not ended 5 s after the program did; a rank of the job died and "
+                         "Open MPI waits for it (open-mpi/ompi#11404): exiting without it, status %d\n", status);
+    std::fflush(nullptr);
+    std::_Exit(status);
+  }).detach();
+}
+#endif
 
 }  // namespace detail
 
@@ -420,6 +467,62 @@ class Mpi {
     return split;
   }
 
+  /// Empty when this MPI can go on after a rank dies (ULFM: Open MPI 5 with `mpirun --with-ft ulfm`), else the
+  /// sentence saying why not, for a strategy's `elastic` option to refuse with at start-up.
+  static std::string fault_tolerance_missing() {
+    mpi_environment();
+    char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+    int length = 0;
+    MPI_Get_library_version(version, &length);
+    std::string library(version, std::size_t(std::max(0, length)));
+    library = library.substr(0, library.find_first_of(",\n"));
+#if SINEW_MPI_HAS_ULFM
+    // Open MPI's runtime kills the whole job when a process dies unless mpirun was given --with-ft ulfm, which
+    // sets this parameter in every process's environment.
+    const char* enabled = std::getenv("OMPI_MCA_mpi_ft_enable");
+    const bool open_mpi = library.find("Open MPI") != std::string::npos;
+    if (open_mpi && (enabled == nullptr || !(std::string_view(enabled) == "1" || std::string_view(enabled) == "true")))
+      return "Open MPI's fault tolerance is off in this job (" + library + "): start it with `mpirun --with-ft ulfm`";
+    return {};
+#else
+    return "this MPI (" + library + ") has no fault tolerance (ULFM: MPIX_Comm_shrink); training on after a rank "
+           "dies needs Open MPI 5 (Debian 13) started with `mpirun --with-ft ulfm`";
+#endif
+  }
+
+  /// Collective over the ranks still alive, after one of this communicator's operations threw rank_lost:
+  /// revokes this communicator (so that every survivor's pending operation on it fails too, instead of
+  /// waiting for a peer that waits elsewhere) and returns a new one of the survivors, renumbered from 0 in
+  /// their order; `lost` gets the dead ranks' numbers in this one. Throws comm_error without fault tolerance.
+  Mpi shrink(std::vector<int>& lost) {
+#if SINEW_MPI_HAS_ULFM
+    const detail::mpi_site site{"shrink (MPIX_Comm_shrink)"};
+    MPIX_Comm_revoke(native());
+    MPI_Comm smaller = MPI_COMM_NULL;
+    detail::check_mpi(MPIX_Comm_shrink(native(), &smaller), rank_, site);
+    MPI_Group failed = MPI_GROUP_NULL, all = MPI_GROUP_NULL;
+    lost.clear();
+    if (MPIX_Comm_get_failed(native(), &failed) == MPI_SUCCESS && MPI_Comm_group(native(), &all) == MPI_SUCCESS) {
+      int count = 0;
+      MPI_Group_size(failed, &count);
+      std::vector<int> theirs(static_cast<std::size_t>(count));
+      for (int i = 0; i < count; ++i) theirs[std::size_t(i)] = i;
+      lost.resize(std::size_t(count));
+      MPI_Group_translate_ranks(failed, count, theirs.data(), all, lost.data());
+    }
+    if (failed != MPI_GROUP_NULL) MPI_Group_free(&failed);
+    if (all != MPI_GROUP_NULL) MPI_Group_free(&all);
+    Mpi survivors(smaller, -1);
+    MPI_Comm_free(&smaller);
+    static const bool watched = on_exit(detail::watch_finalize, nullptr) == 0;
+    (void)watched;
+    return survivors;
+#else
+    (void)lost;
+    throw comm_error("comm::Mpi: rank " + std::to_string(rank_) + ": shrink: " + fault_tolerance_missing());
+#endif
+  }
+
   /// Returns once every rank has called it. Collective.
   void barrier() {
     detail::check_mpi(MPI_Barrier(native()), rank_, {"barrier"});
@@ -527,6 +630,6 @@ class Mpi {
 };
 
 static_assert(CommunicatorPolicy<Mpi> && req::has_probe_any<Mpi> && req::has_hosts<Mpi> &&
-              req::has_shared_window<Mpi> && req::has_host_split<Mpi>);
+              req::has_shared_window<Mpi> && req::has_host_split<Mpi> && req::has_shrink<Mpi>);
 
 }  // namespace sinew::comm

@@ -46,6 +46,15 @@ class comm_error : public error {
   using error::error;
 };
 
+/// A rank of the job died, seen by an operation that needed it (comm::Mpi under Open MPI 5's fault tolerance,
+/// ULFM: `mpirun --with-ft ulfm`). Every survivor gets one from its next operation on that communicator, so a
+/// strategy that goes on without the dead rank (options.elastic) shrinks there; otherwise it ends the job as any
+/// comm_error does.
+class rank_lost : public comm_error {
+ public:
+  using comm_error::comm_error;
+};
+
 /// Training stopped on a preemption signal after every rank saved the run (Trainer::set_preemption): not a
 /// failure. Every rank throws it alike, so it ends no job on its way out; main returns exit_status().
 class preempted : public error {

@@ -51,6 +51,20 @@ class CachedLoader {
     next_sample_ = 0;
   }
 
+  /// Deals the following epochs to `rank` of `world_size` (data/loader_spec.hpp: req::has_redeal; the
+  /// elastic trainer calls it on the survivors after a rank died).
+  void redeal(int rank, int world_size) { plan_.redeal(rank, world_size); }
+
+  /// Restarts `epoch` at position `first` of its permutation, as the ranks dealt now share the rest of it;
+  /// returns the batches this rank gives until the epoch ends.
+  std::size_t start_epoch_at(int epoch, std::size_t first) {
+    order_ = plan_.epoch_indices(epoch, first);
+    epoch_ = epoch;
+    next_sample_ = 0;
+    const auto batch = static_cast<std::size_t>(plan_.batch_size());
+    return (order_.size() + batch - 1) / batch;
+  }
+
   /// Copies the next batch into images (NCHW floats) and labels and returns its samples; 0 at the end of the
   /// epoch (Loader contract).
   std::size_t next(std::span<float> images, std::span<std::int32_t> labels) {

@@ -27,6 +27,8 @@
 //                                  the first n * channels() * height() * width() images and n labels, and
 //                                  returns n: batch_size(), or less for a short last batch; 0 once the epoch
 //                                  is over, until the next start_epoch.
+// Optional: redeal(rank, world_size) and start_epoch_at(epoch, first) (req::has_redeal below), for the elastic
+// trainer: after them size() and batches_per_epoch() are the new deal's (the only change of those constants).
 // Optional: shuffle_seed(), the seed that with the epoch fixes the order; a checkpoint records it and a resumed
 // trainer refuses a loader with another (sinew's loaders and AnyLoader have it).
 // With several workers, each sees a disjoint share of the dataset per epoch; workers' size() may then differ
@@ -71,6 +73,17 @@ concept has_start_epoch = requires(L& loader, int epoch) { loader.start_epoch(ep
 template <class L>
 concept has_next = requires(L& loader, std::span<float> images, std::span<std::int32_t> labels) {
   { loader.next(images, labels) } -> std::same_as<std::size_t>;
+};
+
+/// Optional: dealing the data over fewer ranks mid-run (the elastic trainer, after a rank died; CachedLoader):
+/// redeal(rank, world_size) deals the following epochs as LoaderOptions{.rank, .world_size} would, and
+/// start_epoch_at(epoch, first) restarts `epoch` at position `first` of its shared permutation (the samples
+/// the ranks had dealt before), this rank taking first + rank, first + rank + world_size, ..., and returns its
+/// batches until the epoch ends.
+template <class L>
+concept has_redeal = requires(L& loader, int rank, int epoch, std::size_t first) {
+  loader.redeal(rank, rank);
+  { loader.start_epoch_at(epoch, first) } -> std::same_as<std::size_t>;
 };
 
 }  // namespace req

@@ -148,6 +148,10 @@ class Compressed : public S {
   template <SyncModePolicy M, OptimizerPolicy O>
   void start(std::span<float> params, O& optimizer) {
     static_assert(sizeof(mode<M>) > 0);
+    if (this->elastic())
+      throw comm_error("dist::Compressed: options.elastic is not supported with compression: each rank's error "
+                       "feedback residual (and PowerSGD's factors) would have to be re-dealt over the survivors; "
+                       "train uncompressed to go on after a rank dies");
     S::template start<M>(params, optimizer);
     if (tensors_.empty()) tensors_ = fallback_tensors(params.size());
     std::uint64_t layout = comm::fingerprint("tensors");

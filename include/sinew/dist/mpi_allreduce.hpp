@@ -61,6 +61,9 @@ class MpiAllReduce : public detail::allreduce_base<Comm, MpiAllReduce<Comm>> {
     bool overlap = true;          ///< start each bucket's all-reduce during backward (off: all after backward)
     /// waiting longer in a collective aborts the job naming silent ranks; 0: never
     double timeout_seconds = kDefaultTimeoutSeconds;
+    /// Go on without a rank that dies (ULFM: Open MPI 5 under `mpirun --with-ft ulfm`; refused at start()
+    /// elsewhere): the survivors shrink the communicator and the trainer re-deals the data over them.
+    bool elastic = false;
   };
 
   template <class M>
@@ -76,7 +79,7 @@ class MpiAllReduce : public detail::allreduce_base<Comm, MpiAllReduce<Comm>> {
   MpiAllReduce() : MpiAllReduce(options{}) {}
   /// Over the ranks of `comm` (by default all of the job's). Collective.
   explicit MpiAllReduce(options o, Comm comm = Comm())
-      : base(std::move(comm), {o.bucket_bytes, o.overlap, o.timeout_seconds}, "dist::MpiAllReduce"),
+      : base(std::move(comm), {o.bucket_bytes, o.overlap, o.timeout_seconds, o.elastic}, "dist::MpiAllReduce"),
         options_(std::move(o)) {}
 
   /// Collective: checks that every rank runs the same configuration (else comm_error naming the first rank
@@ -84,6 +87,7 @@ class MpiAllReduce : public detail::allreduce_base<Comm, MpiAllReduce<Comm>> {
   template <SyncModePolicy M, OptimizerPolicy O>
   void start(std::span<float> params, O&) {
     static_assert(sizeof(mode<M>) > 0);
+    if (options_.elastic) detail::require_fault_tolerance<Comm>("dist::MpiAllReduce");
     const std::vector<comm::Fact> buckets = this->bucket_facts(params.size());
     detail::agree_and_broadcast<Comm, O>(this->comm_, params, "dist::MpiAllReduce", options_.configuration, buckets);
   }
@@ -120,6 +124,13 @@ class MpiAllReduce : public detail::allreduce_base<Comm, MpiAllReduce<Comm>> {
     this->comm_.allreduce_sum(buffers);
     this->comm_.broadcast(buffers, 0);
   }
+
+  // shrink_after_loss's: the requests of the old communicator (revoked: each ends at once) are dropped.
+  void drop_in_flight() {
+    in_flight_.clear();
+    done_ = 0;
+  }
+  void after_shrink() {}
 
   bool poll() {
     for (; done_ < in_flight_.size(); ++done_) {

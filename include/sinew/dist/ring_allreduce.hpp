@@ -75,6 +75,11 @@ class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
     bool overlap = true;          ///< start each bucket's ring during backward (off: all after backward)
     /// waiting longer in a collective aborts the job naming silent ranks; 0: never
     double timeout_seconds = kDefaultTimeoutSeconds;
+    /// Go on without a rank that dies (ULFM: Open MPI 5 under `mpirun --with-ft ulfm`; refused at start()
+    /// elsewhere): the survivors shrink the communicator and the trainer re-deals the data over them. The ring
+    /// then sends messages (RingTransport::automatic means messages): a survivor spinning on a shared window
+    /// would never hear that its peer died.
+    bool elastic = false;
   };
 
   template <class M>
@@ -89,9 +94,10 @@ class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
   RingAllReduce() : RingAllReduce(options{}) {}
   /// Over the ranks of `comm` (by default all of the job's). Collective.
   explicit RingAllReduce(options o, Comm comm = Comm())
-      : base(std::move(comm), {o.bucket_bytes, o.overlap, o.timeout_seconds}, "dist::RingAllReduce"),
+      : base(std::move(comm), {o.bucket_bytes, o.overlap, o.timeout_seconds, o.elastic}, "dist::RingAllReduce"),
         options_(std::move(o)) {
     work_.host_ranks = options_.host_ranks;
+    if (options_.elastic && options_.transport == RingTransport::automatic) options_.transport = RingTransport::messages;
   }
 
   /// Collective: checks that every rank runs the same configuration (else comm_error naming the first rank
@@ -99,6 +105,12 @@ class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
   template <SyncModePolicy M, OptimizerPolicy O>
   void start(std::span<float> params, O&) {
     static_assert(sizeof(mode<M>) > 0);
+    if (options_.elastic) {
+      detail::require_fault_tolerance<Comm>("dist::RingAllReduce");
+      if (options_.transport != RingTransport::messages)
+        throw comm_error("dist::RingAllReduce: options.elastic needs RingTransport::messages (or automatic): a rank "
+                         "waiting on the shared window would never hear that a peer died");
+    }
     std::vector<comm::Fact> facts = {{"ring chunk size", ring_chunk_floats(this->comm_, options_.chunk_floats)},
                                      {"ring transport", std::size_t(options_.transport)},
                                      {"ring ranks per host", std::size_t(options_.host_ranks)}};
@@ -142,6 +154,18 @@ class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
   void sum_buffers(std::span<float> buffers) {
     ring_allreduce_sum(this->comm_, buffers, work_, options_.chunk_floats, options_.transport);
   }
+
+  // shrink_after_loss's: the rings of the old communicator are dropped; the ring sends messages when elastic,
+  // so there is no window to allocate again.
+  void drop_in_flight() {
+    ring_ = RingOperation<Comm>{};
+    queued_.clear();
+    running_ = false;
+    work_ = RingWorkspace<Comm>{};
+    statistics_work_ = RingWorkspace<Comm>{};
+    work_.host_ranks = options_.host_ranks;
+  }
+  void after_shrink() {}
 
   bool poll() {
     for (;;) {

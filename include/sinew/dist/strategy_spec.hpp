@@ -28,6 +28,13 @@
 // The trainer prefers it to all_agree: an all_agree between forward and backward is a point where every rank
 // waits for the slowest one's forward, and then again at the end of the step; deferred, the ranks meet once.
 // The all-reduce strategies (and dist::Compressed) have it.
+// Optional, for training on after a rank dies (req::has_elastic; the all-reduce strategies, options.elastic):
+//   s.elastic() -> bool             whether the trainer goes on when one of s's operations throws rank_lost;
+//   s.shrink_after_loss()           collective over the survivors: s continues on them (its communicator
+//     -> std::vector<int>           shrunk, nothing in flight) and returns the ranks lost; the parameters are as
+//                                   its last update() left them on this rank, wholly updated or not at all;
+//   s.communicator() -> C&          the survivors' communicator, over which the trainer takes the state of the
+//                                   survivor that got furthest and re-deals the data (trainer.hpp).
 // Optional, for strategies with ranks that do not train (dist::ParameterServer):
 //   s.template serve<M>(params, phases) -> std::size_t
 //                                   on a rank with is_worker() false, Trainer::train_epoch calls this instead of
@@ -137,6 +144,7 @@
 #include <cstddef>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "sinew/comm/agreement.hpp"
 #include "sinew/core/named_state.hpp"
@@ -181,6 +189,13 @@ template <class S>
 concept has_deferred_agreement = requires(S& s, bool ok) {
   { s.agree_during_update(ok) };
   { s.agreed() } -> std::convertible_to<bool>;
+};
+/// Elastic continuation of the contract above: going on without a rank that died.
+template <class S>
+concept has_elastic = requires(S& s) {
+  { s.elastic() } -> std::convertible_to<bool>;
+  { s.shrink_after_loss() } -> std::same_as<std::vector<int>>;
+  { s.communicator().size() } -> std::same_as<int>;
 };
 /// The buffer hook of the contract above: averages the model's running statistics over the workers.
 template <class S>

@@ -47,6 +47,8 @@ class with_defaults {
   }();
   /// S sums floats over its workers (sum_over_workers), as SyncBatchNorm2d needs.
   static constexpr bool kSumsOverWorkers = req::has_sum_over_workers<S>;
+  /// S can go on without a rank that died (req::has_elastic), if its options ask.
+  static constexpr bool kElastic = req::has_elastic<S>;
   /// Workers may take uneven numbers of steps in an epoch under M.
   static constexpr bool kUnevenEpochs = req::has_uneven_epochs<S, M>;
   /// The servers relay a preemption within a step under M (req::has_preemption_relay): it stops mid-epoch.
@@ -135,6 +137,13 @@ class with_defaults {
       return false;
   }
   /// @}
+  /// Whether the trainer goes on when a rank dies (kElastic and S's options.elastic).
+  bool elastic() const {
+    if constexpr (kElastic)
+      return s_.elastic();
+    else
+      return false;
+  }
   /// The deferred agreement (kDeferredAgreement); without it, every step is applied.
   /// @{
   void agree_during_update(bool ok) {

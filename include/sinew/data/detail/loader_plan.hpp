@@ -66,7 +66,12 @@ class loader_plan {
   }
 
   /// The dataset indices this rank visits in `epoch`, in order: samples() of them.
-  std::vector<std::size_t> epoch_indices(int epoch) const {
+  std::vector<std::size_t> epoch_indices(int epoch) const { return epoch_indices(epoch, 0); }
+
+  /// The same from position `first` of the epoch's permutation on (the rest of an epoch re-dealt after a rank
+  /// died: redeal): positions first + rank, first + rank + world, ..., as many as make this rank's batches of
+  /// what is left, dealt as a whole epoch is (drop_last: whole batches, as many on every rank).
+  std::vector<std::size_t> epoch_indices(int epoch, std::size_t first) const {
     const bool everything = options_.sharding == Sharding::every_worker_reads_all;
     std::vector<std::size_t> order;
     if (options_.shuffle) {
@@ -79,12 +84,35 @@ class loader_plan {
       order.resize(samples_);
       return order;
     }
-    // Rank r's share: positions r, r + world, r + 2 world, ... of the permutation, samples_ of them.
+    // Rank r's share: positions first + r, first + r + world, ... of the permutation.
     const auto rank = static_cast<std::size_t>(options_.rank), world = static_cast<std::size_t>(options_.world_size);
+    const std::size_t count = first == 0 ? samples_ : share_from(first);
     std::vector<std::size_t> share;
-    share.reserve(samples_);
-    for (std::size_t i = rank; i < order.size() && share.size() < samples_; i += world) share.push_back(order[i]);
+    share.reserve(count);
+    for (std::size_t i = first + rank; i < order.size() && share.size() < count; i += world) share.push_back(order[i]);
     return share;
+  }
+
+  /// Deals the following epochs to `rank` of `world_size` (the survivors after a rank died: the elastic trainer).
+  void redeal(int rank, int world_size) {
+    if (options_.sharding == Sharding::every_worker_reads_all)
+      throw data_error("loader: the data cannot be re-dealt over the ranks left after one died: with "
+                       "Sharding::every_worker_reads_all every worker reads the whole set in its own order, so there "
+                       "is nothing to re-deal (use Sharding::disjoint for elastic training)");
+    if (world_size < 1 || rank < 0 || rank >= world_size)
+      throw data_error("loader: redeal(" + std::to_string(rank) + ", " + std::to_string(world_size) +
+                       "): the rank must be in [0, world_size)");
+    options_.rank = rank, options_.world_size = world_size;
+    plan_shares(dataset_size_);
+  }
+
+  /// The samples this rank visits from position `first` of an epoch on (see epoch_indices).
+  std::size_t share_from(std::size_t first) const {
+    const auto rank = static_cast<std::size_t>(options_.rank), world = static_cast<std::size_t>(options_.world_size);
+    const auto batch = static_cast<std::size_t>(options_.batch_size);
+    const std::size_t left = dataset_size_ > first ? dataset_size_ - first : 0;
+    if (options_.drop_last) return left / world / batch * batch;
+    return left > rank ? (left - rank + world - 1) / world : 0;
   }
 
   /// Writes a record's image `in` (channels x its height x its width bytes) as image_size() resized, padded,

@@ -17,6 +17,7 @@
 #include "sinew/comm/agreement.hpp"
 #include "sinew/comm/communicator_spec.hpp"
 #include "sinew/core/elementwise.hpp"
+#include "sinew/core/error.hpp"
 #include "sinew/core/message_tags.hpp"
 #include "sinew/dist/buckets.hpp"
 #include "sinew/dist/options.hpp"
@@ -64,7 +65,22 @@ struct bucket_options {
   bool overlap = true;            ///< start each bucket's all-reduce during backward (off: all after backward)
   /// a collective waited on longer aborts the job, naming silent ranks; 0: never
   double timeout_seconds = kDefaultTimeoutSeconds;
+  bool elastic = false;  ///< go on without a rank that dies (see allreduce_base::shrink_after_loss)
 };
+
+/// The elastic option's check at start-up, the same on every rank: refuses (comm_error, every rank alike) where
+/// the communicator cannot go on after a rank dies, saying why.
+template <CommunicatorPolicy Comm>
+void require_fault_tolerance(std::string_view who) {
+  std::string why;
+  if constexpr (req::has_shrink<Comm>)
+    why = Comm::fault_tolerance_missing();
+  else
+    why = "its communicator cannot shrink to the ranks still alive (comm/communicator_spec.hpp: req::has_shrink)";
+  if (!why.empty())
+    throw comm_error(std::string(who) + ": options.elastic (training on after a rank dies) is not possible: " + why +
+                     "; without it a dead rank ends the job (docs/distribution-and-faults.md)");
+}
 
 /// What MpiAllReduce and RingAllReduce share: every rank is a worker; all_agree; the overlap hooks of
 /// strategy_spec.hpp; and the synchronous step (all-reduce the gradients bucket by bucket, divide by the rank
@@ -87,6 +103,32 @@ class allreduce_base {
 
   /// The buckets start() planned, in the order they are all-reduced (reverse layer order).
   std::span<const Bucket> buckets() const noexcept { return buckets_; }
+
+  /// Whether options.elastic is on: the trainer then goes on without a rank that dies (shrink_after_loss).
+  bool elastic() const noexcept { return options_.elastic; }
+
+  /// With options.elastic, on every survivor after one of this strategy's operations threw sinew::rank_lost
+  /// (collective over the survivors): the communicator becomes the survivors' (Comm::shrink, which revokes the
+  /// old one, so that no survivor waits in it for a peer that waits elsewhere), what was in flight on the old
+  /// one is dropped, and the next step sums over the survivors; the gradients of the interrupted step are
+  /// left half summed and the parameters as they were (elastic steps update only after every sum, below).
+  /// Returns the ranks lost, as the old communicator numbered them.
+  std::vector<int> shrink_after_loss() {
+    std::vector<int> lost;
+    if constexpr (req::has_shrink<Comm>) {
+      Comm survivors = comm_.shrink(lost);
+      derived().drop_in_flight();  // their requests belong to the old communicator, freed next
+      agreement_.reset();
+      comm_ = std::move(survivors);
+      in_step_ = busy_ = agreement_pending_ = false;
+      agreed_ = true;
+      next_bucket_ = began_ = finished_ = updated_bucket_ = updated_floats_ = 0;
+      derived().after_shrink();
+    } else {
+      require_fault_tolerance<Comm>(who_);
+    }
+    return lost;
+  }
 
   /// Whether `ok` holds on every rank; collective. The trainer asks this before acting on a local NaN loss,
   /// so that all ranks stop together instead of the healthy ones waiting forever in the next all-reduce.
@@ -196,23 +238,30 @@ class allreduce_base {
     ready_from_ = 0;
     submit_ready();
     phases.comm_hidden += std::max(0.0, hidden_seconds_ - busy_hook_seconds_);
+    // Elastic: no update before every sum has ended, so that a rank dying mid-step leaves each survivor's
+    // parameters either wholly updated or as they were (the trainer then takes the furthest).
+    bool whole = true;
     if constexpr (req::has_range_step<O>) {
-      double updating = 0;  // seconds in update pieces within the wait
-      wait_watched(
-          [&] {
-            const bool summed = derived().poll();
-            if (!agreement_known() || (updated_bucket_ < buckets_.size() && updated_bucket_ >= finished_ && !summed))
-              return false;
-            if (!agreed_ || updated_bucket_ == buckets_.size()) return summed;
-            updating += update_piece(params, optimizer);
-            return summed && updated_bucket_ == buckets_.size();
-          },
-          "the gradient all-reduce");
-      // On the timeline the wait spans the pieces updated within it (each an update event of its own).
-      phases.comm += metrics::lap(watch, timeline_, metrics::TraceKind::wait) - updating + hook_seconds_;
-      if (agreed_) optimizer.end_step();
-      phases.update += updating + watch.lap();
-    } else {
+      if (!options_.elastic) {
+        double updating = 0;  // seconds in update pieces within the wait
+        wait_watched(
+            [&] {
+              const bool summed = derived().poll();
+              if (!agreement_known() || (updated_bucket_ < buckets_.size() && updated_bucket_ >= finished_ && !summed))
+                return false;
+              if (!agreed_ || updated_bucket_ == buckets_.size()) return summed;
+              updating += update_piece(params, optimizer);
+              return summed && updated_bucket_ == buckets_.size();
+            },
+            "the gradient all-reduce");
+        // On the timeline the wait spans the pieces updated within it (each an update event of its own).
+        phases.comm += metrics::lap(watch, timeline_, metrics::TraceKind::wait) - updating + hook_seconds_;
+        if (agreed_) optimizer.end_step();
+        phases.update += updating + watch.lap();
+        whole = false;
+      }
+    }
+    if (whole) {
       wait_watched([&] { return derived().poll() && agreement_known(); }, "the gradient all-reduce");
       phases.comm += metrics::lap(watch, timeline_, metrics::TraceKind::wait) + hook_seconds_;
       if (agreed_) {
