@@ -670,7 +670,17 @@ class Trainer {
   EpochStats serve_epoch(EpochStats stats) {
     metrics::Stopwatch watch;
     ++epoch_;
-    stats.steps = strategy_.serve(model_.parameters(), stats.phases);
+    for (;;) try {
+      stats.steps = strategy_.serve(model_.parameters(), stats.phases);
+      break;
+    } catch (const rank_lost& lost) {  // elastic: a worker died; serve the rest of the epoch to the others
+      if (!strategy_.elastic()) throw;
+      const int was = strategy_.rank(), before = strategy_.world_size();
+      --epoch_;  // the workers' epoch, as the survivors agree on it
+      Recovery r = rejoin_survivors();
+      ++epoch_;
+      note_recovery(std::move(r), lost, was, before);
+    }
     epoch_batch_ = 0;  // a server resumed mid-epoch has served the epoch's rest
     if (strategy_.preempting()) {  // the workers stopped mid-epoch: their epoch, and this one, go on after a resume
       --epoch_;
@@ -820,52 +830,73 @@ class Trainer {
   }
 
   /// Records the loader for checkpoints; after a resume, refuses one that would give other batches.
-  // Elastic: a rank died during this rank's last step (rank_lost), on every survivor. The strategy shrinks to
-  // the survivors; they take the state of the one that completed the most steps (a rank that died mid-step may
-  // have let some survivors finish it: every elastic update is whole or nothing, so each survivor's parameters
-  // are those of its own last completed step); and the rest of the epoch, from the first sample no completed
-  // step trained, is dealt over them as a resume on fewer ranks would deal it (docs/checkpoints.md). Returns
-  // the batches of the epoch to train (those done before, then this rank's of the rest).
-  std::size_t go_on_without(const rank_lost& why, L& loader) {
-    const auto noticed = std::chrono::system_clock::now();
+  // Elastic (the strategy's options.elastic): a rank died (rank_lost), on every survivor, servers included. The
+  // strategy shrinks to the survivors; they take the state of the one that completed the most steps (a rank
+  // that died mid-step may have let some survivors finish it: every elastic update is whole or nothing, so each
+  // survivor's parameters are those of its own last completed step) or, under a parameter server, the servers'
+  // shards. Collective over the survivors.
+  Recovery rejoin_survivors() {
+    Recovery r;
+    r.noticed = std::chrono::system_clock::now();
     metrics::Stopwatch watch;
-    const int before = strategy_.world_size(), was = strategy_.rank();
-    std::vector<int> lost = strategy_.get().shrink_after_loss();
+    r.lost = strategy_.get().shrink_after_loss();
     auto& comm = strategy_.get().communicator();
-    const std::vector<std::uint64_t> steps = comm::gather_values(comm, std::uint64_t(step_));
-    const int root = int(std::max_element(steps.begin(), steps.end()) - steps.begin());
-    // The furthest survivor's state: parameters, optimizer state and counts. Buffers (BatchNorm's running
-    // statistics) stay each rank's own, as between epochs' averages.
-    comm.broadcast(model_.parameters(), root);
-    std::int64_t optimizer_steps = 0;
-    if constexpr (req::has_state<O>) {
-      const optim::StateView view = optimizer_.state();
-      for (const auto& [name, buffer] : view.buffers) comm.broadcast(buffer, root);
-      optimizer_steps = view.steps;
+    const std::vector<std::uint64_t> steps =
+        comm::gather_values(comm, strategy_.is_worker() ? std::uint64_t(step_) : std::uint64_t(0));
+    const std::size_t root = std::size_t(std::max_element(steps.begin(), steps.end()) - steps.begin());
+    if constexpr (requires { strategy_.get().share_shards(model_.parameters()); }) {
+      strategy_.get().share_shards(model_.parameters());  // the servers hold the parameters and the optimizer
+    } else {
+      // Buffers (BatchNorm's running statistics) stay each rank's own, as between epochs' averages.
+      comm.broadcast(model_.parameters(), int(root));
+      std::int64_t optimizer_steps = 0;
+      if constexpr (req::has_state<O>) {
+        const optim::StateView view = optimizer_.state();
+        for (const auto& [name, buffer] : view.buffers) comm.broadcast(buffer, int(root));
+        optimizer_steps = view.steps;
+      }
+      const std::vector<std::uint64_t> optimizer_counts = comm::gather_values(comm, std::uint64_t(optimizer_steps));
+      if constexpr (req::has_state<O>) optimizer_.set_steps(std::int64_t(optimizer_counts[root]));
     }
     const std::vector<std::uint64_t> counts = comm::gather_values(comm, std::uint64_t(epoch_batch_));
-    const std::vector<std::uint64_t> optimizer_counts = comm::gather_values(comm, std::uint64_t(optimizer_steps));
-    if constexpr (req::has_state<O>) optimizer_.set_steps(std::int64_t(optimizer_counts[std::size_t(root)]));
-    step_ = std::int64_t(steps[std::size_t(root)]);
-    epoch_batch_ = std::size_t(counts[std::size_t(root)]);
+    step_ = std::int64_t(steps[root]);
+    epoch_batch_ = std::size_t(counts[root]);
+    r.workers = strategy_.workers(), r.rank = strategy_.rank(), r.step = step_, r.epoch = epoch_;
+    r.seconds = watch.elapsed();
+    return r;
+  }
+
+  // Prints what rejoin_survivors did, and keeps it for recoveries().
+  void note_recovery(Recovery r, const rank_lost& why, int was, int before) {
+    std::string names;
+    for (const int dead : r.lost) names += (names.empty() ? "" : ", ") + std::to_string(dead);
+    char rest[96];
+    if (strategy_.is_worker())
+      std::snprintf(rest, sizeof rest, "the rest of epoch %d dealt from sample %zu", r.epoch, r.from_sample);
+    else
+      std::snprintf(rest, sizeof rest, "serving the rest of epoch %d to %d workers", r.epoch, r.workers);
+    std::fprintf(stderr, "sinew: rank %d of %d goes on as rank %d of %d: rank%s %s died (%s); from step %lld, %s, "
+                 "after %.3f s\n", was, before, r.rank, strategy_.world_size(), r.lost.size() == 1 ? "" : "s",
+                 names.empty() ? "?" : names.c_str(), why.what(), static_cast<long long>(r.step), rest, r.seconds);
+    recoveries_.push_back(std::move(r));
+  }
+
+  // On a worker, after a rank died in its last step: the survivors rejoin, and the rest of the epoch, from the
+  // first sample no completed step trained, is dealt over the workers left as a resume on fewer ranks would
+  // deal it (docs/checkpoints.md). Returns the batches of the epoch to train (those done, then this rank's rest).
+  std::size_t go_on_without(const rank_lost& why, L& loader) {
+    const int was = strategy_.rank(), before = strategy_.world_size(), workers_before = strategy_.workers();
+    Recovery r = rejoin_survivors();
     // The samples of this epoch's permutation that completed steps dealt: before the last re-deal, then
-    // batch x ranks per batch since.
+    // batch x workers per batch since.
     const std::size_t dealt = redealt_at_ + (epoch_batch_ - redealt_batch_) * std::size_t(loader.batch_size()) *
-                                                std::size_t(before);
-    loader.redeal(comm.rank(), comm.size());
+                                                std::size_t(workers_before);
+    loader.redeal(strategy_.worker_index(), strategy_.workers());
     const std::size_t rest = loader.start_epoch_at(epoch_, dealt);
     redealt_at_ = dealt, redealt_batch_ = epoch_batch_;
     loader_seen_ = facts_of(loader);
-    Recovery r{std::move(lost), comm.size(), comm.rank(), step_, epoch_, dealt, noticed, watch.elapsed()};
-    std::string names;
-    for (const int dead : r.lost) names += (names.empty() ? "" : ", ") + std::to_string(dead);
-    std::fprintf(stderr,
-                 "sinew: rank %d of %d trains on as rank %d of %d: rank%s %s died (%s); from step %lld, the rest of "
-                 "epoch %d re-dealt from sample %zu, after %.3f s\n",
-                 was, before, r.rank, r.workers,
-                 r.lost.size() == 1 ? "" : "s", names.empty() ? "?" : names.c_str(), why.what(),
-                 static_cast<long long>(step_), epoch_, dealt, r.seconds);
-    recoveries_.push_back(std::move(r));
+    r.from_sample = dealt;
+    note_recovery(std::move(r), why, was, before);
     return epoch_batch_ + rest;
   }
 

@@ -17,6 +17,10 @@
 //                                      without it to the end of epoch 2 and end bit for bit (MPI: within
 //                                      rounding) where the resumed run of the checkpoint ends, and train again
 //                                      within kMostSeconds of the kill.
+//   elastic_main elastic DIR ps        on 4 ranks (3 workers, 1 server) with options.elastic: worker rank 2 kills
+//                                      itself as above; the others must go on (elastic_ps says what is checked)
+//   elastic_main elastic DIR ps-server the same, but the server dies in epoch 1: the job must end, every
+//                                      worker naming the dead server
 // Every rank that checks prints "elastic: rank R passes" or its failures, and exits 1 on a failure.
 #include <signal.h>
 
@@ -28,6 +32,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../support/resume.hpp"
@@ -35,6 +40,7 @@
 #include "sinew/comm/mpi.hpp"
 #include "sinew/data.hpp"
 #include "sinew/dist/mpi_allreduce.hpp"
+#include "sinew/dist/parameter_server.hpp"
 #include "sinew/dist/ring_allreduce.hpp"
 #include "sinew/trainer.hpp"
 
@@ -47,6 +53,7 @@ using Net = Sequential<Input<1, 12, 12>, Conv2d<4, 3>, BatchNorm2d, ReLU, MaxPoo
                        Dense<2>>;
 using Ring = dist::RingAllReduce<Mpi>;
 using Mpis = dist::MpiAllReduce<Mpi>;
+using Server = dist::ParameterServer<Mpi, 1>;
 template <class S>
 using TrainerOf = Trainer<Net, backend::OneDnn, S, Sync, optim::Sgd>;
 constexpr TrainerOptions kOptions{.threads = 1, .seed = 7, .warmup_steps = 0};
@@ -198,6 +205,95 @@ void elastic(const fs::path& dir, const std::string& name) {
   }
 }
 
+/// The parameter server (Sync, one server) on 4 ranks: worker rank 2 kills itself after epoch 1's
+/// kStepsBefore-th step; the two other workers and the server must go on to the end of epoch 2, every worker
+/// holding the servers' parameters. (A parameter server saves only between epochs, so there is no mid-epoch
+/// checkpoint to compare with: this checks the recovery, the counts and that training goes on.)
+void elastic_ps(const fs::path& dir) {
+  TrainerOf<Server> t(kOptions, kSgd, Server(options_of<Server>(true)));
+  auto data = test::worker_loader(t);
+  const int rank = t.dist().rank();
+  std::int64_t trained_again_ns = 0;
+  double first_loss = 0, last_loss = 0;
+  t.set_step_callback([&](const StepInfo& i) {
+    if (i.steps_done == 1) first_loss = i.loss;
+    last_loss = i.loss;
+    if (i.epoch == 1 && i.step + 1 == kStepsBefore && rank == 2) {
+      std::ofstream(dir / "ps.killed") << now_ns() << "\n";
+      std::fprintf(stderr, "elastic: rank 2 kills itself after step %lld\n", static_cast<long long>(i.steps_done));
+      std::fflush(stderr);
+      raise(SIGKILL);
+    }
+    if (!t.recoveries().empty() && trained_again_ns == 0) trained_again_ns = now_ns();
+  });
+  const bool worker = t.dist().is_worker();
+  const EpochStats zero = t.train_epoch(data);
+  const EpochStats one = t.train_epoch(data);
+  const EpochStats two = t.train_epoch(data);
+  check(t.recoveries().size() == 1, "ps: recoveries: " + std::to_string(t.recoveries().size()) + ", not 1");
+  if (t.recoveries().size() == 1) {
+    const Recovery& r = t.recoveries()[0];
+    check(r.lost == std::vector<int>{2}, "ps: the lost ranks are not {2}");
+    check(t.dist().workers() == 2 && t.dist().world_size() == 3,
+          "ps: " + std::to_string(t.dist().workers()) + " workers of " + std::to_string(t.dist().world_size()) +
+              " ranks after the loss, not 2 of 3");
+    if (worker) {
+      check(r.step == std::int64_t(4 + kStepsBefore), "ps: went on from step " + std::to_string(r.step));
+      check(r.from_sample == 3 * kStepsBefore * 8, "ps: re-dealt from sample " + std::to_string(r.from_sample));
+      std::ifstream killed_file(dir / "ps.killed");
+      std::int64_t killed_ns = 0;
+      killed_file >> killed_ns;
+      const double seconds = double(trained_again_ns - killed_ns) * 1e-9;
+      std::printf("elastic: ps: worker rank %d took the servers' shards in %.3f s; %.3f s from the kill to its next "
+                  "completed step\n", rank, r.seconds, seconds);
+      check(killed_ns > 0 && trained_again_ns > killed_ns && seconds <= kMostSeconds,
+            "ps: from the kill to the next completed step: " + std::to_string(seconds) + " s");
+      check(one.steps == kStepsBefore + 3 && two.steps == 6,
+            "ps: steps of epochs 1 and 2: " + std::to_string(one.steps) + " and " + std::to_string(two.steps));
+      check(std::isfinite(last_loss) && last_loss < 0.5 * first_loss,
+            "ps: the loss went from " + std::to_string(first_loss) + " to " + std::to_string(last_loss));
+    } else {
+      check(zero.steps == 4 && one.steps == kStepsBefore + 3 && two.steps == 6,
+            "ps: the server's steps in epochs 0, 1, 2: " + std::to_string(zero.steps) + ", " +
+                std::to_string(one.steps) + ", " + std::to_string(two.steps));
+    }
+  }
+  // Every worker holds the servers' parameters at the end of an epoch: the same floats (the server's 0s count
+  // nothing); gather_values compares their fingerprints.
+  std::uint64_t print = 0;
+  if (worker) {
+    const auto p = t.model().parameters();
+    print = comm::fingerprint(std::string_view(reinterpret_cast<const char*>(p.data()), p.size() * sizeof(float)));
+  }
+  const std::vector<std::uint64_t> prints = comm::gather_values(t.dist().communicator(), print);
+  check(prints.size() == 3 && prints[0] == prints[1] && prints[0] != 0,
+        "ps: the two workers end with different parameters");
+}
+
+/// The parameter server with options.elastic on 4 ranks, whose server (rank 3) kills itself during epoch 1: its
+/// shard dies with it, so every worker must end the job with the sentence that names it (the driver checks).
+void elastic_ps_server_dies() {
+  TrainerOf<Server> t(kOptions, kSgd, Server(options_of<Server>(true)));
+  auto data = test::worker_loader(t);
+  if (!t.dist().is_worker()) {
+    t.train_epoch(data);
+    // In the middle of epoch 1, whose steps the workers slow down to 50 ms: a server has no step callback.
+    std::thread([rank = t.dist().rank()] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(75));
+      std::fprintf(stderr, "elastic: server rank %d kills itself during epoch 1\n", rank);
+      std::fflush(stderr);
+      raise(SIGKILL);
+    }).detach();
+    t.train_epoch(data);
+    t.train_epoch(data);
+    return;
+  }
+  t.train_epoch(data);
+  t.set_step_callback([](const StepInfo&) { std::this_thread::sleep_for(std::chrono::milliseconds(50)); });
+  for (int e = 1; e < 3; ++e) t.train_epoch(data);
+  check(false, "ps: the workers trained on after their server died");
+}
+
 template <class S>
 int run(const std::string& mode, const fs::path& dir, const std::string& name) {
   if (mode == "save") save<S>(dir, name);
@@ -221,12 +317,17 @@ int main(int argc, char** argv) {
     if (mode == "refuse") {
       refuse<Ring>();
       refuse<Mpis>();
+      refuse<Server>();
     } else if (argc == 4 && std::string(argv[3]) == "ring") {
       run<Ring>(mode, argv[2], "ring");
     } else if (argc == 4 && std::string(argv[3]) == "mpi") {
       run<Mpis>(mode, argv[2], "mpi");
+    } else if (argc == 4 && std::string(argv[3]) == "ps" && mode == "elastic") {
+      elastic_ps(argv[2]);
+    } else if (argc == 4 && std::string(argv[3]) == "ps-server" && mode == "elastic") {
+      elastic_ps_server_dies();
     } else {
-      std::fprintf(stderr, "usage: elastic_main ulfm | refuse | save|resume|elastic DIR ring|mpi\n");
+      std::fprintf(stderr, "usage: elastic_main ulfm | refuse | save|resume|elastic DIR ring|mpi | elastic DIR ps\n");
       return 2;
     }
   } catch (const std::exception& e) {

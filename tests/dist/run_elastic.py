@@ -7,7 +7,8 @@
 --refuse runs `refuse` on the command's ranks, without fault tolerance: every rank must pass (each trainer
 refuses options.elastic with a sentence). Otherwise, when this build's MPI has ULFM (`elastic_main ulfm`; else
 exit 77, skipped, with the reason): `save DIR S` on 3 ranks, `resume DIR S` on 2, then `elastic DIR S` on 3
-with `--with-ft ulfm` added after mpiexec, where rank 2 kills itself: the two survivors must pass. Removes DIR.
+with `--with-ft ulfm` added after mpiexec, where rank 2 kills itself: the two survivors must pass. With
+--strategy ps only the elastic run, on 4 ranks (3 workers and a server): the three survivors must pass. Removes DIR.
 """
 import argparse
 import re
@@ -37,7 +38,7 @@ def passes(output):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--refuse", action="store_true")
-    parser.add_argument("--strategy", choices=("ring", "mpi"))
+    parser.add_argument("--strategy", choices=("ring", "mpi", "ps", "ps-server"))
     parser.add_argument("--timeout", type=float, default=90)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
@@ -71,20 +72,33 @@ def main():
     problems = []
     try:
         s = args.strategy
-        _, code = run(with_ranks(3) + ["save", directory, s], args.timeout)
-        if code != 0:
-            problems.append(f"the saving run exited {code}")
-        if not problems:
-            _, code = run(with_ranks(2) + ["resume", directory, s], args.timeout)
+        if s == "ps-server":  # the server dies: the job must end, the workers naming it
+            output, code = run(with_ranks(4, ft=True) + ["elastic", directory, s], args.timeout)
+            if code is None:
+                problems.append("the job hangs after its server died")
+            elif code == 0:
+                problems.append("the job exited 0 after its server died")
+            if "server rank 3 died" not in output:
+                problems.append("no worker names the dead server (\"server rank 3 died\")")
+            if "trained on after their server died" in output:
+                problems.append("the workers trained on without their server")
+        elif s != "ps":  # a parameter server saves only between epochs: no reference run (elastic_main.cpp)
+            _, code = run(with_ranks(3) + ["save", directory, s], args.timeout)
             if code != 0:
-                problems.append(f"the resuming run exited {code}")
-        if not problems:
-            output, code = run(with_ranks(3, ft=True) + ["elastic", directory, s], args.timeout)
+                problems.append(f"the saving run exited {code}")
+            if not problems:
+                _, code = run(with_ranks(2) + ["resume", directory, s], args.timeout)
+                if code != 0:
+                    problems.append(f"the resuming run exited {code}")
+        if not problems and s != "ps-server":
+            # The parameter server: 3 workers and the server (rank 3); worker rank 2 dies.
+            output, code = run(with_ranks(4 if s == "ps" else 3, ft=True) + ["elastic", directory, s], args.timeout)
             if code is None:
                 problems.append("the elastic run hangs")
+            survivors = {0, 1, 3} if s == "ps" else {0, 1}
             ranks = passes(output)
-            if ranks != {0, 1} or "FAILS" in output:
-                problems.append(f"the survivors passing are {sorted(ranks)}, not [0, 1]")
+            if ranks != survivors or "FAILS" in output:
+                problems.append(f"the survivors passing are {sorted(ranks)}, not {sorted(survivors)}")
             if "rank 2 kills itself" not in output:
                 problems.append("rank 2 did not kill itself")
     finally:

@@ -230,6 +230,11 @@ class ParameterServer {
     /// gradient's staleness + 1 (the staleness-aware step of Zhang et al., IJCAI 2016), so that a gradient
     /// computed on parameters many updates old moves them less. Sync has no staleness and ignores it.
     bool staleness_scaled_lr = false;
+    /// Sync only: go on without a worker that dies (ULFM: Open MPI 5 under `mpirun --with-ft ulfm`; refused at
+    /// start() elsewhere, and in the other modes, whose workers are at different places of the epoch): the
+    /// survivors shrink the communicator, every worker takes the servers' shards, and the trainer deals the
+    /// rest of the epoch over the workers left. A server that dies ends the job, naming it (its shard is lost).
+    bool elastic = false;
   };
 
   /// Every sync mode runs on servers; Async and BoundedStaleness<K> let workers take uneven numbers of steps.
@@ -363,11 +368,62 @@ class ParameterServer {
     return false;
   }
 
+  /// Whether options.elastic is on: the trainer goes on without a worker that dies (shrink_after_loss).
+  bool elastic() const noexcept { return options_.elastic; }
+
+  /// With options.elastic, on every survivor after an operation threw sinew::rank_lost (collective over the
+  /// survivors): the communicator becomes the survivors' (Comm::shrink), what was in flight is dropped, and the
+  /// servers serve the workers left. Returns the ranks lost, as the old communicator numbered them. Throws
+  /// comm_error on every survivor if a server died: its shard of the parameters and of the optimizer's state
+  /// died with it.
+  std::vector<int> shrink_after_loss() {
+    std::vector<int> lost;
+    if constexpr (req::has_shrink<Comm>) {
+      const int workers_before = workers();
+      Comm survivors = comm_.shrink(lost);
+      requests_.clear();  // of the old communicator, freed next
+      comm_ = std::move(survivors);
+      for (const int r : lost)
+        if (r >= workers_before)
+          throw comm_error("dist::ParameterServer: server rank " + std::to_string(r) + " died: its shard of the "
+                           "parameters and of the optimizer's state died with it, so the job cannot go on "
+                           "(options.elastic goes on without workers only); resume from the last checkpoint");
+      if (comm_.size() <= Servers)
+        throw comm_error("dist::ParameterServer: every worker died; nothing is left to train");
+      const std::size_t w = std::size_t(workers());
+      peers_.assign(w, peer::running);
+      clocks_.assign(w, 0);
+      held_.assign(w, false);
+      update_seconds_.assign(w, 0.0f);
+      last_heard_.assign(w, metrics::clock::now());
+    } else {
+      detail::require_fault_tolerance<Comm>("dist::ParameterServer");
+    }
+    return lost;
+  }
+
+  /// After shrink_after_loss, collective: every server's shard of the parameters, as its last step left it, to
+  /// every rank, and its version (the step a worker's next gradient is computed on). In Sync a worker that died
+  /// between pushing to one server and to another can leave the shards a step apart.
+  void share_shards(std::span<float> params) {
+    for (int s = 0; s < Servers; ++s) comm_.broadcast(slice(params, s), server_rank(s));
+    const std::vector<std::uint64_t> steps =
+        comm::gather_values(comm_, is_worker() ? std::uint64_t(0) : std::uint64_t(counters_.steps));
+    for (int s = 0; s < Servers; ++s) versions_[std::size_t(s)] = detail::version_of(steps[std::size_t(server_rank(s))]);
+  }
+
   /// Collective over every rank, servers included: checks that every rank runs the same configuration (else
   /// comm_error naming the first rank that differs), then gives every rank rank 0's parameters; servers build
   /// their shard's optimizer.
   template <SyncModePolicy M, OptimizerPolicy O>
   void start(std::span<float> params, O& optimizer) {
+    if (options_.elastic) {
+      if constexpr (!std::same_as<M, Sync>)
+        throw comm_error("dist::ParameterServer: options.elastic needs Sync: in " + std::string(M::kName) +
+                         " the workers are at different places of the epoch when one dies, so the rest of it "
+                         "cannot be dealt over the others");
+      detail::require_fault_tolerance<Comm>("dist::ParameterServer");
+    }
     const comm::Fact facts[] = {{"number of servers", std::uint64_t(Servers)},
                                 {"sync mode", comm::fingerprint(M::kName), true},
                                 {"staleness bound", std::uint64_t(std::int64_t(detail::kStalenessBound<M>))}};
@@ -442,7 +498,8 @@ class ParameterServer {
     std::fill(peers_.begin(), peers_.end(), peer::running);
     std::fill(clocks_.begin(), clocks_.end(), 0);
     std::fill(held_.begin(), held_.end(), false);
-    const std::size_t steps_before = counters_.steps;
+    // Called again for the same epoch after a worker died (elastic): its steps count from the epoch's start.
+    if (!serving_) serving_ = true, epoch_steps_from_ = counters_.steps;
     std::fill(last_heard_.begin(), last_heard_.end(), metrics::clock::now());
     preempting_ = false;
     metrics::Stopwatch watch;
@@ -460,7 +517,8 @@ class ParameterServer {
     phases.update += update_time_;
     phases.comm += watch.elapsed() - update_time_;
     ++epoch_;
-    return counters_.steps - steps_before;
+    serving_ = false;
+    return counters_.steps - epoch_steps_from_;
   }
 
  private:
@@ -797,6 +855,8 @@ class ParameterServer {
   std::vector<float> update_seconds_; // of each waiting worker's gradient
   std::vector<metrics::clock::time_point> last_heard_;  // a message from, or a reply to, each worker
   double update_time_ = 0;
+  bool serving_ = false;               // inside an epoch's serve() (again after a worker died)
+  std::size_t epoch_steps_from_ = 0;   // counters_.steps when the epoch's serving began
 };
 
 static_assert(StrategyPolicy<ParameterServer<comm::example::single_process, 1>>);
