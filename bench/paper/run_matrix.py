@@ -115,13 +115,16 @@ def mpirun_command(args, system, mode, ranks):
         # scripts/cluster pins host i to core(s) of its own while hosts x slots fit the cores (slots 1 here:
         # the servers share their worker's core); with more hosts than cores every host sees them all.
         own = cores // args.hosts if args.hosts <= cores else 0
-        threads = args.threads or max(1, (own or cores) // per_host)
+        # sharing: every rank of every host on the same cores, so the threads split them all
+        threads = args.threads or max(1, own // per_host if own else cores // ranks)
         where = f"{own} core{'s' if own > 1 else ''} of its own (taskset)" if own else \
             f"all {cores} cores, shared by the {args.hosts} hosts (more hosts than cores)"
         binding = (f"{args.hosts} scripts/cluster hosts, each on {where}; {per_host} rank{'s' if per_host > 1 else ''}"
                    f" per host (--map-by node), {threads} thread{'s' if threads > 1 else ''} each")
         if own and per_host * threads > own:
             binding += f"; oversubscribed: {per_host * threads} threads on {own} core{'s' if own > 1 else ''}"
+        elif not own and ranks * threads > cores:
+            binding += f"; oversubscribed: {ranks * threads} threads on {cores} cores"
         cmd = [CLUSTER, "run", "--", "mpirun", "-np", str(ranks), "--map-by", "node", "--oversubscribe"]
     else:
         threads = args.threads or max(1, cores // ranks)
@@ -284,8 +287,9 @@ def merge_repeats(out, runs, args, commit):
                           "binding": r["binding"], "emulated": bool(args.hosts)}
         r["link"] = {"name": args.link if args.hosts else "none",
                      "rate_bits_per_second": LINKS[args.link] if args.hosts else None,
-                     "alpha_seconds": r.get("link_alpha_seconds"),
-                     "beta_seconds_per_byte": r.get("link_beta_seconds_per_byte"),
+                     # the medians over the repeats (each repeat's own is in repeats[])
+                     "alpha_seconds": median([x.get("link_alpha_seconds") for x in reps]),
+                     "beta_seconds_per_byte": median([x.get("link_beta_seconds_per_byte") for x in reps]),
                      "between": "ranks 0 and 1 (hosts h0 and h1)" if args.hosts else "ranks 0 and 1 (one host)"}
         r["repeats"] = [{"step_seconds": x["step_seconds_median"], "phases_seconds_per_step": x["phases_seconds_per_step"],
                          "operators_seconds_per_step": x["operators_seconds_per_step"],
@@ -926,9 +930,10 @@ def write_report(out, records, failures, figures, args):
 
 # ----------------------------------------------------------------------------------------------------------------
 
-def check(out, expected_runs, workers=WORKERS, repeats=None):
+def check(out, expected_runs, workers=WORKERS, repeats=None, timed=None):
     """Checks the output's content; returns the problems (empty: all good). workers: the workers each run had
-    (--hosts, or the paper's 3); repeats: the repeats each record must hold (None: any)."""
+    (--hosts, or the paper's 3); repeats: the repeats each record must hold; timed: net -> the timed steps each
+    repeat must have had (None: any)."""
     import figures as figs  # noqa: the sibling script
     problems = []
     records = load_records(out)
@@ -973,6 +978,9 @@ def check(out, expected_runs, workers=WORKERS, repeats=None):
         if not r["timed_steps"] or r["timed_steps"] < 1 or any(len(x["step_seconds_each"]) != r["timed_steps"]
                                                              for x in r["repeats"]):
             problems.append(f"{who}: timed_steps {r['timed_steps']} does not match each repeat's steps")
+        elif timed and r["timed_steps"] < timed.get(net_id(r), 0):
+            problems.append(f"{who}: {r['timed_steps']} timed steps, {timed[net_id(r)]} asked for (an epoch too "
+                            "short: more --generated-samples, or --epochs)")
         if sorted(r["phases_seconds_per_step"]) != sorted(PHASES) or r["phases_seconds_per_step"]["forward"] <= 0:
             problems.append(f"{who}: phases per step {r['phases_seconds_per_step']}")
         pl = r["placement"]
@@ -1052,7 +1060,11 @@ def main():
     args.warmup = args.warmup if args.warmup is not None else (2 if args.quick else WARMUP)
     args.timed_steps = args.timed_steps or (6 if args.quick else 0)
     args.eval_samples = args.eval_samples if args.eval_samples is not None else (120 if args.quick else 10000)
-    args.generated_samples = args.generated_samples or (1200 if args.quick else 50000)
+    # Generated data: enough images that one epoch holds the warm-up and the timed steps for every worker, also
+    # asynchronous TensorFlow's (each worker an epoch's third of the whole set's batches).
+    longest = args.warmup + max(timed_steps(args, n) for n in NETS)
+    args.generated_samples = args.generated_samples or max(1200 if args.quick else 50000,
+                                                           longest * LOCAL_BATCH * (args.hosts or WORKERS) + 1)
     if args.hosts < 0 or (args.hosts and args.hosts < 2):
         sys.exit("run_matrix: --hosts needs 2 or more hosts (0: one host, as before)")
     nets = args.nets.split(",") if args.nets else (NETS[:1] if args.quick else NETS)
@@ -1099,7 +1111,9 @@ def main():
         print(f"{len(records)} records, {len(written)} figures, {len(rows)} findings: "
               f"{os.path.join(out, 'REPRODUCTION.md')} [{time.time() - started:.0f} s of runs]")
     if args.check or args.check_only:
-        problems = check(out, runs, args.hosts or WORKERS, None if args.check_only else args.repeats)
+        problems = check(out, runs, args.hosts or WORKERS, None if args.check_only else args.repeats,
+                         None if args.check_only or args.steps or args.epochs else
+                         {n: timed_steps(args, n) for n in nets})
         for p in problems:
             print("check: " + p)
         if problems:
