@@ -18,6 +18,7 @@ import json
 import math
 import os
 import sys
+import textwrap
 
 import matplotlib
 
@@ -74,7 +75,20 @@ def expected(nets):
     return names
 
 
+def wrap_titles(fig):
+    """Titles wrapped to their width (a figure of one net's panel is narrow), so none is clipped."""
+    def wrap(t, inches):
+        if t is None or not t.get_text():
+            return
+        chars = max(30, int(inches * 72 / (0.55 * t.get_fontsize())))
+        t.set_text("\n".join(textwrap.fill(line, chars) for line in t.get_text().split("\n")))
+    wrap(fig._suptitle, fig.get_size_inches()[0])
+    for ax in fig.axes:
+        wrap(ax.title, ax.get_position().width * fig.get_size_inches()[0] + 0.8)
+
+
 def save(fig, out, name, written, layout=True):
+    wrap_titles(fig)
     if layout:
         fig.tight_layout()
     for ext in ("png", "svg"):
@@ -260,6 +274,7 @@ def draw_all(records, out):
         a.set_title(what, fontsize=10)
     fig.suptitle("Table V: communication per epoch (step - load - forward - backward) x "
                  f"{PAPER_STEPS_PER_EPOCH} steps, mean over the CIFAR-10 nets\n" + subtitle(records), fontsize=10)
+    wrap_titles(fig)
     fig.tight_layout(rect=(0, 0, 1, 0.9))
     save(fig, out, "table5_comm", written, layout=False)
 
@@ -267,7 +282,8 @@ def draw_all(records, out):
     most = max(sum(1 for r in records if net_id(r) == n) for n in nets)
     cols = min(len(nets), 3)
     rows_n = (len(nets) + cols - 1) // cols
-    fig, axes = plt.subplots(rows_n, cols, figsize=(5.2 * cols, (0.26 * most + 1.2) * rows_n + 1.4), squeeze=False)
+    fig, axes = plt.subplots(rows_n, cols, figsize=(max(7.5, 5.2 * cols), (0.26 * most + 1.2) * rows_n + 1.6),
+                             squeeze=False)
     for ax in list(axes.flat)[len(nets):]:
         ax.axis("off")
     for ax, n in zip(axes.flat, nets):
@@ -286,9 +302,11 @@ def draw_all(records, out):
         ax.set_title(n, fontsize=10)
     handles = [Patch(color="tab:orange", label="cached loader (TensorFlow, ChainerMN, CNTK, loader=cached)"),
                Patch(color="tab:blue", label="streaming loader (PyTorch, MXNet)")]
-    fig.legend(handles=handles, fontsize=8, loc="lower center", ncol=2)
+    fig.legend(handles=handles, fontsize=8, loc="lower center", ncol=2 if cols > 1 else 1)
     fig.suptitle("Memory per loader, per net\n" + subtitle(records), fontsize=10)
-    fig.tight_layout(rect=(0, 0.5 / fig.get_size_inches()[1], 1, 1 - 0.6 / fig.get_size_inches()[1]))
+    wrap_titles(fig)
+    fig.tight_layout(rect=(0, (0.5 if cols > 1 else 0.7) / fig.get_size_inches()[1], 1,
+                           1 - 0.7 / fig.get_size_inches()[1]))
     save(fig, out, "memory_per_loader", written, layout=False)
 
     # Each swap, in the findings table's direction: the preset's step / the swap's (> 1: the swap is faster),

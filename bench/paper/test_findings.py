@@ -2,7 +2,8 @@
 """Unit tests of run_matrix.py's verdicts on constructed records (ctest bench_paper_findings; no run, no build):
 a comparison of one configuration or one kernel with itself is never "reproduced", a ratio inside the noise floor
 is "not reproduced" (so "direction only" at best), the A/A pair sets the floor, the findings that cannot differ
-here say "untestable here", and Table V is the paper's residual in seconds per epoch of the paper's length.
+here say "untestable here", Table V is the paper's residual in seconds per epoch of the paper's length, and
+--hosts places a worker per host with its servers beside it.
 
   /usr/bin/python3 bench/paper/test_findings.py
 """
@@ -148,6 +149,46 @@ class Findings(unittest.TestCase):
         m = self.matrix({sm: 0.01 * (i + 1) for i, sm in enumerate(KIND)})
         for r in rm.findings(m):
             self.assertTrue(any(v in r["reproduced"] for v in rm.VERDICTS), r)
+
+
+class Placement(unittest.TestCase):
+    """--hosts: one worker per host, a parameter server's servers beside them, each host on cores of its own."""
+
+    class Args:
+        threads = 0
+
+        def __init__(self, hosts):
+            self.hosts = hosts
+
+    def test_two_hosts_of_one_core(self):
+        cores = os.cpu_count()
+        if cores < 2:
+            self.skipTest("needs 2 cores")
+        args = self.Args(2)
+        self.assertEqual(rm.ranks_of(args, "pytorch", "sync"), (2, 2))
+        self.assertEqual(rm.ranks_of(args, "mxnet", "sync"), (2, 4))
+        cmd, threads, binding = rm.mpirun_command(args, "mxnet", "sync", 4)
+        self.assertEqual(cmd[:2], [rm.CLUSTER, "run"])
+        self.assertIn("--map-by", cmd)
+        self.assertEqual(cmd[cmd.index("--map-by") + 1], "node")  # worker i and server i on host i
+        self.assertIn("2 ranks per host", binding)
+        self.assertEqual(threads, max(1, cores // 2 // 2))
+        if cores == 2:
+            self.assertIn("oversubscribed", binding)  # a worker and its server on one core
+        cmd, threads, binding = rm.mpirun_command(args, "pytorch", "sync", 2)
+        self.assertIn("of its own (taskset)", binding)
+        self.assertNotIn("oversubscribed", binding)
+
+    def test_more_hosts_than_cores_share_them(self):
+        args = self.Args(os.cpu_count() + 1)
+        _, threads, binding = rm.mpirun_command(args, "pytorch", "sync", args.hosts)
+        self.assertEqual(threads, 1)
+        self.assertIn("shared by the", binding)
+
+    def test_parameter_server_targets_for_other_host_counts(self):
+        self.assertEqual(rm.target_of("mxnet", "sync", "lenet5_cifar10", 2), "paper_mxnet_lenet5_cifar10_2hosts")
+        self.assertEqual(rm.target_of("mxnet", "sync", "lenet5_cifar10", 3), "paper_mxnet_lenet5_cifar10")
+        self.assertEqual(rm.target_of("pytorch", "sync", "lenet5_cifar10", 2), "paper_pytorch_lenet5_cifar10")
 
 
 if __name__ == "__main__":
