@@ -20,7 +20,9 @@
 // seconds of each epoch (the slowest worker's; time_per_epoch_seconds and the phases and operators leave out
 // the first epoch, which sets up, when there are more), the phases per epoch (load / forward / backward / exposed
 // comm / hidden comm / update, the workers' mean), the operator profile per epoch (rank 0's), peak resident
-// memory of every rank, training and held-out accuracy.
+// memory of every rank, training and held-out accuracy; and per step, after --warmup steps: the slowest worker's
+// time of each step, the workers' mean phases and rank 0's operators (the unit run_matrix.py compares), with
+// the link between ranks 0 and 1 when --pingpong asks.
 #pragma once
 
 #include <mpi.h>
@@ -50,6 +52,9 @@ struct Settings {
   int generated_samples = 3000;              ///< generated training images (the held-out set: a fifth)
   int epochs = 10;                           ///< Table IV
   int steps = 0;                             ///< at most this many steps per epoch; 0: the whole epoch
+  /// Steps before the per-step timing starts (oneDNN's primitives, first allocations, the loader's threads,
+  /// caches): the per-step figures and the operator profile are the steps after them
+  int warmup = 10;
   int batch = 42;                            ///< local batch, Table IV
   int threads = 1;                           ///< compute threads of each rank
   /// Held-out images evaluated after the last epoch: at most this many with a caching loader; a streaming
@@ -58,8 +63,48 @@ struct Settings {
   std::string mode = "sync";                 ///< sync | async
   std::string variant = "preset";            ///< which swap (see the system's header)
   std::string binding = "unknown";           ///< what mpirun bound each rank to (the driver says)
+  bool pingpong = false;                     ///< measure the link between ranks 0 and 1 first (alpha, beta)
   std::string json;                          ///< the record's path
 };
+
+/// The link between ranks 0 and 1 as the alpha-beta model sees it (bench/cluster.py fits the same from
+/// bench/comm): half the median round trip of n bytes, t(n) = alpha + beta n, beta from 1 and 4 MiB, alpha from
+/// 8 bytes. Across scripts/cluster hosts ranks 0 and 1 are workers on hosts h0 and h1 (--map-by node).
+struct Link {
+  double alpha = 0, beta = 0;
+};
+
+inline Link pingpong(MPI_Comm comm) {
+  int rank = 0, ranks = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &ranks);
+  if (ranks < 2) return {};
+  std::vector<char> buffer(std::size_t(4) << 20);
+  const auto one_way = [&](int bytes, int iterations) {
+    std::vector<double> times;
+    for (int i = 0; i < iterations + 1; ++i) {  // the first round trip sets the connection up
+      MPI_Barrier(comm);
+      const double start = MPI_Wtime();
+      if (rank == 0) {
+        MPI_Send(buffer.data(), bytes, MPI_CHAR, 1, 31, comm);
+        MPI_Recv(buffer.data(), bytes, MPI_CHAR, 1, 31, comm, MPI_STATUS_IGNORE);
+      } else if (rank == 1) {
+        MPI_Recv(buffer.data(), bytes, MPI_CHAR, 0, 31, comm, MPI_STATUS_IGNORE);
+        MPI_Send(buffer.data(), bytes, MPI_CHAR, 0, 31, comm);
+      }
+      if (i > 0) times.push_back((MPI_Wtime() - start) / 2);
+    }
+    std::sort(times.begin(), times.end());
+    double t = times[times.size() / 2];
+    MPI_Bcast(&t, 1, MPI_DOUBLE, 0, comm);
+    return t;
+  };
+  const double small = one_way(8, 20), mib = one_way(1 << 20, 5), four = one_way(4 << 20, 5);
+  Link l;
+  l.beta = std::max(four - mib, 0.0) / double(3 << 20);
+  l.alpha = std::max(small - 8 * l.beta, 0.0);
+  return l;
+}
 
 /// The same Trainer timing every operator.
 template <class T>
@@ -198,6 +243,7 @@ int run(const Settings& s, const Variant& v, const std::string& system, const st
   MPI_Comm_rank(world, &rank);
   MPI_Comm_size(world, &ranks);
   const DataFiles files = data_files(s, kClasses, rank, world);
+  const Link link = s.pingpong ? pingpong(world) : Link{};
   const int workers = trainer.dist().workers();
   const bool worker = trainer.dist().is_worker();
 
@@ -209,6 +255,17 @@ int run(const Settings& s, const Variant& v, const std::string& system, const st
   // Every worker reads everything (asynchronous TensorFlow) but "processes only the one third in each epoch".
   if (lo.sharding == data::Sharding::every_worker_reads_all) per_epoch = (per_epoch + workers - 1) / workers;
   if (s.steps > 0) per_epoch = std::min(per_epoch, std::size_t(s.steps));
+
+  // Every step after the warm-up, as the trainer timed it (its phases; a step's time is their total()).
+  std::vector<metrics::PhaseSeconds> timed;
+  trainer.set_step_callback([&](const StepInfo& info) {
+    if (info.steps_done == s.warmup) trainer.model().profile().reset();
+    if (info.steps_done > s.warmup) timed.push_back(info.phases);
+  });
+  if (std::size_t(s.epochs) * per_epoch <= std::size_t(s.warmup))
+    throw std::runtime_error("paper: --warmup " + std::to_string(s.warmup) + " leaves no timed step of the " +
+                             std::to_string(s.epochs) + " x " + std::to_string(per_epoch) +
+                             " steps (raise --steps or --epochs, or lower --warmup)");
 
   auto record = metrics::Json::object();
   std::vector<double> epoch_seconds;
@@ -232,8 +289,9 @@ int run(const Settings& s, const Variant& v, const std::string& system, const st
     epoch_seconds.push_back(slowest);
     // The first epoch sets up (oneDNN primitives, first allocations, the loader's threads): with later epochs,
     // the phases and the operators are theirs.
+    // (With a warm-up, the profile is reset where it ends instead.)
     if (e == 0 && s.epochs > 1) {
-      trainer.model().profile().reset();
+      if (s.warmup == 0) trainer.model().profile().reset();
     } else {
       for (int k = 0; k < 6; ++k) phase_sum[k] += sum[1 + k] / workers;
     }
@@ -273,11 +331,26 @@ int run(const Settings& s, const Variant& v, const std::string& system, const st
   const double rss = double(metrics::peak_rss_bytes());
   std::vector<double> all_rss(std::size_t(ranks), 0.0);
   MPI_Gather(&rss, 1, MPI_DOUBLE, all_rss.data(), 1, MPI_DOUBLE, 0, world);
+
+  // Per step after the warm-up: the slowest worker's time (a synchronous step waits for it) and the workers'
+  // mean phases. Servers time no step; asynchronous workers pass the same step count, so step i is everyone's i.
+  unsigned long long mine_n = timed.size(), timed_n = 0;
+  MPI_Allreduce(&mine_n, &timed_n, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, world);
+  std::vector<double> step_mine(timed_n, 0.0), step_slowest(timed_n, 0.0);
+  double phase_mine[6] = {}, phase_step[6] = {};
+  for (std::size_t i = 0; i < timed.size(); ++i) {
+    const metrics::PhaseSeconds& p = timed[i];
+    step_mine[i] = p.total();
+    const double each[6] = {p.load, p.forward, p.backward, p.comm, p.comm_hidden, p.update};
+    for (int k = 0; k < 6; ++k) phase_mine[k] += each[k] / double(timed.size());
+  }
+  MPI_Reduce(step_mine.data(), step_slowest.data(), int(timed_n), MPI_DOUBLE, MPI_MAX, 0, world);
+  MPI_Reduce(phase_mine, phase_step, 6, MPI_DOUBLE, MPI_SUM, 0, world);
   if (rank != 0) return 0;
 
   const int averaged = s.epochs > 1 ? s.epochs - 1 : 1;  // the epochs the phases and operators are means of
   const double epochs = double(averaged);
-  record["schema"] = "sinew.paper.run/1";
+  record["schema"] = "sinew.paper.run/2";  // 2: the per-step figures after a warm-up
   record["system"] = system;
   record["variant"] = v.name;
   record["swap"] = v.swap;
@@ -306,13 +379,47 @@ int run(const Settings& s, const Variant& v, const std::string& system, const st
   for (double x : epoch_seconds) total += x;
   record["total_seconds"] = total;
   record["averaged_epochs"] = averaged;
+  // The per-step figures (bench/paper/README.md): the unit of comparison, whatever the epochs' lengths.
+  record["warmup_steps"] = s.warmup;
+  record["timed_steps"] = timed_n;
+  record["step_seconds_each"] = step_slowest;
+  std::vector<double> sorted_steps = step_slowest;
+  std::sort(sorted_steps.begin(), sorted_steps.end());
+  const std::size_t n = sorted_steps.size();
+  record["step_seconds_median"] =
+      n == 0 ? metrics::Json() : metrics::Json(n % 2 ? sorted_steps[n / 2]
+                                                      : 0.5 * (sorted_steps[n / 2 - 1] + sorted_steps[n / 2]));
+  auto per_step = metrics::Json::object();
+  const char* step_keys[] = {"load", "forward", "backward", "comm_exposed", "comm_hidden", "update"};
+  for (int k = 0; k < 6; ++k) per_step[step_keys[k]] = phase_step[k] / workers;
+  record["phases_seconds_per_step"] = per_step;
+  auto ops_step = metrics::Json::object();
+  const double profiled_steps = s.warmup > 0 ? double(std::max<std::size_t>(timed_n, 1))
+                                             : epochs * double(per_epoch);
+  for (const auto& [kind, seconds] : trainer.model().profile().by_kind()) ops_step[kind] = seconds / profiled_steps;
+  record["operators_seconds_per_step"] = ops_step;
+  record["parameters"] = Train::network::kParams;
+  auto stack = metrics::Json::object();
+  stack["compiler"] = std::string(__VERSION__);
+  stack["onednn"] = std::to_string(DNNL_VERSION_MAJOR) + "." + std::to_string(DNNL_VERSION_MINOR) + "." +
+                    std::to_string(DNNL_VERSION_PATCH);
+  char mpi_version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int mpi_version_length = 0;
+  MPI_Get_library_version(mpi_version, &mpi_version_length);
+  std::string mpi(mpi_version, std::size_t(mpi_version_length));
+  stack["mpi"] = mpi.substr(0, mpi.find(','));
+  record["stack"] = stack;
+  record["link_alpha_seconds"] = s.pingpong && ranks > 1 ? metrics::Json(link.alpha) : metrics::Json();
+  record["link_beta_seconds_per_byte"] = s.pingpong && ranks > 1 ? metrics::Json(link.beta) : metrics::Json();
   record["time_per_epoch_seconds"] = (s.epochs > 1 ? total - epoch_seconds[0] : total) / epochs;
   auto ph = metrics::Json::object();
   const char* keys[] = {"load", "forward", "backward", "comm_exposed", "comm_hidden", "update"};
   for (int k = 0; k < 6; ++k) ph[keys[k]] = phase_sum[k] / epochs;
   record["phases_seconds_per_epoch"] = ph;
   auto ops = metrics::Json::object();
-  for (const auto& [kind, seconds] : trainer.model().profile().by_kind()) ops[kind] = seconds / epochs;
+  // With a warm-up the profile holds the timed steps: scaled to an epoch of this run's length.
+  const double ops_scale = s.warmup > 0 ? double(per_epoch) / profiled_steps : 1.0 / epochs;
+  for (const auto& [kind, seconds] : trainer.model().profile().by_kind()) ops[kind] = seconds * ops_scale;
   record["operators_seconds_per_epoch"] = ops;
   record["peak_rss_bytes_per_rank"] = all_rss;
   auto acc = metrics::Json::object();
@@ -350,6 +457,9 @@ inline Settings parse(int argc, char** argv, const std::string& target, const st
   app.add_option("--steps", s.steps, "at most this many steps per epoch (0: whole epochs)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--warmup", s.warmup, "steps before the per-step timing and the operator profile start")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--batch", s.batch, "local batch (per worker)")->capture_default_str()->check(CLI::PositiveNumber);
   sinew::cli::add_threads(app, s.threads, "compute threads of each rank");
   app.add_option("--eval-samples", s.eval_samples,
@@ -363,6 +473,7 @@ inline Settings parse(int argc, char** argv, const std::string& target, const st
       ->check(CLI::IsMember(variants));
   app.add_option("--binding", s.binding, "what mpirun bound each rank to (recorded, not applied)")
       ->capture_default_str();
+  app.add_flag("--pingpong", s.pingpong, "first measure the link between ranks 0 and 1 (alpha, beta)");
   sinew::cli::add_json(app, s.json);
   sinew::cli::parse(app, argc, argv);
   return s;

@@ -1,6 +1,9 @@
 // bench/paper/systems.hpp: each system's variants, the preset and the one-policy swaps REPRODUCTION.md uses to
 // isolate a finding's cause. A target (bench/paper/target.cpp.in) instantiates one system for one net.
 //
+// Machines (the parameter-server systems only): the hosts, each with one worker and one server; the targets
+// named paper_<system>_<net>_<N>hosts instantiate N (run_matrix.py --hosts N), the others the paper's 3.
+//
 // Adding a swap is one branch here and one row in run_matrix.py's SWAPS (the backend::Mix swaps below are two).
 #pragma once
 
@@ -14,13 +17,13 @@ namespace sinew::bench::paper {
 /// oneDNN's operators (the cause of its slow backward?), with oneDNN's convolutions and nothing else
 /// (backend::Mix: is it the convolution_backward?), and asynchronous with each worker reading only its share
 /// (the cause of its slow asynchronous LeNet-5?).
-template <NetworkPolicy Net>
+template <NetworkPolicy Net, int Machines = 3>
 int tensorflow_main(int argc, char** argv, const std::string& target, const std::string& net) {
   return main_of(argc, argv, target, {"preset", "backend=onednn", "backend=mix-conv-onednn", "sharding=disjoint"},
                  {"sync", "async"},
                  [&](const Settings& s) {
                    const auto go = [&]<class Mode>(Mode, const char* mode) {
-                     using TF = presets::TensorFlow<Net, Mode>;
+                     using TF = presets::TensorFlow<Net, Mode, Machines>;
                      const std::string name = std::string("presets::TensorFlow<Net, ") + mode + ">";
                      if (s.variant == "backend=onednn")
                        return run<TF, typename TF::template with_backend<backend::OneDnn>>(
@@ -66,14 +69,14 @@ int pytorch_main(int argc, char** argv, const std::string& target, const std::st
 
 /// MXNet (oneDNN, parameter server with a server beside each worker, streaming loader): PyTorch with one policy
 /// swapped, the strategy, so MXNet against PyTorch is itself the swap that isolates the parameter server.
-template <NetworkPolicy Net>
+template <NetworkPolicy Net, int Machines = 3>
 int mxnet_main(int argc, char** argv, const std::string& target, const std::string& net) {
   return main_of(argc, argv, target, {"preset"}, {"sync", "async"}, [&](const Settings& s) {
     if (s.mode == "async") {
-      using MX = presets::MXNet<Net, Async>;
+      using MX = presets::MXNet<Net, Async, Machines>;
       return run<MX, typename MX::trainer_type>(s, {"preset", "", ""}, "mxnet", net);
     }
-    using MX = presets::MXNet<Net, Sync>;
+    using MX = presets::MXNet<Net, Sync, Machines>;
     return run<MX, typename MX::trainer_type>(s, {"preset", "", ""}, "mxnet", net);
   });
 }
