@@ -1,12 +1,14 @@
 // bench/elastic: training on after a rank dies (the all-reduce strategies' options.elastic), for accuracy and
 // recovery time. LeNet-5 on Fashion-MNIST (Debian's dataset-fashion-mnist), SGD with momentum, every rank's
 // share dealt from one permutation; rank --kill-rank kills itself (SIGKILL, as a machine that dies) after
-// --kill-step steps, and the survivors go on without it. Prints one JSON row (rank 0 of the survivors): the
+// --kill-step steps, and the survivors go on without it. "ranks" in the row count workers (a parameter server's
+// server, the last rank, besides). Prints one JSON row (rank 0 of the survivors): the
 // held-out accuracy after each epoch, the recovery (lost ranks, seconds to shrink and take the state, seconds
 // from the kill to the next completed step) and the run's settings.
 //
-//   mpirun --with-ft ulfm -np 3 build/bench/elastic --strategy ring|mpi --kill-rank 2 --kill-step 500
+//   mpirun --with-ft ulfm -np 3 build/bench/elastic --strategy ring|mpi --kill-rank 2 --kill-step 468
 //   mpirun -np 2 build/bench/elastic --strategy ring            # the survivors alone, for comparison
+//   mpirun --with-ft ulfm -np 4 build/bench/elastic --strategy ps --kill-rank 2 --kill-step 468  # 3 workers + 1 server
 //          [--epochs 3] [--batch 64] [--lr 0.05] [--seed 1] [--dir /usr/share/...fashion-mnist]
 //   bench/elastic.py   runs both (ring and MPI, seeds 1-3) and prints the table
 #include <signal.h>
@@ -22,6 +24,7 @@
 #include "sinew/comm/mpi.hpp"
 #include "sinew/data.hpp"
 #include "sinew/dist/mpi_allreduce.hpp"
+#include "sinew/dist/parameter_server.hpp"
 #include "sinew/dist/ring_allreduce.hpp"
 #include "sinew/metrics/json.hpp"
 #include "sinew/nets/lenet5.hpp"
@@ -60,7 +63,7 @@ int run(const Settings& s) {
   lo.shuffle = false, lo.rank = 0, lo.world_size = 1, lo.drop_last = false;
   data::CachedLoader test(data::load_fashion_mnist(data::Split::test, s.dir), lo);
 
-  const int ranks = trainer.dist().world_size();
+  const int ranks = trainer.dist().workers();
   std::int64_t killed_ns = 0, again_ns = 0;
   const std::string stamp = "/tmp/sinew-bench-elastic-" + std::to_string(s.seed) + ".killed";
   trainer.set_step_callback([&](const StepInfo& i) {
@@ -81,7 +84,7 @@ int run(const Settings& s) {
   metrics::Json row = metrics::Json::object();
   row["strategy"] = s.strategy;
   row["ranks_at_start"] = ranks;
-  row["ranks_at_end"] = trainer.dist().world_size();
+  row["ranks_at_end"] = trainer.dist().workers();
   row["seed"] = s.seed;
   row["epochs"] = s.epochs;
   row["batch"] = s.batch;
@@ -105,7 +108,8 @@ int run(const Settings& s) {
 int main(int argc, char** argv) try {
   Settings s;
   CLI::App app{"training on after a rank dies: LeNet-5 on Fashion-MNIST", "elastic"};
-  app.add_option("--strategy", s.strategy, "ring or mpi")->check(CLI::IsMember({"ring", "mpi"}));
+  app.add_option("--strategy", s.strategy, "ring, mpi or ps (Sync, one server: the last rank)")
+      ->check(CLI::IsMember({"ring", "mpi", "ps"}));
   app.add_option("--epochs", s.epochs, "epochs");
   app.add_option("--batch", s.batch, "local batch");
   app.add_option("--lr", s.lr, "learning rate");
@@ -114,6 +118,7 @@ int main(int argc, char** argv) try {
   app.add_option("--kill-step", s.kill_step, "after this many steps");
   app.add_option("--dir", s.dir, "Fashion-MNIST's directory");
   sinew::cli::parse(app, argc, argv);
+  if (s.strategy == "ps") return run<dist::ParameterServer<comm::Mpi, 1>>(s);
   return s.strategy == "ring" ? run<dist::RingAllReduce<comm::Mpi>>(s) : run<dist::MpiAllReduce<comm::Mpi>>(s);
 } catch (const std::exception& e) {
   std::fprintf(stderr, "elastic: %s\n", e.what());

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Training on after a rank dies, for accuracy and recovery time: bench/elastic (LeNet-5 on Fashion-MNIST) with
 3 ranks of which rank 2 is killed mid-run (options.elastic, `mpirun --with-ft ulfm`) next to the same run on the
-2 survivors alone, for the ring and MPI's all-reduce, over seeds, interleaved. Needs Open MPI 5 with ULFM
+2 survivors alone, for the ring, MPI's all-reduce and the parameter server (Sync; 3 -> 2 workers beside one
+server), over seeds, interleaved. Needs Open MPI 5 with ULFM
 (Debian 13). Prints the table and writes every row to --json.
 
   /usr/bin/python3 bench/elastic.py [--build build] [--seeds 1,2,3] [--epochs 2] [--kill-step 468] [--json out.json]
@@ -18,7 +19,7 @@ ROOT = os.path.dirname(HERE)
 
 
 def run(args, strategy, seed, elastic):
-    ranks = 3 if elastic else 2
+    ranks = (3 if elastic else 2) + (1 if strategy == "ps" else 0)  # ps: and its server
     cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(ranks)]
     if elastic:
         cmd[1:1] = ["--with-ft", "ulfm"]
@@ -43,6 +44,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--seeds", default="1,2,3")
+    ap.add_argument("--strategies", default="ring,mpi,ps", help="ps: Sync, one server beside the workers")
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--kill-step", type=int, default=468, help="steps before rank 2 dies (468: epoch 1's middle "
                     "on 3 ranks at batch 64)")
@@ -51,7 +53,7 @@ def main():
     args = ap.parse_args()
     rows = []
     for seed in [int(s) for s in args.seeds.split(",")]:
-        for strategy in ("ring", "mpi"):
+        for strategy in args.strategies.split(","):
             for elastic in (True, False):
                 row = run(args, strategy, seed, elastic)
                 if row:
@@ -62,7 +64,7 @@ def main():
     print("\n| strategy | 2 ranks throughout: final test accuracy, median (range) | 3 -> 2 (rank 2 killed): median "
           "(range) | difference of medians | kill -> next completed step, median (max) s |")
     print("|---|---|---|---|---|")
-    for strategy in ("ring", "mpi"):
+    for strategy in args.strategies.split(","):
         def acc(mode):
             return [100 * r["test_accuracy"][-1] for r in rows if r["strategy"] == strategy and r["mode"] == mode]
         alone, lost = acc("2 ranks throughout"), acc("elastic 3 -> 2")
