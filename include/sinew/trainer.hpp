@@ -489,7 +489,7 @@ class Trainer {
     std::size_t epoch_step = steps_in(epoch_batch_);  // a resume continues at a step's first batch
     // Elastic (the strategy's options.elastic): where this rank's last completed step left the epoch, and its
     // correct count then, for going on from there when a rank dies in the next (go_on_without).
-    std::size_t completed_batch = epoch_batch_, completed_correct = 0;
+    [[maybe_unused]] std::size_t completed_batch = epoch_batch_, completed_correct = 0;
     for (;;) try {
     while (epoch_batch_ < batches) {
       completed_batch = epoch_batch_, completed_correct = correct;
@@ -602,16 +602,20 @@ class Trainer {
     }
     break;
     } catch (const rank_lost& lost) {
-      if (!strategy_.elastic()) throw;
-      if (epoch_batch_ != completed_batch) {  // interrupted before its update: back to the last completed step
-        std::copy(elastic_buffers_.begin(), elastic_buffers_.end(), model_.buffers().begin());
-        model_.set_step(elastic_model_step_);
+      if constexpr (strategy_type::kElastic && data::req::has_redeal<L>) {
+        if (!strategy_.elastic()) throw;
+        if (epoch_batch_ != completed_batch) {  // interrupted before its update: back to the last completed step
+          std::copy(elastic_buffers_.begin(), elastic_buffers_.end(), model_.buffers().begin());
+          model_.set_step(elastic_model_step_);
+        }
+        epoch_batch_ = completed_batch;
+        correct = completed_correct;
+        batches = go_on_without(lost, loader);
+        epoch_steps = steps_in(batches);
+        epoch_step = steps_in(epoch_batch_);
+      } else {
+        throw;
       }
-      epoch_batch_ = completed_batch;
-      correct = completed_correct;
-      if constexpr (data::req::has_redeal<L>) batches = go_on_without(lost, loader);
-      epoch_steps = steps_in(batches);
-      epoch_step = steps_in(epoch_batch_);
     }
     // A parameter server's worker ends the epoch with the servers' final parameters.
     strategy_.finish_epoch(model_.parameters(), stats.phases);
@@ -674,12 +678,16 @@ class Trainer {
       stats.steps = strategy_.serve(model_.parameters(), stats.phases);
       break;
     } catch (const rank_lost& lost) {  // elastic: a worker died; serve the rest of the epoch to the others
-      if (!strategy_.elastic()) throw;
-      const int was = strategy_.rank(), before = strategy_.world_size();
-      --epoch_;  // the workers' epoch, as the survivors agree on it
-      Recovery r = rejoin_survivors();
-      ++epoch_;
-      note_recovery(std::move(r), lost, was, before);
+      if constexpr (strategy_type::kElastic) {
+        if (!strategy_.elastic()) throw;
+        const int was = strategy_.rank(), before = strategy_.world_size();
+        --epoch_;  // the workers' epoch, as the survivors agree on it
+        Recovery r = rejoin_survivors();
+        ++epoch_;
+        note_recovery(std::move(r), lost, was, before);
+      } else {
+        throw;
+      }
     }
     epoch_batch_ = 0;  // a server resumed mid-epoch has served the epoch's rest
     if (strategy_.preempting()) {  // the workers stopped mid-epoch: their epoch, and this one, go on after a resume
