@@ -67,6 +67,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 KINDS = ["ring", "mpi_allreduce", "hierarchical", "parameter_server"]
 DEFAULT_BUCKET_BYTES = 1 << 20  # dist/buckets.hpp: kDefaultBucketBytes
+SHM_BYTE_WEIGHT = 0.25         # a byte through the hierarchical ring's shared window, in TCP bytes' CPU cost
 EMULATED_BURST = 96 * 1024     # scripts/cluster's tbf burst (96kb): what an emulated link passes unshaped
 PAPER_STEPS = 396 * 10          # Table IV: 396 steps an epoch, 10 epochs
 # Table V (Krisilias et al. 2021): mean communication time, seconds (their total minus load, forward and
@@ -117,6 +118,7 @@ class Placement:
     cores_per_host: float = 1.0
     threads_per_rank: int = 1
     roles: list = None
+    background: float = 0.0  # threads of other processes running on each host (they compete for its cores)
 
     def host_roles(self):
         return self.roles or [(self.workers_per_host, self.servers_per_host)] * self.hosts
@@ -130,7 +132,7 @@ class Placement:
     def oversubscription(self):
         """How many times over the busiest host's cores are asked for (a server counts one thread): >= 1."""
         busiest = max(w * self.threads_per_rank + s for w, s in self.host_roles())
-        return max(1.0, busiest / self.cores_per_host)
+        return max(1.0, (busiest + self.background) / self.cores_per_host)
 
 
 @dataclasses.dataclass
@@ -203,7 +205,7 @@ def ring_terms(p, h, n, link, chunks=1):
         return Terms(0.0, 0.0, 0.0)
     seg = n / p
     per_step = (link.alpha + seg * link.beta) if h > 1 else 0.0
-    return Terms(2 * (p - 1) * per_step, 2 * (p - 1) * chunks, 2 * (p - 1) * seg, 2 * (p - 1),
+    return Terms(2 * (p - 1) * per_step, 2 * (p - 1) * chunks, 4 * (p - 1) * seg, 2 * (p - 1),
                  2 * (p - 1) * seg if h > 1 else 0.0)
 
 
@@ -236,21 +238,28 @@ def mpi_terms(p, h, n, link):
     extra = 2 if p2 != p else 0  # the ranks beyond the power of two hand their vector in first and get it back
     net = link.alpha if h > 1 else 0.0
     per_byte = link.beta if h > 1 else 0.0
+    # The CPU's share is the bytes every rank sends and receives, averaged over the ranks (ranks that share cores
+    # share this work; the extra ranks sit out the middle): r = p - p' pairs first fold into p' ranks.
+    r = p - p2
     if algorithm == "recursive_doubling":
         steps = int(math.log2(p2)) + extra
-        return Terms(steps * (net + n * per_byte), steps, steps * n, steps, steps * n if h > 1 else 0.0)
+        sent = r * 2 * n + p2 * int(math.log2(p2)) * n
+        return Terms(steps * (net + n * per_byte), steps, 2 * sent / p, steps, steps * n if h > 1 else 0.0)
     steps = 2 * int(math.log2(p2)) + extra  # Rabenseifner: halving reduce-scatter, doubling all-gather
     volume = 2 * (p2 - 1) / p2 * n + extra * n
-    return Terms(steps * net + volume * per_byte, steps, volume, steps, volume if h > 1 else 0.0)
+    sent = r * 2.5 * n + p2 * 2 * (p2 - 1) / p2 * n  # a pair: halves both ways, a half folded in, the whole back
+    return Terms(steps * net + volume * per_byte, steps, 2 * sent / p, steps, volume if h > 1 else 0.0)
 
 
 def hierarchical_terms(h, k, n, link):
     """Within a host: a reduce and a broadcast of n through shared memory; across: k rings of n / k over h hosts."""
     inter = Terms(0.0, 0.0, 0.0)
     if h > 1:
-        inter = Terms(2 * (h - 1) * (link.alpha + n / h * link.beta), 2 * (h - 1), 2 * (h - 1) / h * n / k,
+        inter = Terms(2 * (h - 1) * (link.alpha + n / h * link.beta), 2 * (h - 1), 4 * (h - 1) / h * n / k,
                       2 * (h - 1), 2 * (h - 1) / h * n)
-    intra = 2 * n * (k - 1) / k if k > 1 else 0.0
+    # Within a host the shared window copies each byte once where TCP copies it in and out and runs its stack:
+    # a quarter of a TCP byte's cost (our reading, not fitted: one session of 2 x 2 ranks cannot separate them).
+    intra = SHM_BYTE_WEIGHT * 2 * n * (k - 1) / k if k > 1 else 0.0
     return Terms(inter.wire, inter.messages + (2 if k > 1 else 0), inter.cpu_bytes + intra, max(inter.steps, 1),
                  inter.link_bytes)
 
@@ -271,7 +280,8 @@ def ps_terms(placement, n, link, servers):
         busiest = max(busiest, egress, ingress)
     remote = any((w and servers - s) or (s and workers - w) for w, s in roles) and len(roles) > 1
     wire = 2 * (busiest * link.beta + (link.alpha if remote else 0.0))
-    cpu = max(2 * n, 2 * workers * shard)  # a worker sends and receives n; a server sums W shards and replies
+    # Every worker sends n and receives n; averaged over all ranks (workers and servers share the cores).
+    cpu = 2 * 2 * workers * n / (workers + sum(s for _, s in roles))
     # A worker posts every server's pull, then sends every push, without waiting between them: the critical path
     # holds one push and one pull, however many servers.
     return Terms(wire, 2, cpu, 2, 2 * busiest if remote else 0.0)
@@ -294,7 +304,7 @@ def schedule_terms(schedule, placement, n, link):
     if schedule.compression not in (None, "none") and schedule.kind != "parameter_server":
         c = schedule.wire_bytes if schedule.wire_bytes is not None else n * compression_ratio(schedule.compression)
         per = (link.alpha + c * link.beta) if h > 1 else 0.0
-        return Terms((p - 1) * per, p - 1, (p - 1) * c + n, p - 1,  # all-gather of the payloads, then a sum
+        return Terms((p - 1) * per, p - 1, 2 * (p - 1) * c + n, p - 1,  # all-gather of the payloads, then a sum
                      (p - 1) * c if h > 1 else 0.0)
     if schedule.kind in ("ring", "mpi_allreduce", "hierarchical"):
         # Each bucket is an all-reduce of its own: its latency terms count once a bucket.
@@ -327,8 +337,17 @@ def comm_seconds(schedule, placement, n, link, calibration):
 def combine(t, constants, oversubscription):
     e, o, g = constants
     wire = e * t.wire
-    cpu = g * t.cpu_bytes * oversubscription
+    cpu = g * t.cpu_bytes * stretch(oversubscription, g * t.cpu_bytes)
     return max(wire, cpu) + o * t.messages, wire, cpu
+
+
+SCHEDULER_TICK = 0.004  # seconds: Debian's kernels tick at 250 Hz
+
+
+def stretch(oversubscription, seconds):
+    """How much longer `seconds` of CPU work take with `oversubscription` threads a core: the full factor for work
+    much longer than a scheduler tick, little for work much shorter (it usually runs within one time slice)."""
+    return 1 + (oversubscription - 1) * seconds / (seconds + SCHEDULER_TICK)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -445,49 +464,16 @@ def predict(obs, calibration):
 
 
 def fit(observations, base=None):
-    """Fit the constants on the communication observations (steps never calibrate: their compute is measured, so
-    they test the calibration). The machine's constants are shared by every implementation: g (CPU seconds a byte
-    through the copies, sums and TCP stack) and o (seconds a message); each implementation has its own e (its
-    wire time over its alpha-beta schedule's). Fewer constants than points of any one kind: a configuration left
-    out is still predicted from the others'. A grid over (g, o), e by a 1-D search for each, then a local search."""
+    """Fit every implementation's (e, o, g) on its communication observations (fit_constants); steps never
+    calibrate (their compute is measured), so they test the calibration."""
     calibration = Calibration(dict((base or Calibration()).constants))
-    data = {}
-    for o in observations:
-        if o.compute is None and o.measured > 0 and o.kind in KINDS:
-            t = comm_terms(o.schedule or Schedule(o.kind), o.placement, o.nbytes, o.link)
-            data.setdefault(o.kind, []).append((t, o.measured, o.placement.oversubscription()))
-    if not data:
-        return calibration
-
-    def kind_loss(kind, e, o, g):
-        return sum(math.log(max(combine(t, (e, o, g), c)[0], 1e-12) / m) ** 2 for t, m, c in data[kind])
-
-    def best_e(kind, o, g):
-        grid = [0.5 * 1.1 ** i for i in range(26)]  # 0.5 .. 5.4
-        e = min(grid, key=lambda v: kind_loss(kind, v, o, g))
-        step = 1.1
-        while step > 1.0005:
-            for f in (step, 1 / step):
-                if kind_loss(kind, e * f, o, g) < kind_loss(kind, e, o, g):
-                    e *= f
-                    break
-            else:
-                step = math.sqrt(step)
-        return e
-
-    def total(o, g):
-        es = {k: best_e(k, o, g) for k in data}
-        return sum(kind_loss(k, es[k], o, g) for k in data), es
-
-    best = None
-    for g in [0.0] + [1e-11 * 1.5 ** i for i in range(16)]:  # 0, 10 ps .. 4.4 ns a byte
-        for o in [0.0] + [1e-6 * 2 ** i for i in range(9)]:   # 0, 1 us .. 0.26 ms
-            value, es = total(o, g)
-            if best is None or value < best[0]:
-                best = (value, o, g, es)
-    _, o, g, es = best
-    for kind in data:
-        calibration.constants[kind] = (es[kind], o, g)
+    for kind in KINDS:
+        obs = [o for o in observations if o.kind == kind and o.compute is None and o.measured > 0]
+        if len(obs) < 3:
+            continue
+        terms = [comm_terms(o.schedule or Schedule(kind), o.placement, o.nbytes, o.link) for o in obs]
+        calibration.constants[kind] = fit_constants(terms, [o.measured for o in obs],
+                                                    [o.placement.oversubscription() for o in obs])
     return calibration
 
 
@@ -505,10 +491,7 @@ def read_cluster_results(path, machine_cores):
         if "bytes" not in r or "link" not in r or r.get("strategy"):
             continue
         h, k = r["hosts"], r.get("ranks_per_host", 1)
-        if not r.get("p2p_beta_bytes_per_second"):
-            continue
-        link = Link(r["link"], r.get("p2p_alpha_seconds") or 0.0, 1.0 / r["p2p_beta_bytes_per_second"],
-                    EMULATED_BURST)
+        link = emulated_link(r["link"])
         cores = machine_cores / h
         place = Placement(h, k, 0, cores, 1)
         measured = [("ring", r.get("ring_seconds")), ("mpi_allreduce", r.get("mpi_seconds")),
@@ -531,9 +514,12 @@ SCHEDULE_OF_STRATEGY = {"ring_allreduce": "ring", "mpi_allreduce": "mpi_allreduc
                         "parameter_server": "parameter_server", "hierarchical": "hierarchical", "local": "local"}
 
 
-def record_step_seconds(r):
-    """Seconds per step of a record: schema 3's median, else an epoch's time over its steps."""
+def record_step_seconds(r, statistic="median"):
+    """Seconds per step of a record: schema 3's median (or min over its repeats), else an epoch's time over its
+    steps."""
     s = r.get("step_seconds")
+    if isinstance(s, dict) and s.get(statistic):
+        return s[statistic]
     if isinstance(s, dict) and s.get("median"):
         return s["median"]
     if isinstance(s, (int, float)):
@@ -581,7 +567,8 @@ def record_placement(r):
     if not p:
         return None
     return Placement(p["hosts"], p.get("workers_per_host", 1), p.get("servers_per_host", 0),
-                     p.get("cores_per_host", 1), p.get("threads_per_rank") or r.get("threads_per_rank") or 1)
+                     p.get("cores_per_host", 1), p.get("threads_per_rank") or r.get("threads_per_rank") or 1,
+                     background=p.get("background_threads_per_host") or 0.0)
 
 
 def record_link(r):
@@ -591,7 +578,7 @@ def record_link(r):
     if l.get("name") == "none":
         return Link("none", 0.0, 0.0)
     if l.get("beta_seconds_per_byte"):
-        return Link(l["name"], l.get("alpha_seconds") or 0.0, l["beta_seconds_per_byte"])
+        return Link(l["name"], l.get("alpha_seconds") or 0.0, l["beta_seconds_per_byte"], l.get("burst_bytes") or 0.0)
     if l.get("rate_bits_per_second"):
         return Link(l["name"], l.get("alpha_seconds") or 0.0, 8.0 / l["rate_bits_per_second"])
     return Link.named(l["name"])
@@ -602,7 +589,7 @@ def compute_from_phases(phases, threads):
                    phases.get("update", 0.0), threads)
 
 
-def read_records(runs_dir):
+def read_records(runs_dir, statistic="median"):
     """run_matrix.py records with placement, link and schedule (schema 3) as step Observations. The compute
     profile: a one-worker record of the same net and system in the same folder (placement.hosts == 1 and one
     worker) when there is one, else the record's own compute phases (then only communication is predicted)."""
@@ -625,7 +612,8 @@ def read_records(runs_dir):
     out = []
     for r in records:
         place, link, schedule = record_placement(r), record_link(r), record_schedule(r)
-        step, phases = record_step_seconds(r), record_phases(r)
+        step, phases = record_step_seconds(r, statistic), record_phases(r)
+        spread = r.get("step_seconds") if isinstance(r.get("step_seconds"), dict) else {}
         n = gradient_bytes(r)
         if not (n and place and link and schedule and step and phases) or (place.hosts == 1 and place.workers() == 1):
             continue
@@ -637,7 +625,8 @@ def read_records(runs_dir):
         out.append(Observation(os.path.basename(r["_path"]), f"step {os.path.basename(r['_path'])}", schedule.kind,
                                place, link, n, step, schedule, compute,
                                label=f"step {r.get('system')} {r.get('net')} {place.hosts}h {link.name}"
-                                     + ("" if single else " (own compute)"), own_compute=not single))
+                                     + ("" if single else " (own compute)"), own_compute=not single,
+                               spread=(spread["min"], spread["max"]) if spread.get("min") else None))
     return out
 
 
@@ -652,48 +641,48 @@ def merge_repeats(observations, statistic="min"):
     for group in groups.values():
         values = [o.measured for o in group]
         out.append(dataclasses.replace(group[0], measured=pick(values),
-                                       spread=(min(values), max(values)) if len(values) > 1 else None,
+                                       spread=(min(values), max(values)) if len(values) > 1 else group[0].spread,
                                        source=",".join(sorted({o.source for o in group}))))
     return out
 
 
-def pooled_links(paths, statistic="min"):
-    """Each link's alpha and beta fitted on the ping-pong of every results file given (bench/comm's p2p column),
-    the repeats of each size reduced to one (min or median) first: one noisy repeat cannot skew the fit."""
-    points = {}
-    for path in paths:
-        with open(path) as f:
-            for r in json.load(f):
-                if r.get("pingpong_one_way_seconds") and r.get("link") and r.get("bytes"):
-                    points.setdefault(r["link"], {}).setdefault(r["bytes"], []).append(r["pingpong_one_way_seconds"])
-    pick = min if statistic == "min" else statistics.median
-    links = {}
-    for name, sizes in points.items():
-        # As bench/cluster.py fits them: beta from the two largest sizes (far beyond the shaper's burst), alpha
-        # from the smallest (inside the burst, so latency alone).
-        pts = sorted((n, pick(ts)) for n, ts in sizes.items())
-        if len(pts) >= 3:
-            (n1, t1), (n2, t2) = pts[-2], pts[-1]
-            beta = (t2 - t1) / (n2 - n1) if t2 > t1 else t2 / n2
-            alpha = pts[0][1] if pts[0][0] <= EMULATED_BURST else max(0.0, pts[0][1] - pts[0][0] * beta)
-            links[name] = Link(name, alpha, beta, EMULATED_BURST)
-    return links
+def emulated_link(name):
+    """An emulated link as scripts/cluster shapes it: tc's rate counts Ethernet and TCP/IP headers (66 bytes a
+    1448-byte segment at MTU 1500), so payload moves at rate x 1448 / 1514 (the quiet ping-pongs of
+    bench/results/2026-11-29-zen5-issue33-hierarchical and of the first session here measured 92-97% of the rate);
+    alpha 0 (no delay is set: a message's own cost is the calibrated o), and the shaper's burst. The session's own
+    ping-pong is not used: on 2 busy cores it measures the load as much as the link, which the model takes from
+    load.json instead."""
+    if name == "none":
+        return Link("none", 0.0, 0.0)
+    return Link(name, 0.0, 1514 / (1448 * rate_bytes_per_second(name)), EMULATED_BURST)
+
+
+def session_contention(results_path):
+    """Other processes' runnable threads on the machine during a session, weighted by their nice values (load.json
+    beside its results, by bench/results/2026-11-29-zen5-issue31-model/contention.py), or None where it was not
+    recorded."""
+    path = os.path.join(os.path.dirname(results_path), "load.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f).get("weighted_others_mean")
 
 
 def read_dir(path, machine_cores, statistic="min"):
-    """Every measurement a folder holds: bench/cluster.py's results*.json and run_matrix.py's runs/*.json. The
-    link of bench/comm's rows is the pooled ping-pong fit of the folder's files (pooled_links)."""
+    """Every measurement a folder holds: bench/cluster.py's results*.json and run_matrix.py's runs/*.json. Each
+    emulated link is as scripts/cluster shapes it (emulated_link), its contention the session's load.json."""
     obs = []
     files = sorted(glob.glob(os.path.join(path, "**", "results*.json"), recursive=True))
-    links = pooled_links(files, statistic)
     for f in files:
+        others = session_contention(f)
         for o in read_cluster_results(f, machine_cores):
-            if o.placement.workers_per_host == 1 and o.link.name in links:
-                o.link = links[o.link.name]
+            if others is not None:  # the others' threads, spread over the emulated hosts as the cores are
+                o.placement.background = others / o.placement.hosts
             obs.append(o)
     for d in sorted({os.path.dirname(f) for f in glob.glob(os.path.join(path, "**", "*.json"), recursive=True)}):
         if not os.path.basename(d).startswith("results"):
-            obs += read_records(d)
+            obs += read_records(d, statistic)
     return obs
 
 
@@ -744,8 +733,8 @@ def plot_validation(rows, out, title):
     fig, ax = plt.subplots(figsize=(7, 6.5))
     markers = {"ring": "o", "mpi_allreduce": "s", "hierarchical": "^", "parameter_server": "D", "local": "x"}
     colors = {"1gbit": "tab:blue", "10gbit": "tab:orange", "none": "tab:green"}
-    lo = min(min(r["measured_seconds"], r["predicted_held_out_seconds"]) for r in rows) / 2
-    hi = max(max(r["measured_seconds"], r["predicted_held_out_seconds"]) for r in rows) * 2
+    values = [v for r in rows for v in (r["measured_seconds"], r["predicted_held_out_seconds"]) if v > 0]
+    lo, hi = min(values) / 2, max(values) * 2
     xs = [lo, hi]
     ax.plot(xs, xs, "k-", lw=1, label="y = x")
     for f, style in [(0.10, "--"), (0.25, ":")]:
@@ -753,6 +742,9 @@ def plot_validation(rows, out, title):
         ax.plot(xs, [x * (1 - f) for x in xs], "k" + style, lw=0.8)
     seen = set()
     for r in rows:
+        if r["measured_spread_seconds"]:  # the repeats' range: how far the machine's load moved the measurement
+            lo_s, hi_s = r["measured_spread_seconds"]
+            ax.plot([lo_s, hi_s], [r["predicted_held_out_seconds"]] * 2, "-", color="0.6", lw=0.6, zorder=0)
         key = (r["kind"], r["link"], r["step"])
         label = f"{r['kind']}{' step' if r['step'] else ''}, {r['link']}"
         ax.scatter(r["measured_seconds"], r["predicted_held_out_seconds"], marker=markers.get(r["kind"], "o"),
@@ -763,7 +755,7 @@ def plot_validation(rows, out, title):
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
-    ax.set_xlabel("measured seconds")
+    ax.set_xlabel("measured seconds (grey: the repeats' range)")
     ax.set_ylabel("predicted seconds (held out)")
     med, worst = summary(rows, "predicted_held_out_seconds")
     ax.set_title(f"{title}\nheld-out error: median {100 * med:.1f}%, worst {100 * worst:.1f}% ({len(rows)} points)",
