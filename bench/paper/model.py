@@ -523,10 +523,13 @@ def read_cluster_results(path, machine_cores):
     flat ring, hierarchical, MPI at K ranks a host) as Observations. Emulated hosts share the machine's cores."""
     with open(path) as f:
         rows = json.load(f)
-    out = []
+    out = obs = []
     run = os.path.basename(os.path.dirname(path)) + "/" + os.path.basename(path)
     for r in rows:
-        if "bytes" not in r or "link" not in r or r.get("strategy"):
+        if r.get("strategy") and "forward" in r:
+            obs += [o for o in [dist_step(r, run, machine_cores)] if o]
+            continue
+        if "bytes" not in r or "link" not in r:
             continue
         h, k = r["hosts"], r.get("ranks_per_host", 1)
         link = emulated_link(r["link"])
@@ -546,6 +549,35 @@ def read_cluster_results(path, machine_cores):
                                    r["bytes"], ps, Schedule("parameter_server", "sync", 1),
                                    label=f"ps {h}x1 {r['link']} {r['bytes']} B"))
     return out
+
+
+RESNET18_GRADIENT_BYTES = 4 * 11_181_642  # bench/dist's net: ResNet-18, 10 classes (bench/cluster.py's count)
+DIST_SCHEDULES = {"ring": Schedule("ring", bucket_bytes=DEFAULT_BUCKET_BYTES),  # bench/dist: 1 MiB buckets,
+                  "mpi": Schedule("mpi_allreduce", bucket_bytes=DEFAULT_BUCKET_BYTES),  # overlapped
+                  "ps-sync": Schedule("parameter_server", "sync", 1),
+                  "ps-async": Schedule("parameter_server", "async", 1),
+                  "ps-stale2": Schedule("parameter_server", "bounded", 1)}
+
+
+def dist_step(r, run, machine_cores):
+    """A row of bench/cluster.py's dist table (bench/dist: ResNet-18, batch 42, 1 thread, one rank a host; the
+    parameter server's last rank serves) as a step Observation. Its compute is the row's own (only the
+    communication is predicted); the measured step is the workers' mean phases' sum."""
+    schedule = DIST_SCHEDULES.get(r["strategy"])
+    if not schedule or not r.get("forward"):
+        return None
+    if r.get("compressor") not in (None, "", "none"):
+        schedule = dataclasses.replace(schedule, compression=r["compressor"], wire_bytes=r.get("bytes_per_step"))
+    h = r["hosts"]
+    roles = [(1, 0)] * (h - 1) + [(0, 1)] if schedule.kind == "parameter_server" else None
+    place = Placement(h, 1, 0, machine_cores / h, 1, roles)
+    compute = Compute(r.get("load", 0.0), r["forward"], r["backward"], r.get("update", 0.0), 1)
+    compute.measured_on = place
+    step = sum(r.get(k, 0.0) for k in ("load", "forward", "backward", "comm_exposed", "update"))
+    label = f"step {r['strategy']}{'+' + r['compressor'] if schedule.compression != 'none' else ''} resnet18 " \
+            f"{h}h {r['link']}"
+    return Observation(run, label, schedule.kind, place, emulated_link(r["link"]), RESNET18_GRADIENT_BYTES, step,
+                       schedule, compute, label=label + " (own compute)", own_compute=True)
 
 
 SCHEDULE_OF_STRATEGY = {"ring_allreduce": "ring", "mpi_allreduce": "mpi_allreduce",

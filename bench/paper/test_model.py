@@ -152,6 +152,22 @@ class Fitting(unittest.TestCase):
             self.assertLess(worst, 0.01)
 
 
+class DistRows(unittest.TestCase):
+    def test_a_dist_row_is_a_step_whose_communication_is_predicted(self):
+        row = {"link": "1gbit", "hosts": 3, "delay": "0us", "strategy": "ps-sync", "compressor": "none",
+               "images_per_second": 40.0, "load": 0.01, "forward": 0.3, "backward": 0.6, "comm_exposed": 1.5,
+               "comm_hidden": 0.0, "update": 0.0}
+        o = model.dist_step(row, "x", 2.0)
+        self.assertEqual(o.kind, "parameter_server")
+        self.assertEqual(o.placement.workers(), 2)
+        self.assertAlmostEqual(o.measured, 2.41)
+        b = model.predict_step(o.compute, o.schedule, o.placement, o.nbytes, o.link, BARE)
+        # 2 workers push 44.7 MB each into the one server's NIC, then pull: 4 x 44.7 MB at 1 Gbit/s's payload rate.
+        wire = 4 * model.RESNET18_GRADIENT_BYTES * o.link.beta - model.EMULATED_BURST * o.link.beta
+        self.assertAlmostEqual(b["comm_total"] / wire, 1.0, places=6)
+        self.assertAlmostEqual(b["compute"], 0.91)
+
+
 class QuickRecords(unittest.TestCase):
     """run_matrix.py --quick's records (schema 3): each with placement, link and schedule is predicted."""
 
