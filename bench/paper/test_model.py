@@ -4,7 +4,6 @@ of run_matrix.py --quick when SINEW_PAPER_QUICK_RUNS names their folder (skipped
 
     /usr/bin/python3 bench/paper/test_model.py [-v]
 """
-import dataclasses
 import json
 import math
 import os
