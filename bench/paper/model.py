@@ -1013,7 +1013,8 @@ def run_predict_paper(args):
         lines.append(f"| {t['system']} | {t['mode']} | {t['paper_seconds']:.2f} | {fmt(t['model_1gbit_seconds'])} |"
                      f" {fmt(t['model_10gbit_seconds'])} | {f'{rate:.2f}' if rate else 'none in 0.1-100'} |")
     lines += ["", "## Fig. 3: predicted training time (10 epochs), seconds", "",
-              "| net | system | mode | 1 Gbit/s | 10 Gbit/s | compute a step ms | comm exposed a step ms (1 / 10 Gbit/s) |",
+              "| net | system | mode | 1 Gbit/s | 10 Gbit/s | compute a step ms |"
+              " comm exposed a step ms (1 / 10 Gbit/s) |",
               "|---|---|---|---:|---:|---:|---:|"]
     for net in PAPER_NETS:
         for system, mode, _, _ in PAPER_SYSTEMS:
@@ -1133,9 +1134,10 @@ def run_predict_scaling(args):
     note = (f"ResNet-50 (CIFAR-10, batch {batch} a worker) compute from {os.path.basename(path)} scaled by the batch "
             f"and to {args.cores} threads (Amdahl, serial fraction 0.1); {args.link} links; one worker a node, the "
             "parameter server with one server a node (S = nodes). The paper ran one K80 GPU a node: its absolute "
-            "images/s differ; the curve's shape is what the model predicts. Bands: the held-out median and "
-            f"90th-percentile relative errors of the validation ({fmt_errors(errors)}); the parameter server on "
-            "one node pays the emulated TCP's CPU cost for its local server (sinew would use shared memory)." if errors else "No validation errors found: no band.")
+            "images/s differ; the curve's shape is what the model predicts. The parameter server on one node pays "
+            "the emulated TCP's CPU cost for its local server (sinew would use shared memory). ")
+    note += (f"Bands: the held-out median and 90th-percentile relative errors of the validation "
+             f"({fmt_errors(errors)})." if errors else "No validation.json beside the calibration: no bands.")
     with open(os.path.join(args.out, "scaling_prediction.json"), "w") as f:
         json.dump({"note": note, "results": results, "errors": errors}, f, indent=1)
     plt = pyplot()
