@@ -75,6 +75,7 @@ import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
 KINDS = ["ring", "mpi_allreduce", "hierarchical", "parameter_server"]
 DEFAULT_BUCKET_BYTES = 1 << 20  # dist/buckets.hpp: kDefaultBucketBytes
 SHM_BYTE_WEIGHT = 0.25         # a byte through the hierarchical ring's shared window, in TCP bytes' CPU cost
@@ -1062,14 +1063,14 @@ def implied_rate(line, profiles, calibration):
 
 
 def paper_note(cal_path, profiles):
-    return (f"Compute: one worker's phases per step from {os.path.relpath(profiles, os.path.dirname(HERE))} "
+    return (f"Compute: one worker's phases per step from {os.path.relpath(profiles, ROOT)} "
             "(sinew on AMD EPYC Zen 4, 2 cores, 3 ranks x 1 thread: the 1.5x oversubscription divided out; the "
             "larger nets' epochs there were 5 steps, so their profiles are rough), scaled to 4 threads by Amdahl's "
             "law with a serial fraction of 0.1 (assumed: 2 cores cannot fit it), at Zen 4's speed, not the paper's "
             "2.2 GHz Intel vCPUs'; the paper's Fig. 3 is an image in the text copy "
             "(/work/shared/papers), so only Table V's numbers stand beside the model's. Links: nominal 1 and 10 "
             "Gbit/s, alpha 0, with the calibrated constants "
-            f"({os.path.relpath(cal_path, os.path.dirname(HERE)) if cal_path else 'none: bare alpha-beta'}). "
+            f"({os.path.relpath(cal_path, ROOT) if cal_path else 'none: bare alpha-beta'}). "
             "Communication is the paper's residual: step - load - forward - backward (update and waiting included). "
             "Left out: contention beyond oversubscription, stragglers, OS noise, gRPC's and RPC's own costs (every "
             "transport here is MPI over TCP), the servers' compute beyond their shard's update.")
