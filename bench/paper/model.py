@@ -18,7 +18,9 @@ schedule (Schedule.kind):
   mpi_allreduce   MPI_Allreduce as Open MPI 4.1's coll/tuned picks it for a commutative sum (its fixed decision
                   table by communicator size and bytes): recursive doubling (log2 p' steps of n, +2 steps of n when
                   p is not a power of two), ring or segmented ring (as above), Rabenseifner (2 (p' - 1) / p' n in
-                  2 log2 p' steps, + 2 n when p is not a power of two)
+                  2 log2 p' steps, + 2 n when p is not a power of two); with nonblocking (dist::MpiAllReduce's
+                  MPI_Iallreduce), as Open MPI 4.1's libnbc picks it: a binomial reduce and broadcast (2 ceil(log2
+                  p) rounds of n) under 4 ranks or 64 KiB, else Rabenseifner
   hierarchical    shared memory within a host (a reduce and a broadcast of n through the host's memory), then K
                   rings across the h hosts, one per place, each of n / K: a host's link carries 2 (h - 1) / h n
   parameter_server  S servers (shard n / S each), W workers, sync or async: push then pull; each phase lasts as
@@ -155,6 +157,7 @@ class Schedule:
     bucket_bytes: float = None     # overlap backward in buckets of this size; None: no overlap
     compression: str = "none"
     wire_bytes: float = None       # bytes a rank sends per step when compressed
+    nonblocking: bool = False      # mpi_allreduce: MPI_Iallreduce (libnbc's algorithms), as dist::MpiAllReduce calls
 
 
 @dataclasses.dataclass
@@ -246,10 +249,22 @@ def mpi_algorithm(p, n):
     return "rabenseifner"
 
 
-def mpi_terms(p, h, n, link):
+def nbc_algorithm(p, n):
+    """Open MPI 4.1 libnbc's choice for MPI_Iallreduce of a commutative sum (what dist::MpiAllReduce calls):
+    binomial reduce and broadcast under 4 ranks or 64 KiB, else the reduce-scatter and all-gather."""
+    return "binomial" if p < 4 or n < 65536 else "rabenseifner"
+
+
+def mpi_terms(p, h, n, link, nonblocking=False):
     if p <= 1:
         return Terms(0.0, 0.0, 0.0)
-    algorithm = mpi_algorithm(p, n)
+    algorithm = nbc_algorithm(p, n) if nonblocking else mpi_algorithm(p, n)
+    if algorithm == "binomial":
+        # A binomial tree reduces to rank 0 in ceil(log2 p) rounds, then broadcasts from it in as many: the root
+        # receives, then sends, a whole vector each round; every other rank sends and receives one.
+        rounds = 2 * math.ceil(math.log2(p))
+        net = (link.alpha + n * link.beta) if h > 1 else 0.0
+        return Terms(rounds * net, rounds, 2 * 2 * (p - 1) * n / p, rounds, rounds * n if h > 1 else 0.0)
     if algorithm in ("ring", "segmented_ring"):
         return ring_terms(p, h, n, link)
     p2 = 1 << int(math.floor(math.log2(p)))
@@ -328,7 +343,8 @@ def schedule_terms(schedule, placement, n, link):
         # Each bucket is an all-reduce of its own: its latency terms count once a bucket.
         buckets = max(1, math.ceil(n / schedule.bucket_bytes)) if schedule.bucket_bytes else 1
         m = n / buckets
-        t = {"ring": lambda: ring_terms(p, h, m, link), "mpi_allreduce": lambda: mpi_terms(p, h, m, link),
+        t = {"ring": lambda: ring_terms(p, h, m, link),
+             "mpi_allreduce": lambda: mpi_terms(p, h, m, link, schedule.nonblocking),
              "hierarchical": lambda: hierarchical_terms(h, k, m, link)}[schedule.kind]()
         return Terms(t.wire * buckets, t.messages * buckets, t.cpu_bytes * buckets, t.steps,
                      t.link_bytes * buckets)
@@ -349,7 +365,12 @@ def comm_seconds(schedule, placement, n, link, calibration):
     """(total, wire part, cpu part) seconds of one step's communication: the link and the CPU (copies, sums, the
     TCP stack) work as a pipeline, so the slower sets the pace; every message adds its overhead o."""
     t = comm_terms(schedule, placement, n, link)
-    return combine(t, calibration.of(schedule.kind), placement.oversubscription(calibration.contention))
+    constants = calibration.of(schedule.kind)
+    if schedule.kind == "mpi_allreduce" and schedule.nonblocking:
+        # libnbc is another implementation than coll/tuned, with no call-level measurement here (bench/comm times
+        # the blocking MPI_Allreduce): its schedule uncalibrated (e = 1), the machine's and MPI's message costs.
+        constants = (1.0, constants[1], constants[2])
+    return combine(t, constants, placement.oversubscription(calibration.contention))
 
 
 def combine(t, constants, oversubscription):
@@ -554,7 +575,8 @@ def read_cluster_results(path, machine_cores):
 
 RESNET18_GRADIENT_BYTES = 4 * 11_181_642  # bench/dist's net: ResNet-18, 10 classes (bench/cluster.py's count)
 DIST_SCHEDULES = {"ring": Schedule("ring", bucket_bytes=DEFAULT_BUCKET_BYTES),  # bench/dist: 1 MiB buckets,
-                  "mpi": Schedule("mpi_allreduce", bucket_bytes=DEFAULT_BUCKET_BYTES),  # overlapped
+                  "mpi": Schedule("mpi_allreduce", bucket_bytes=DEFAULT_BUCKET_BYTES,  # overlapped
+                                  nonblocking=True),
                   "ps-sync": Schedule("parameter_server", "sync", 1),
                   "ps-async": Schedule("parameter_server", "async", 1),
                   "ps-stale2": Schedule("parameter_server", "bounded", 1)}
@@ -630,7 +652,8 @@ def record_schedule(r):
     if not kind:
         return None
     return Schedule(kind, s.get("sync") or r.get("mode") or "sync", s.get("servers") or r.get("servers") or 1,
-                    s.get("bucket_bytes"), s.get("compression") or "none", s.get("bytes_on_wire_per_step"))
+                    s.get("bucket_bytes"), s.get("compression") or "none", s.get("bytes_on_wire_per_step"),
+                    nonblocking=kind == "mpi_allreduce")  # the strategy's MPI_Iallreduce
 
 
 def record_placement(r):

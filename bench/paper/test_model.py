@@ -65,6 +65,12 @@ class Schedules(unittest.TestCase):
         self.assertEqual(model.mpi_algorithm(3, 1 << 20), "rabenseifner")
         self.assertEqual(model.mpi_algorithm(8, 4096), "recursive_doubling")
         self.assertEqual(model.mpi_algorithm(8, 1 << 20), "rabenseifner")
+        # MPI_Iallreduce (libnbc), what dist::MpiAllReduce calls: binomial under 4 ranks whatever the size
+        self.assertEqual(model.nbc_algorithm(3, 1 << 20), "binomial")
+        self.assertEqual(model.nbc_algorithm(8, 1 << 20), "rabenseifner")
+        link = model.Link("l", 0.0, 1e-9)
+        t = model.mpi_terms(3, 3, 1 << 20, link, nonblocking=True)
+        self.assertAlmostEqual(t.wire, 4 * (1 << 20) * 1e-9)  # 2 rounds in to the root, 2 out
 
     def test_more_servers_never_slower(self):
         """With cores to spare (a server's rank busy-polls a core: on a full host more servers do slow compute)."""
