@@ -706,6 +706,8 @@ def read_records(runs_dir, statistic="median"):
     out = []
     for r in records:
         place, link, schedule = record_placement(r), record_link(r), record_schedule(r)
+        if link and place and (r.get("placement") or {}).get("emulated") and link.name != "none" and not link.burst:
+            link.burst = EMULATED_BURST  # scripts/cluster's shaper
         step, phases = record_step_seconds(r, statistic), record_phases(r)
         spread = r.get("step_seconds") if isinstance(r.get("step_seconds"), dict) else {}
         n = gradient_bytes(r)

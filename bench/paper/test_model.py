@@ -173,6 +173,34 @@ class DistRows(unittest.TestCase):
         self.assertAlmostEqual(b["compute"], 0.91)
 
 
+class Records(unittest.TestCase):
+    def test_a_schema_3_record_as_run_matrix_writes_it(self):
+        """The fields run_matrix.py --hosts writes (/work/h37/schema.md), a parameter server on 3 emulated hosts."""
+        r = {"schema": "sinew.paper.run/3", "system": "mxnet", "net": "lenet5", "dataset": "cifar10", "mode": "sync",
+             "strategy": "parameter_server", "ranks": 6, "workers": 3, "servers": 3, "parameters": 62006,
+             "placement": {"hosts": 3, "workers_per_host": 1, "servers_per_host": 1, "cores_per_host": 2,
+                           "threads_per_rank": 1, "binding": "core", "emulated": True},
+             "link": {"name": "1gbit", "rate_bits_per_second": 1e9, "alpha_seconds": 3e-5,
+                      "beta_seconds_per_byte": 8.4e-9},
+             "step_seconds": {"median": 0.004, "min": 0.0038, "max": 0.0045, "repeats": [0.0038, 0.004, 0.0045]},
+             "phases_seconds_per_step": {"load": 1e-4, "forward": 0.001, "backward": 0.0015, "comm_exposed": 0.0012,
+                                         "comm_hidden": 0.0, "update": 1e-4},
+             "schedule": {"kind": "parameter_server", "sync": "sync", "servers": 3, "bucket_bytes": None,
+                          "compression": "none", "bytes_on_wire_per_step": None}}
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "mxnet-sync-preset-lenet5_cifar10.json"), "w") as f:
+                json.dump(r, f)
+            obs = model.read_records(d)
+        self.assertEqual(len(obs), 1)
+        o = obs[0]
+        self.assertTrue(o.own_compute)
+        self.assertEqual((o.placement.workers(), o.placement.servers()), (3, 3))
+        self.assertEqual(o.nbytes, 4 * 62006)
+        self.assertEqual(o.link.burst, model.EMULATED_BURST)
+        self.assertEqual(o.spread, (0.0038, 0.0045))
+        self.assertGreater(model.predict(o, BARE), o.compute.forward + o.compute.backward)
+
+
 class QuickRecords(unittest.TestCase):
     """run_matrix.py --quick's records (schema 3): each with placement, link and schedule is predicted."""
 
