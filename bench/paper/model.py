@@ -1161,7 +1161,8 @@ def run_predict_scaling(args):
             f"and to {args.cores} threads (Amdahl, serial fraction 0.1); {args.link} links; one worker a node, the "
             "parameter server with one server a node (S = nodes). The paper ran one K80 GPU a node: its absolute "
             "images/s differ; the curve's shape is what the model predicts. The parameter server on one node pays "
-            "the emulated TCP's CPU cost for its local server (sinew would use shared memory). ")
+            "the emulated TCP's CPU cost for its local server (sinew would use shared memory). Left out: "
+            "stragglers (so async lies on sync), incast at a server, congestion in a switch, OS noise. ")
     note += (f"Bands: the held-out median and 90th-percentile relative errors of the validation "
              f"({fmt_errors(errors)})." if errors else "No validation.json beside the calibration: no bands.")
     with open(os.path.join(args.out, "scaling_prediction.json"), "w") as f:
