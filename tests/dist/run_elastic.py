@@ -16,19 +16,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
+
+import run_resume  # its run(), beside this file
 
 
 def run(command, timeout):
-    started = time.time()
-    try:
-        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
-        output, code = done.stdout.decode(errors="replace"), done.returncode
-    except subprocess.TimeoutExpired as e:
-        output, code = (e.stdout or b"").decode(errors="replace") + f"\n(killed after {timeout} s: it hangs)", None
-    print(output)
-    print(f"run_elastic: {' '.join(command[-3:])}: exit code {code}, {time.time() - started:.2f} s", flush=True)
-    return output, code
+    return run_resume.run(command, timeout, "run_elastic")
 
 
 def passes(output):

@@ -17,7 +17,9 @@ import tempfile
 import time
 
 
-def run(command, timeout):
+def run(command, timeout, who="run_resume"):
+    """Runs `command` (killed after `timeout` s: then the code is None), prints its output and a line naming it;
+    returns (output, exit code). run_elastic.py uses it too."""
     started = time.time()
     try:
         done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
@@ -25,7 +27,7 @@ def run(command, timeout):
     except subprocess.TimeoutExpired as e:
         output, code = (e.stdout or b"").decode(errors="replace") + f"\n(killed after {timeout} s: it hangs)", None
     print(output)
-    print(f"run_resume: {' '.join(command[-3:])}: exit code {code}, {time.time() - started:.2f} s")
+    print(f"{who}: {' '.join(command[-3:])}: exit code {code}, {time.time() - started:.2f} s", flush=True)
     return output, code
 
 
