@@ -9,7 +9,8 @@ median of its runs:
   {config, headers, compiler, flags, wall_s, user_s, max_rss_mb, commit, runs, samples}
 --headers LABEL=DIR (repeatable) compiles the same commands against another include/ tree too (DIR replaces
 this tree's include directory), interleaved with this one's, to compare two states of the headers on a busy
-machine: e.g. --headers main=/path/to/main/include.
+machine: e.g. --headers main=/path/to/main/include. LABEL=DIR@BUILD compiles against DIR with the commands of
+another configured build (its flags: e.g. main's own build, to time a change of flags as well as of headers).
 """
 import argparse
 import json
@@ -104,7 +105,8 @@ def main():
     p.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated, of " + ",".join(CONFIGS))
     p.add_argument("--runs", type=int, default=3, help="interleaved runs per configuration (median reported)")
     p.add_argument("--headers", action="append", default=[], metavar="LABEL=DIR",
-                   help="also compile against another include/ tree, interleaved")
+                   help="also compile against another include/ tree (DIR@BUILD: with that build's commands), "
+                        "interleaved")
     p.add_argument("--json", help="write the rows here (default: stdout only)")
     a = p.parse_args()
 
@@ -115,18 +117,24 @@ def main():
             sys.exit(f"compile_time: no command for {c} in {a.build}/compile_commands.json "
                      f"(known: {', '.join(sorted(commands)) or 'none'}; is SINEW_BUILD_BENCH on?)")
     trees = [("this", os.path.join(SOURCE_DIR, "include"))]
+    tree_commands = {"this": commands}
     for h in a.headers:
         label, _, path = h.partition("=")
+        path, _, build = path.partition("@")
         if not path or not os.path.isdir(path):
-            sys.exit(f"compile_time: --headers {h}: expected LABEL=DIR with DIR an include/ tree")
+            sys.exit(f"compile_time: --headers {h}: expected LABEL=DIR or LABEL=DIR@BUILD with DIR an include/ tree")
         trees.append((label, os.path.abspath(path)))
+        tree_commands[label] = load_commands(build) if build else commands
+        for c in configs:
+            if c not in tree_commands[label]:
+                sys.exit(f"compile_time: --headers {h}: no command for {c} in {build}/compile_commands.json")
 
     samples = {(c, label): [] for c in configs for label, _ in trees}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(a.runs):
             for c in configs:
                 for label, tree in trees:
-                    directory, args = commands[c]
+                    directory, args = tree_commands[label][c]
                     s = compile_once(directory, with_headers(args, tree), os.path.join(tmp, c + ".o"))
                     samples[(c, label)].append(s)
                     print(f"run {r + 1}/{a.runs} {c:<14} {label:<8} wall {s[0]:6.2f} s  user {s[1]:6.2f} s  "
@@ -134,8 +142,8 @@ def main():
 
     rows = []
     for c in configs:
-        directory, args = commands[c]
         for label, tree in trees:
+            directory, args = tree_commands[label][c]
             runs = samples[(c, label)]
             rows.append({
                 "config": c,
