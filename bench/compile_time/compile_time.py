@@ -56,8 +56,17 @@ def strip_output(args):
     return flags
 
 
-def with_headers(args, include_dir):
-    own = os.path.join(SOURCE_DIR, "include")
+def build_source_dir(build):
+    """The source tree a configured build compiles (CMAKE_HOME_DIRECTORY in its CMakeCache.txt)."""
+    with open(os.path.join(build, "CMakeCache.txt")) as f:
+        for line in f:
+            if line.startswith("CMAKE_HOME_DIRECTORY:"):
+                return line.split("=", 1)[1].strip()
+    sys.exit(f"compile_time: {build}/CMakeCache.txt names no CMAKE_HOME_DIRECTORY")
+
+
+def with_headers(args, include_dir, source_dir=SOURCE_DIR):
+    own = os.path.join(source_dir, "include")
     return [a.replace(own, include_dir) if a.startswith(("-I", "-isystem")) or a == own else a for a in args]
 
 
@@ -117,16 +126,16 @@ def main():
             sys.exit(f"compile_time: no command for {c} in {a.build}/compile_commands.json "
                      f"(known: {', '.join(sorted(commands)) or 'none'}; is SINEW_BUILD_BENCH on?)")
     trees = [("this", os.path.join(SOURCE_DIR, "include"))]
-    tree_commands = {"this": commands}
+    tree_commands = {"this": (commands, SOURCE_DIR)}
     for h in a.headers:
         label, _, path = h.partition("=")
         path, _, build = path.partition("@")
         if not path or not os.path.isdir(path):
             sys.exit(f"compile_time: --headers {h}: expected LABEL=DIR or LABEL=DIR@BUILD with DIR an include/ tree")
         trees.append((label, os.path.abspath(path)))
-        tree_commands[label] = load_commands(build) if build else commands
+        tree_commands[label] = (load_commands(build), build_source_dir(build)) if build else (commands, SOURCE_DIR)
         for c in configs:
-            if c not in tree_commands[label]:
+            if c not in tree_commands[label][0]:
                 sys.exit(f"compile_time: --headers {h}: no command for {c} in {build}/compile_commands.json")
 
     samples = {(c, label): [] for c in configs for label, _ in trees}
@@ -134,8 +143,9 @@ def main():
         for r in range(a.runs):
             for c in configs:
                 for label, tree in trees:
-                    directory, args = tree_commands[label][c]
-                    s = compile_once(directory, with_headers(args, tree), os.path.join(tmp, c + ".o"))
+                    cmds, source = tree_commands[label]
+                    directory, args = cmds[c]
+                    s = compile_once(directory, with_headers(args, tree, source), os.path.join(tmp, c + ".o"))
                     samples[(c, label)].append(s)
                     print(f"run {r + 1}/{a.runs} {c:<14} {label:<8} wall {s[0]:6.2f} s  user {s[1]:6.2f} s  "
                           f"rss {s[3]:6.0f} MiB", file=sys.stderr, flush=True)
@@ -143,13 +153,14 @@ def main():
     rows = []
     for c in configs:
         for label, tree in trees:
-            directory, args = tree_commands[label][c]
+            cmds, source = tree_commands[label]
+            directory, args = cmds[c]
             runs = samples[(c, label)]
             rows.append({
                 "config": c,
                 "headers": label,
                 "compiler": compiler_version(args[0]),
-                "flags": shlex.join(strip_output(with_headers(args, tree))),
+                "flags": shlex.join(strip_output(with_headers(args, tree, source))),
                 "wall_s": round(statistics.median(s[0] for s in runs), 2),
                 "user_s": round(statistics.median(s[1] for s in runs), 2),
                 "max_rss_mb": round(statistics.median(s[3] for s in runs)),
