@@ -9,7 +9,8 @@ median of its runs:
   {config, headers, compiler, flags, wall_s, user_s, max_rss_mb, commit, runs, samples}
 --headers LABEL=DIR (repeatable) compiles the same commands against another include/ tree too (DIR replaces
 this tree's include directory), interleaved with this one's, to compare two states of the headers on a busy
-machine: e.g. --headers main=/path/to/main/include.
+machine: e.g. --headers main=/path/to/main/include. LABEL=DIR@BUILD compiles against DIR with the commands of
+another configured build (its flags: e.g. main's own build, to time a change of flags as well as of headers).
 """
 import argparse
 import json
@@ -55,8 +56,17 @@ def strip_output(args):
     return flags
 
 
-def with_headers(args, include_dir):
-    own = os.path.join(SOURCE_DIR, "include")
+def build_source_dir(build):
+    """The source tree a configured build compiles (CMAKE_HOME_DIRECTORY in its CMakeCache.txt)."""
+    with open(os.path.join(build, "CMakeCache.txt")) as f:
+        for line in f:
+            if line.startswith("CMAKE_HOME_DIRECTORY:"):
+                return line.split("=", 1)[1].strip()
+    sys.exit(f"compile_time: {build}/CMakeCache.txt names no CMAKE_HOME_DIRECTORY")
+
+
+def with_headers(args, include_dir, source_dir=SOURCE_DIR):
+    own = os.path.join(source_dir, "include")
     return [a.replace(own, include_dir) if a.startswith(("-I", "-isystem")) or a == own else a for a in args]
 
 
@@ -104,7 +114,8 @@ def main():
     p.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated, of " + ",".join(CONFIGS))
     p.add_argument("--runs", type=int, default=3, help="interleaved runs per configuration (median reported)")
     p.add_argument("--headers", action="append", default=[], metavar="LABEL=DIR",
-                   help="also compile against another include/ tree, interleaved")
+                   help="also compile against another include/ tree (DIR@BUILD: with that build's commands), "
+                        "interleaved")
     p.add_argument("--json", help="write the rows here (default: stdout only)")
     a = p.parse_args()
 
@@ -115,33 +126,41 @@ def main():
             sys.exit(f"compile_time: no command for {c} in {a.build}/compile_commands.json "
                      f"(known: {', '.join(sorted(commands)) or 'none'}; is SINEW_BUILD_BENCH on?)")
     trees = [("this", os.path.join(SOURCE_DIR, "include"))]
+    tree_commands = {"this": (commands, SOURCE_DIR)}
     for h in a.headers:
         label, _, path = h.partition("=")
+        path, _, build = path.partition("@")
         if not path or not os.path.isdir(path):
-            sys.exit(f"compile_time: --headers {h}: expected LABEL=DIR with DIR an include/ tree")
+            sys.exit(f"compile_time: --headers {h}: expected LABEL=DIR or LABEL=DIR@BUILD with DIR an include/ tree")
         trees.append((label, os.path.abspath(path)))
+        tree_commands[label] = (load_commands(build), build_source_dir(build)) if build else (commands, SOURCE_DIR)
+        for c in configs:
+            if c not in tree_commands[label][0]:
+                sys.exit(f"compile_time: --headers {h}: no command for {c} in {build}/compile_commands.json")
 
     samples = {(c, label): [] for c in configs for label, _ in trees}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(a.runs):
             for c in configs:
                 for label, tree in trees:
-                    directory, args = commands[c]
-                    s = compile_once(directory, with_headers(args, tree), os.path.join(tmp, c + ".o"))
+                    cmds, source = tree_commands[label]
+                    directory, args = cmds[c]
+                    s = compile_once(directory, with_headers(args, tree, source), os.path.join(tmp, c + ".o"))
                     samples[(c, label)].append(s)
                     print(f"run {r + 1}/{a.runs} {c:<14} {label:<8} wall {s[0]:6.2f} s  user {s[1]:6.2f} s  "
                           f"rss {s[3]:6.0f} MiB", file=sys.stderr, flush=True)
 
     rows = []
     for c in configs:
-        directory, args = commands[c]
         for label, tree in trees:
+            cmds, source = tree_commands[label]
+            directory, args = cmds[c]
             runs = samples[(c, label)]
             rows.append({
                 "config": c,
                 "headers": label,
                 "compiler": compiler_version(args[0]),
-                "flags": shlex.join(strip_output(with_headers(args, tree))),
+                "flags": shlex.join(strip_output(with_headers(args, tree, source))),
                 "wall_s": round(statistics.median(s[0] for s in runs), 2),
                 "user_s": round(statistics.median(s[1] for s in runs), 2),
                 "max_rss_mb": round(statistics.median(s[3] for s in runs)),

@@ -45,6 +45,7 @@ struct Eigen {
 
   static tensor_desc plain_desc(int n, int c, int h, int w) { return eigen::plain_desc(n, c, h, w); }
   static tensor_desc plain_like(const tensor_desc& d) { return eigen::plain_like(d); }
+  template <class = void>  // instantiated only if used (eigen/common.hpp, "Compile time")
   static void to_plain(context& ctx, const tensor& t, float* out) { eigen::to_plain(ctx, t, out); }
   static float* data(const tensor& t) { return t.data; }
 

@@ -21,10 +21,12 @@ class activation_op : public op_base<> {
     if (need_diff_src) diff_src_.allocate(src_desc);
   }
 
+  template <class = void>  // instantiated only if used: see common.hpp, "Compile time"
   void forward(context& ctx, const tensor& src) {
     activation_forward(ctx.dev(), kind_, src.data, dst_.data(), dst_.desc().size());
   }
 
+  template <class = void>  // instantiated only if used: see common.hpp, "Compile time"
   void backward(context& ctx, const tensor&, const tensor& diff_dst) {
     if (!need_diff_src_) return;
     activation_backward(ctx.dev(), kind_, dst_.data(), diff_dst_(ctx, diff_dst).data, diff_src_.data(),

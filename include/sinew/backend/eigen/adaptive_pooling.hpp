@@ -36,6 +36,7 @@ class adaptive_pool_op : public op_base<> {
     cols_ = generic::adaptive_axis(c.in_w, c.out_w);
   }
 
+  template <class = void>  // instantiated only if used: see common.hpp, "Compile time"
   void forward(context& ctx, const tensor& src) {
     const float* x = src_(ctx, src).data;
     const int C = c_.channels, OH = c_.out_h, OW = c_.out_w, H = c_.in_h, W = c_.in_w;
@@ -57,6 +58,7 @@ class adaptive_pool_op : public op_base<> {
   }
 
   /// dx[n, r, s, :] = the sum of dy[n, i, j, :] / |bin (i, j)| over the bins that cover (r, s).
+  template <class = void>  // instantiated only if used: see common.hpp, "Compile time"
   void backward(context& ctx, const tensor&, const tensor& diff_dst) {
     if (!need_diff_src_) return;  // no parameters: nothing else to compute
     const float* dy = diff_dst_(ctx, diff_dst).data;

@@ -17,6 +17,7 @@ class adder {
   }
   tensor_desc dst_desc() const { return dst_.desc(); }
   const tensor& dst() const noexcept { return dst_.get(); }
+  template <class = void>  // instantiated only if used: see common.hpp, "Compile time"
   void run(context& ctx, const tensor& a, const tensor& b) {
     const float* pa = a.data;
     const float* pb = b_(ctx, b).data;

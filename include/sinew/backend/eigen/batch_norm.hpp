@@ -56,6 +56,7 @@ class batch_norm_op : public op_base<diff_dst_use::always> {
 
   void set_mode(const ForwardMode& m) noexcept { training_ = m.training; }
 
+  template <class = void>  // instantiated only if used: see common.hpp, "Compile time"
   void forward(context& ctx, const tensor& src) {
     const device& dev = ctx.dev();
     last_training_ = training_;
@@ -107,6 +108,7 @@ class batch_norm_op : public op_base<diff_dst_use::always> {
   }
 
   /// `src` must be the tensor of the last forward(); differentiates the mode that forward ran in.
+  template <class = void>  // instantiated only if used: see common.hpp, "Compile time"
   void backward(context& ctx, const tensor&, const tensor& diff_dst) {
     const device& dev = ctx.dev();
     const float* dz = act_.backward(dev, dst_.data(), diff_dst_(ctx, diff_dst).data);

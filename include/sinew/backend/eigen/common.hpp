@@ -14,6 +14,13 @@
 //
 // EIGEN_USE_THREADS must be seen before Eigen's Tensor module is first included in a translation unit;
 // include this header (or sinew/backend/eigen.hpp) before any other user of unsupported/Eigen/CXX11/Tensor.
+//
+// Compile time. <sinew/sinew.hpp> includes this backend in every program, most of which run another one. An
+// inline function that is not a template makes the compiler instantiate every Eigen template it calls (the
+// thread pool, tensor expressions on it, GEMV), whether or not the program calls the function; so the entry
+// points that reach Eigen's templates (the ops' forward, backward and run, convert, to_plain, the context's
+// constructor) are templates, `template <class = void>`, and cost a program without backend::Eigen nothing
+// past parsing (bench/compile_time/).
 #pragma once
 
 #ifndef EIGEN_USE_THREADS
@@ -82,6 +89,7 @@ struct binding_environment : ::Eigen::StlThreadEnvironment {
 /// kernels (core/parallel.hpp) run on as many OpenMP threads, bound to the same CPUs.
 class context {
  public:
+  template <class = void>  // instantiated only if used: see "Compile time" above
   explicit context(BackendOptions options = {})
       : threads_(options.threads > 0 ? options.threads : int(allowed_cpus().size())),
         pool_(threads_, true, binding_environment{{}, options.cpus, 0}),
@@ -161,7 +169,8 @@ inline std::array<index, 4> memory_dims(const tensor_desc& d) {
 }
 
 /// Copies src into dst (same dimensions) in dst's layout, on the device.
-inline void convert(const device& dev, const tensor_desc& from, const float* src, const tensor_desc& to, float* dst) {
+template <class = void>  // instantiated only if used: see "Compile time" above
+void convert(const device& dev, const tensor_desc& from, const float* src, const tensor_desc& to, float* dst) {
   if (from.layout == to.layout) {
     std::memcpy(dst, src, from.size() * sizeof(float));
     return;
@@ -274,6 +283,7 @@ class converter {
     from_ = from;
     if (needed_) target_.allocate(to);
   }
+  template <class = void>  // instantiated only if used: see "Compile time" above
   const tensor& operator()(context& ctx, const tensor& src) {
     if (!needed_) return src;
     convert(ctx.dev(), from_, src.data, target_.desc(), target_.data());
@@ -312,7 +322,8 @@ class op_base {
 };
 
 /// Copies a tensor of either layout into plain NCHW floats.
-inline void to_plain(context& ctx, const tensor& t, float* out) {
+template <class = void>  // instantiated only if used: see "Compile time" above
+void to_plain(context& ctx, const tensor& t, float* out) {
   convert(ctx.dev(), t.desc, t.data, plain_like(t.desc), out);
 }
 

@@ -85,7 +85,9 @@ class conv2d_op : public op_base<diff_dst_use::always> {
   /// The grouping that the last setup() chose.
   grouping pixel_grouping() const noexcept { return grouping_; }
 
+  template <class = void>  // instantiated only if used: see common.hpp, "Compile time"
   void forward(context& ctx, const tensor& src) { forward(ctx, src, metrics::no_probe); }
+  template <class = void>  // instantiated only if used: see common.hpp, "Compile time"
   void backward(context& ctx, const tensor& src, const tensor& diff_dst) {
     backward(ctx, src, diff_dst, metrics::no_probe);
   }

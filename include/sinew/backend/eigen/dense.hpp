@@ -41,7 +41,9 @@ class dense_op : public op_base<diff_dst_use::always> {
     if (need_diff_src) diff_src_.allocate(plain_like(src_desc));
   }
 
+  template <class = void>  // instantiated only if used: see common.hpp, "Compile time"
   void forward(context& ctx, const tensor& src) { forward(ctx, src, metrics::no_probe); }
+  template <class = void>  // instantiated only if used: see common.hpp, "Compile time"
   void backward(context& ctx, const tensor& src, const tensor& diff_dst) {
     backward(ctx, src, diff_dst, metrics::no_probe);
   }
@@ -93,6 +95,7 @@ class dense_op : public op_base<diff_dst_use::always> {
   static constexpr index kGemvBatch = 4;
 
   /// y[n, :] = W x[n, :] for each row n, the output rows split among the pool's threads in ranges of 16.
+  template <class = void>  // instantiated only if used: see common.hpp, "Compile time"
   void gemv_forward(const device& dev, const float* x) {
     using row_major = ::Eigen::Matrix<float, ::Eigen::Dynamic, ::Eigen::Dynamic, ::Eigen::RowMajor>;
     using column = ::Eigen::Matrix<float, ::Eigen::Dynamic, 1>;

@@ -31,6 +31,7 @@ class dropout_op : public op_base<> {
 
   void set_mode(const ForwardMode& mode) noexcept { mode_ = mode; }
 
+  template <class = void>  // instantiated only if used: see common.hpp, "Compile time"
   void forward(context& ctx, const tensor& src) {
     last_ = mode_;
     if (!last_.training) {
@@ -41,6 +42,7 @@ class dropout_op : public op_base<> {
     apply(ctx.dev(), src.data, dst_.data());
   }
 
+  template <class = void>  // instantiated only if used: see common.hpp, "Compile time"
   void backward(context& ctx, const tensor&, const tensor& diff_dst) {
     if (!need_diff_src_) return;  // no parameters: nothing else to compute
     const float* dy = diff_dst_(ctx, diff_dst).data;

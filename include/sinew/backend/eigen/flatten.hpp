@@ -23,7 +23,9 @@ class flatten_op : public op_base<diff_dst_use::always> {
     diff_src_.describe(plain);
   }
 
+  template <class = void>  // instantiated only if used: see common.hpp, "Compile time"
   void forward(context& ctx, const tensor& src) { dst_.point_to(to_plain_(ctx, src).data); }
+  template <class = void>  // instantiated only if used: see common.hpp, "Compile time"
   void backward(context& ctx, const tensor&, const tensor& diff_dst) { diff_src_.point_to(diff_dst_(ctx, diff_dst).data); }
 
  private:

@@ -39,7 +39,9 @@ class windowed_conv_base : public op_base<diff_dst_use::always> {
   void setup(context& ctx, const tensor_desc& src_desc, int batch, ParamSlots p, bool need_diff_src) {
     self().setup(ctx, src_desc, conv2d_config<N>(batch), p, need_diff_src);
   }
+  template <class = void>  // instantiated only if used: see common.hpp, "Compile time"
   void forward(context& ctx, const tensor& src) { self().forward(ctx, src, metrics::no_probe); }
+  template <class = void>  // instantiated only if used: see common.hpp, "Compile time"
   void backward(context& ctx, const tensor& src, const tensor& diff_dst) {
     self().backward(ctx, src, diff_dst, metrics::no_probe);
   }

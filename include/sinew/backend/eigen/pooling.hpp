@@ -44,6 +44,7 @@ class pooling_op : public op_base<> {
     if (need_diff_src) diff_src_.allocate(in);
   }
 
+  template <class = void>  // instantiated only if used: see common.hpp, "Compile time"
   void forward(context& ctx, const tensor& src) {
     const float* x = src_(ctx, src).data;
     const int C = c_.c, K = c_.kernel;
@@ -62,6 +63,7 @@ class pooling_op : public op_base<> {
     });
   }
 
+  template <class = void>  // instantiated only if used: see common.hpp, "Compile time"
   void backward(context& ctx, const tensor&, const tensor& diff_dst) {
     if (!need_diff_src_) return;  // no parameters: nothing else to compute
     const float* dy = diff_dst_(ctx, diff_dst).data;
