@@ -73,6 +73,7 @@ import glob
 import json
 import math
 import os
+import re
 import statistics
 import sys
 
@@ -1005,6 +1006,8 @@ def run_predict_paper(args):
                 b = predict_step(compute, schedule, place, n, link, calibration)
                 paper_comm = b["step_seconds"] - b["load"] - b["forward"] - b["backward"]  # the paper's residual
                 rows.append({"net": net, "system": system, "mode": mode, "link": link_name,
+                             "schedule": schedule.kind, "load": b["load"], "forward": b["forward"],
+                             "backward": b["backward"], "update": b["update"],
                              "gradient_bytes": n, "profile": os.path.basename(path),
                              "step_seconds": b["step_seconds"], "compute_seconds": b["compute"],
                              "comm_exposed_seconds": b["comm_exposed"], "comm_hidden_seconds": b["comm_hidden"],
@@ -1026,9 +1029,11 @@ def run_predict_paper(args):
         line["implied_gbit_per_second"] = implied_rate(line, profiles, calibration)
     os.makedirs(args.out, exist_ok=True)
     note = paper_note(cal_path, profiles)
+    errors = validation_errors(cal_path)
+    predicted = {link: predicted_findings(rows, profiles, link) for link in ("1gbit", "10gbit")}
     with open(os.path.join(args.out, "paper_prediction.json"), "w") as f:
         json.dump({"note": note, "calibration": calibration.to_json(), "steps": PAPER_STEPS, "runs": rows,
-                   "table5": table5}, f, indent=1)
+                   "table5": table5, "findings": predicted, "errors": errors}, f, indent=1)
     lines = [f"# The paper's testbed predicted (3 hosts x 4 cores, {PAPER_STEPS} steps: 10 epochs of 396)", "",
              note, "", "## Table V: mean communication time over the CIFAR-10 runs, seconds", "",
              "| system | mode | paper | model at 1 Gbit/s | model at 10 Gbit/s | link rate at which the model gives"
@@ -1050,11 +1055,91 @@ def run_predict_paper(args):
                 lines.append(f"| {net} | {system} | {mode} | {a['run_seconds']:.0f} | {b['run_seconds']:.0f} |"
                              f" {1e3 * a['compute_seconds']:.1f} | {1e3 * a['comm_exposed_seconds']:.1f} /"
                              f" {1e3 * b['comm_exposed_seconds']:.1f} |")
+    lines += ["", "## The findings the model can judge, at the paper's testbed", "",
+              "Its predicted steps and communication go through run_matrix.py's own findings() (the noise floor its "
+              f"minimum, {100 * MIN_FLOOR_OF_MATRIX:.0f}%: a prediction has no repeats); operators, memory and "
+              "loaders are not the model's, so those findings are left to the measurements.", "",
+              "| # | finding | paper | model at 1 Gbit/s | verdict | model at 10 Gbit/s | verdict |",
+              "|---|---|---|---|---|---|---|"]
+    for a, b in zip(predicted["1gbit"], predicted["10gbit"]):
+        lines.append(f"| {a['id']} | {a['claim']} | {a['paper']} | {a['sinew']} | {short_verdict(a['reproduced'])} |"
+                     f" {b['sinew']} | {short_verdict(b['reproduced'])} |")
+    measured = args.findings or os.path.join(os.path.dirname(os.path.abspath(profiles)), "findings.json")
+    table = reproduction_table(measured, predicted) if os.path.exists(measured) else None
+    if table:
+        with open(os.path.join(args.out, "reproduction_table.md"), "w") as f:
+            f.write(table)
     with open(os.path.join(args.out, "paper_prediction.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
-    figures = plot_paper(rows, args.out)
+    figures = plot_paper(rows, args.out, errors)
     print("\n".join(lines))
     print(f"wrote {os.path.join(args.out, 'paper_prediction.md')}, paper_prediction.json, {', '.join(figures)}")
+
+
+# The findings whose quantities the model predicts (steps and the paper's communication residual); the others
+# compare operators, memory or loaders, which it takes from the profile unchanged.
+MODEL_FINDINGS = ["F1", "F2", "F3", "F4", "F5", "F12", "R1", "R2", "R3", "R4", "V-F", "T5a", "T5b"]
+MIN_FLOOR_OF_MATRIX = 0.05  # run_matrix.MIN_FLOOR, checked in predicted_findings
+
+
+def run_matrix_module():
+    sys.path.insert(0, HERE)
+    import run_matrix  # noqa: E402 (bench/paper/run_matrix.py: its findings() judge the predictions too)
+    assert run_matrix.MIN_FLOOR == MIN_FLOOR_OF_MATRIX
+    return run_matrix
+
+
+def predicted_findings(rows, profiles, link):
+    """run_matrix.py's findings on records made of the model's predictions for the paper's testbed at `link`: each
+    a copy of its profile's record with the predicted step and phases (so a preset keeps its backend, loader and
+    parameters), judged with the noise floor's minimum. Only MODEL_FINDINGS are returned."""
+    rm = run_matrix_module()
+    records = []
+    for r in rows:
+        if r["link"] != link:
+            continue
+        with open(os.path.join(profiles, r["profile"])) as f:
+            rec = json.load(f)
+        step = r["step_seconds"]
+        rec.update({"system": r["system"], "mode": r["mode"], "variant": "preset",
+                    "strategy": f"{r['schedule']} ({r['mode']})", "workers": 3,
+                    "step_seconds": {"median": step, "min": step, "max": step, "repeats": [step]},
+                    "phases_seconds_per_step": {k: r[k] for k in ("load", "forward", "backward", "update")} |
+                    {"comm_exposed": r["comm_exposed_seconds"], "comm_hidden": r["comm_hidden_seconds"]}})
+        rec["peak_rss_bytes_per_rank"] = (rec.get("peak_rss_bytes_per_rank") or [0.0])[:1] * 3
+        records.append(rec)
+    found = rm.findings(rm.Matrix(records))
+    return [f for f in found if f["id"] in MODEL_FINDINGS]
+
+
+def short_verdict(text):
+    """A verdict's words without its reason: "direction only", "reproduced (within 25%)", "untestable here"."""
+    if text.startswith("first part:"):
+        return "; ".join(short_verdict(p.split(":", 1)[1].strip()) for p in text.split("; second part"))
+    if text.startswith("reproduced"):
+        return "reproduced (within 25%)"
+    return re.split(r" \(|:", text, maxsplit=1)[0]
+
+
+def reproduction_table(measured_path, predicted):
+    """The note's table: each finding of the measured run (findings.json) with the paper's figure, sinew's
+    measurement and verdict, and the model's prediction for the paper's testbed at 1 and 10 Gbit/s."""
+    with open(measured_path) as f:
+        measured = json.load(f)
+    by = {link: {f["id"]: f for f in found} for link, found in predicted.items()}
+    lines = [f"Measured: {os.path.relpath(measured_path, ROOT)}. Model: the paper's testbed (3 hosts x 4 cores, one "
+             "worker a host, a parameter server's servers one a host beside it), predicted from the measured run's "
+             "own profiles; '-' where the model predicts nothing the finding compares (operators, memory, loaders).",
+             "", "| # | finding | paper | sinew measured | verdict | model, testbed 1 Gbit/s | model, 10 Gbit/s |",
+             "|---|---|---|---|---|---|---|"]
+    for f in measured:
+        cells = []
+        for link in ("1gbit", "10gbit"):
+            p = by.get(link, {}).get(f["id"])
+            cells.append(f"{p['sinew']} ({short_verdict(p['reproduced'])})" if p else "-")
+        lines.append(f"| {f['id']} | {f['claim']} | {f['paper']} | {f['sinew']} | {short_verdict(f['reproduced'])} |"
+                     f" {cells[0]} | {cells[1]} |")
+    return "\n".join(lines) + "\n"
 
 
 def table5_model(system, mode, profiles, calibration, link):
@@ -1089,20 +1174,44 @@ def implied_rate(line, profiles, calibration):
 
 def paper_note(cal_path, profiles):
     return (f"Compute: one worker's phases per step from {os.path.relpath(profiles, ROOT)} "
-            "(sinew on AMD EPYC Zen 4, 2 cores, 3 ranks x 1 thread: the 1.5x oversubscription divided out; the "
-            "larger nets' epochs there were 5 steps, so their profiles are rough), scaled to 4 threads by Amdahl's "
-            "law with a serial fraction of 0.1 (assumed: 2 cores cannot fit it), at Zen 4's speed, not the paper's "
-            "2.2 GHz Intel vCPUs'; the paper's Fig. 3 is an image in the text copy "
-            "(/work/shared/papers), so only Table V's numbers stand beside the model's. Links: nominal 1 and 10 "
-            "Gbit/s, alpha 0, with the calibrated constants "
+            f"({profiles_said(profiles)}), scaled to 4 threads by Amdahl's law with a serial fraction of 0.1 "
+            "(assumed: 2 cores cannot fit it), at that CPU's speed, not the paper's 2.2 GHz Intel vCPUs'; the "
+            "paper's Fig. 3 is an image in the text copy (/work/shared/papers), so only Table V's numbers stand "
+            "beside the model's. Links: nominal 1 and 10 Gbit/s, alpha 0, with the calibrated constants "
             f"({os.path.relpath(cal_path, ROOT) if cal_path else 'none: bare alpha-beta'}). "
             "Communication is the paper's residual: step - load - forward - backward (update and waiting included). "
             "Left out: contention beyond oversubscription, stragglers, OS noise, gRPC's and RPC's own costs (every "
             "transport here is MPI over TCP), the servers' compute beyond their shard's update.")
 
 
-def plot_paper(rows, out):
+def profiles_said(profiles):
+    """Where the profiles were measured, from their records: the CPU, the stack, the placement and the run's
+    length (a record of schema 1 says less: its ranks shared the machine's cores, unbound)."""
+    paths = sorted(glob.glob(os.path.join(profiles, "*-preset-*.json")))
+    if not paths:
+        return "no records"
+    with open(paths[0]) as f:
+        r = json.load(f)
+    stack = r.get("stack") or {}
+    place = r.get("placement") or {}
+    said = [f"sinew on {r.get('cpu_model', 'an unnamed CPU')}"]
+    if stack:
+        said.append(", ".join(f"{k} {v}" for k, v in stack.items() if k != "os"))
+    if place:
+        said.append(f"{place['hosts']} hosts x {place['cores_per_host']:g} core(s), {place['threads_per_rank']} "
+                    f"thread(s) a rank, {place['binding']}")
+    else:
+        said.append(f"{r.get('ranks')} ranks x {r.get('threads_per_rank')} thread(s) sharing the machine's cores "
+                    "unbound: the oversubscription divided out")
+    steps = sorted({(json.load(open(p)).get("timed_steps") or json.load(open(p))["steps_per_epoch"]) for p in paths})
+    said.append(f"{'/'.join(str(x) for x in steps)} timed steps a run")
+    return "; ".join(said)
+
+
+def plot_paper(rows, out, errors=None):
+    """Fig. 3 as the model predicts it, each bar with the validation's held-out median error as its error bar."""
     plt = pyplot()
+    err = (errors or {}).get("median")
     nets = [n for n in PAPER_NETS if any(r["net"] == n for r in rows)]
     systems = [(s, m) for s, m, _, _ in PAPER_SYSTEMS]
     fig, axes = plt.subplots(1, len(nets), figsize=(3.0 * len(nets), 4.2), sharey=False)
@@ -1112,8 +1221,12 @@ def plot_paper(rows, out):
                 r = [x for x in rows if x["net"] == net and x["system"] == system and x["mode"] == mode
                      and x["link"] == link]
                 if r:
-                    ax.bar(i + 0.4 * j, r[0]["run_seconds"], 0.4, color=f"C{i}", hatch=hatch, edgecolor="k",
-                           lw=0.5, label=f"{link}" if net == nets[0] and i == 0 else None)
+                    y = r[0]["run_seconds"]
+                    # A prediction err too long or too short: the step is y / (1 + err) .. y (1 + err).
+                    yerr = [[y - y / (1 + err)], [y * err]] if err else None
+                    ax.bar(i + 0.4 * j, y, 0.4, color=f"C{i}", hatch=hatch, edgecolor="k", lw=0.5, yerr=yerr,
+                           capsize=2, error_kw={"lw": 0.7},
+                           label=f"{link}" if net == nets[0] and i == 0 else None)
         ax.set_xticks([i + 0.2 for i in range(len(systems))])
         ax.set_xticklabels([f"{s}\n{m}" for s, m in systems], rotation=60, fontsize=7)
         ax.set_title(net, fontsize=9)  # each net on its own linear axis from 0: bars on a log axis mislead
@@ -1121,7 +1234,8 @@ def plot_paper(rows, out):
     first = axes[0] if len(nets) > 1 else axes
     first.set_ylabel("predicted seconds, 10 epochs")
     first.legend(fontsize=7, title="link (hatched: 10 Gbit/s)", title_fontsize=7)
-    fig.suptitle("Fig. 3 predicted for the paper's testbed (3 hosts x 4 cores, 1 worker a host)", fontsize=10)
+    fig.suptitle("Fig. 3 predicted for the paper's testbed (3 hosts x 4 cores, 1 worker a host)" +
+                 (f"; error bars: the model's held-out median error, {100 * err:.0f}%" if err else ""), fontsize=10)
     fig.tight_layout()
     return save_figure(fig, out, "paper_fig3_predicted", 120)
 
@@ -1256,6 +1370,8 @@ def main(argv=None):
     a.add_argument("--predict-scaling", action="store_true")
     a.add_argument("--calibration", help="calibration.json written by --validate (default: the committed one)")
     a.add_argument("--profiles", help="folder of run_matrix.py records to take compute profiles from")
+    a.add_argument("--findings", help="--predict-paper: the measured run's findings.json to set the model's "
+                   "verdicts beside (default: the one beside --profiles)")
     a.add_argument("--machine-cores", type=float, default=float(os.cpu_count() or 1),
                    help="cores the emulated hosts of bench/cluster.py results shared (default: this machine's)")
     a.add_argument("--title", default="performance model: predicted vs measured")

@@ -201,6 +201,62 @@ class Records(unittest.TestCase):
         self.assertGreater(model.predict(o, BARE), o.compute.forward + o.compute.backward)
 
 
+class PaperTestbed(unittest.TestCase):
+    """--predict-paper's findings: the model's predictions for the testbed judged by run_matrix.py's findings()."""
+
+    @staticmethod
+    def profile(system, forward):
+        return {"schema": "sinew.paper.run/3", "system": system, "variant": "preset", "net": "lenet5",
+                "dataset": "cifar10", "mode": "sync", "backend": "eigen" if system == "tensorflow" else "onednn",
+                "strategy": "ring", "loader": "cached", "sharding": "disjoint", "ranks": 2, "workers": 2,
+                "servers": 0, "parameters": 62006, "threads_per_rank": 1, "local_batch": 42, "steps_per_epoch": 210,
+                "timed_steps": 200, "peak_rss_bytes_per_rank": [4e7, 4e7],
+                "placement": {"hosts": 2, "workers_per_host": 1, "servers_per_host": 0, "cores_per_host": 1,
+                              "threads_per_rank": 1, "binding": "core", "emulated": True},
+                "step_seconds": {"median": 3 * forward, "min": 3 * forward, "max": 3 * forward,
+                                 "repeats": [3 * forward]},
+                "phases_seconds_per_step": {"load": 1e-5, "forward": forward, "backward": 2 * forward,
+                                            "comm_exposed": 1e-4, "comm_hidden": 0.0, "update": 1e-5},
+                "operators_seconds_per_step": {"convolution": forward}}
+
+    def test_tensorflow_three_times_slower_is_judged_by_the_matrix_verdicts(self):
+        with tempfile.TemporaryDirectory() as d:
+            runs = os.path.join(d, "runs")
+            os.makedirs(runs)
+            for system, forward in (("tensorflow", 0.03), ("pytorch", 0.01)):
+                with open(os.path.join(runs, f"{system}-sync-preset-lenet5_cifar10.json"), "w") as f:
+                    json.dump(self.profile(system, forward), f)
+            measured = [{"id": "F1", "claim": "Sync: TensorFlow is slower than PyTorch", "paper": "2.65x (mean)",
+                         "sinew": "2.9x", "reproduced": "reproduced (within 25%)"},
+                        {"id": "F9", "claim": "memory", "paper": "qualitative", "sinew": "16x",
+                         "reproduced": "direction only (the paper gives no figure)"}]
+            with open(os.path.join(d, "findings.json"), "w") as f:
+                json.dump(measured, f)
+            out = os.path.join(d, "out")
+            model.main(["--predict-paper", "--profiles", runs, "--calibration", os.path.join(d, "none.json"),
+                        "--out", out])
+            with open(os.path.join(out, "paper_prediction.json")) as f:
+                pred = json.load(f)
+            with open(os.path.join(out, "reproduction_table.md")) as f:
+                table = f.read()
+        f1 = {link: [x for x in pred["findings"][link] if x["id"] == "F1"][0] for link in ("1gbit", "10gbit")}
+        # Compute is 3x slower on TensorFlow's side; communication adds the same to both, so the ratio lies in
+        # (1, 3) and falls as the link slows.
+        x1, x10 = (float(f1[k]["sinew"].split("x")[0]) for k in ("1gbit", "10gbit"))
+        self.assertTrue(1 < x1 < x10 < 3, (x1, x10))
+        self.assertNotIn("opposite", f1["10gbit"]["reproduced"])
+        self.assertNotIn("F9", [x["id"] for x in pred["findings"]["1gbit"]])  # memory is not the model's
+        f9 = [line for line in table.splitlines() if line.startswith("| F9 |")][0]
+        self.assertTrue(f9.endswith("| - | - |"), f9)
+        self.assertIn(f"{x10:g}x", [line for line in table.splitlines() if line.startswith("| F1 |")][0])
+
+    def test_short_verdicts(self):
+        self.assertEqual(model.short_verdict("direction only (0.56x the paper's 3.22x): why"), "direction only")
+        self.assertEqual(model.short_verdict("opposite: why"), "opposite")
+        self.assertEqual(model.short_verdict("first part: opposite: a; second part: not reproduced (within)"),
+                         "opposite; not reproduced")
+
+
 class QuickRecords(unittest.TestCase):
     """run_matrix.py --quick's records (schema 3): each with placement, link and schedule is predicted."""
 
