@@ -445,6 +445,16 @@ def run_steps(records):
     return ", ".join(f"{n} {'/'.join(str(x) for x in sorted(v, key=str))}" for n, v in by.items())
 
 
+def commits_said(records):
+    """The commit the records ran at, or, when runs resumed into one directory ran at several, each with its nets."""
+    by = {}
+    for r in records:
+        by.setdefault(r.get("commit"), set()).add(net_id(r))
+    if len(by) == 1:
+        return f"commit {next(iter(by))}"
+    return "commits " + ", ".join(f"{c} ({', '.join(sorted(n))})" for c, n in sorted(by.items(), key=str))
+
+
 def net_id(r):
     return f"{r['net']}_{r['dataset']}"
 
@@ -856,7 +866,7 @@ def write_report(out, records, failures, figures, args):
                                         else "")
                  if pl.get("emulated") else "all ranks on one host (shared memory, not the paper's 10 Gbit/s links)")
         lines.append(f"Machine: {r0['cpu_model']}, {os.cpu_count()} cores; {st.get('os')}, {st.get('compiler')}, "
-                     f"oneDNN {st.get('onednn')}, {st.get('mpi')}; commit {r0.get('commit')}. {r0['workers']} "
+                     f"oneDNN {st.get('onednn')}, {st.get('mpi')}; {commits_said(records)}. {r0['workers']} "
                      f"workers, local batch {r0['local_batch']}, global {r0['global_batch']} (Table IV: 3 x 42); "
                      f"{where}. Binding: {r0['binding']}.")
         lines.append("")
