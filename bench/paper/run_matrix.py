@@ -218,11 +218,15 @@ def median(xs):
     return xs[h] if len(xs) % 2 else 0.5 * (xs[h - 1] + xs[h])
 
 
-def git_commit():
+def git_commit(out=None):
+    """HEAD, with "-dirty" when a tracked file differs from it; the output folder `out` does not count (a run
+    resumed into a committed result rewrites its report before the next one starts)."""
     try:
         head = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True, text=True,
                               check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+        spec = ["--", ".", f":(exclude){os.path.relpath(out, ROOT)}"] if out and \
+            not os.path.relpath(out, ROOT).startswith("..") else []
+        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"] + spec,
                                capture_output=True, text=True).stdout.strip()
         return head + ("-dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
@@ -1113,7 +1117,7 @@ def main():
         if generated:
             print(f"run_matrix: NO DATA GIVEN for {', '.join(generated)}: they train on GENERATED images of the "
                   "dataset's shape (--data / --data100 for CIFAR); REPRODUCTION.md says so at the top", flush=True)
-        commit = git_commit()
+        commit = git_commit(out)
         started = time.time()
         if args.hosts:
             with Cluster(args.hosts, args.link) as cluster:
