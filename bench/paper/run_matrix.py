@@ -1074,6 +1074,9 @@ def main():
     ap.add_argument("--resume", action="store_true", help="skip repeats whose record exists")
     ap.add_argument("--check", action="store_true", help="check the output's content afterwards (exit 1 if not)")
     ap.add_argument("--check-only", action="store_true", help="only check OUT (no runs)")
+    ap.add_argument("--report-only", action="store_true",
+                    help="no runs: redraw OUT's figures and rewrite its REPRODUCTION.md from OUT/runs (runs "
+                         "resumed into one folder by several invocations, or a newer report)")
     args = ap.parse_args()
     # ctest's timeout or a kill ends the matrix through SystemExit, so the cluster's hosts are removed.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -1099,7 +1102,7 @@ def main():
             sys.exit(f"run_matrix: --only {args.only} selects no run")
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)
-    if not args.check_only:
+    if not (args.check_only or args.report_only):
         if not args.resume:  # a fresh matrix: no record or figure of an earlier one may stay
             for sub in ("runs", "figures"):
                 shutil.rmtree(os.path.join(out, sub), ignore_errors=True)
@@ -1131,6 +1134,19 @@ def main():
         rows = write_report(out, records, failures, written, args)
         print(f"{len(records)} records, {len(written)} figures, {len(rows)} findings: "
               f"{os.path.join(out, 'REPRODUCTION.md')} [{time.time() - started:.0f} s of runs]")
+    if args.report_only:
+        records = load_records(out)
+        if not records:
+            sys.exit(f"run_matrix: --report-only: no record in {os.path.join(out, 'runs')}")
+        failures = []
+        if os.path.exists(os.path.join(out, "failures.json")):
+            with open(os.path.join(out, "failures.json")) as f:
+                failures = json.load(f)
+        import figures as figs
+        written = figs.draw_all(records, os.path.join(out, "figures"))
+        rows = write_report(out, records, failures, written, args)
+        print(f"{len(records)} records, {len(written)} figures, {len(rows)} findings: "
+              f"{os.path.join(out, 'REPRODUCTION.md')}")
     if args.check or args.check_only:
         problems = check(out, runs, args.hosts or WORKERS, None if args.check_only else args.repeats,
                          None if args.check_only or args.steps or args.epochs else
