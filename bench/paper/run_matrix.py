@@ -1043,7 +1043,7 @@ def check(out, expected_runs, workers=WORKERS, repeats=None, timed=None, subset=
     return problems
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="LeNet-5 only, 2 repeats of 2 warm-up and 6 timed steps, "
                                                          "generated data (unless --data): minutes")
@@ -1077,7 +1077,7 @@ def main():
     ap.add_argument("--report-only", action="store_true",
                     help="no runs: redraw OUT's figures and rewrite its REPRODUCTION.md from OUT/runs (runs "
                          "resumed into one folder by several invocations, or a newer report)")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     # ctest's timeout or a kill ends the matrix through SystemExit, so the cluster's hosts are removed.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     args.repeats = args.repeats or (2 if args.quick else REPEATS)

@@ -191,5 +191,52 @@ class Placement(unittest.TestCase):
         self.assertEqual(rm.target_of("pytorch", "sync", "lenet5_cifar10", 2), "paper_pytorch_lenet5_cifar10")
 
 
+
+class Commits(unittest.TestCase):
+    def test_one_commit_is_said_once_several_with_their_nets(self):
+        a, b = record("pytorch", "sync", 0.01), record("pytorch", "sync", 0.5, net="resnet18_cifar10")
+        a["commit"] = b["commit"] = "c1"
+        self.assertEqual(rm.commits_said([a, b]), "commit c1")
+        b["commit"] = "c2"
+        self.assertEqual(rm.commits_said([a, b]), "commits c1 (lenet5_cifar10), c2 (resnet18_cifar10)")
+
+    def test_the_output_folder_is_not_dirt(self):
+        out = os.path.join(rm.ROOT, "bench", "paper", "results")
+        with_out, without = rm.git_commit(out), rm.git_commit()
+        if without is None:
+            self.skipTest("not a git checkout")
+        # Whatever the tree's state, excluding a folder can only remove "-dirty", never add it.
+        self.assertEqual(with_out.removesuffix("-dirty"), without.removesuffix("-dirty"))
+        self.assertFalse(with_out.endswith("-dirty") and not without.endswith("-dirty"))
+
+
+class ReportOnly(unittest.TestCase):
+    def test_a_folder_written_by_parts_gets_one_report_over_all_its_records(self):
+        import json
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            os.makedirs(os.path.join(d, "runs"))
+            for i, (system, mode) in enumerate(KIND):
+                for net, commit in (("lenet5_cifar10", "c1"), ("resnet18_cifar10", "c2")):
+                    r = record(system, mode, 0.01 * (i + 1), net=net)
+                    r.update({"commit": commit, "cpu_model": "test CPU", "local_batch": 42, "global_batch": 126,
+                              "binding": "none", "threads_per_rank": 1, "ranks": 3, "epochs": 1,
+                              "steps_per_epoch": 10, "warmup_steps": 2, "timed_steps": 8, "data_generated": False,
+                              "time_per_epoch_seconds": 10 * r["step_seconds"]["median"],
+                              "accuracy": {"train": 0.5, "test": 0.4, "test_samples": 100}})
+                    with open(os.path.join(d, "runs", rm.run_name(system, mode, "preset", net) + ".json"), "w") as f:
+                        json.dump(r, f)
+            try:
+                rm.main(["--report-only", "--out", d])
+            except SystemExit as e:
+                self.assertIn(e.code, (0, None))
+            with open(os.path.join(d, "REPRODUCTION.md")) as f:
+                report = f.read()
+            with open(os.path.join(d, "findings.json")) as f:
+                found = json.load(f)
+        self.assertIn("commits c1 (lenet5_cifar10), c2 (resnet18_cifar10)", report)
+        f1 = [x for x in found if x["id"] == "F1"][0]
+        self.assertIn("resnet18_cifar10", f1["sinew"])  # both parts' records are judged together
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
