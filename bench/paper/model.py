@@ -78,6 +78,8 @@ import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import run_matrix  # noqa: E402 (its findings() judge the model's predictions for the paper's testbed too)
 ROOT = os.path.dirname(os.path.dirname(HERE))
 KINDS = ["ring", "mpi_allreduce", "hierarchical", "parameter_server"]
 DEFAULT_BUCKET_BYTES = 1 << 20  # dist/buckets.hpp: kDefaultBucketBytes
@@ -1062,7 +1064,7 @@ def run_predict_paper(args):
                              f" {1e3 * b['comm_exposed_seconds']:.1f} |")
     lines += ["", "## The findings the model can judge, at the paper's testbed", "",
               "Its predicted steps and communication go through run_matrix.py's own findings() (the noise floor its "
-              f"minimum, {100 * MIN_FLOOR_OF_MATRIX:.0f}%: a prediction has no repeats); operators, memory and "
+              f"minimum, {100 * run_matrix.MIN_FLOOR:.0f}%: a prediction has no repeats); operators, memory and "
               "loaders are not the model's, so those findings are left to the measurements.", "",
               "| # | finding | paper | model at 1 Gbit/s | verdict | model at 10 Gbit/s | verdict |",
               "|---|---|---|---|---|---|---|"]
@@ -1084,21 +1086,12 @@ def run_predict_paper(args):
 # The findings whose quantities the model predicts (steps and the paper's communication residual); the others
 # compare operators, memory or loaders, which it takes from the profile unchanged.
 MODEL_FINDINGS = ["F1", "F2", "F3", "F4", "F5", "F12", "R1", "R2", "R3", "R4", "V-F", "T5a", "T5b"]
-MIN_FLOOR_OF_MATRIX = 0.05  # run_matrix.MIN_FLOOR, checked in predicted_findings
-
-
-def run_matrix_module():
-    sys.path.insert(0, HERE)
-    import run_matrix  # noqa: E402 (bench/paper/run_matrix.py: its findings() judge the predictions too)
-    assert run_matrix.MIN_FLOOR == MIN_FLOOR_OF_MATRIX
-    return run_matrix
 
 
 def predicted_findings(rows, profiles, link):
     """run_matrix.py's findings on records made of the model's predictions for the paper's testbed at `link`: each
     a copy of its profile's record with the predicted step and phases (so a preset keeps its backend, loader and
     parameters), judged with the noise floor's minimum. Only MODEL_FINDINGS are returned."""
-    rm = run_matrix_module()
     records = []
     for r in rows:
         if r["link"] != link:
@@ -1113,7 +1106,7 @@ def predicted_findings(rows, profiles, link):
                     {"comm_exposed": r["comm_exposed_seconds"], "comm_hidden": r["comm_hidden_seconds"]}})
         rec["peak_rss_bytes_per_rank"] = (rec.get("peak_rss_bytes_per_rank") or [0.0])[:1] * 3
         records.append(rec)
-    found = rm.findings(rm.Matrix(records))
+    found = run_matrix.findings(run_matrix.Matrix(records))
     return [f for f in found if f["id"] in MODEL_FINDINGS]
 
 
@@ -1209,13 +1202,19 @@ def profiles_said(profiles):
     else:
         said.append(f"{r.get('ranks')} ranks x {r.get('threads_per_rank')} thread(s) sharing the machine's cores "
                     "unbound: the oversubscription divided out")
-    steps = sorted({(json.load(open(p)).get("timed_steps") or json.load(open(p))["steps_per_epoch"]) for p in paths})
+    steps = set()
+    for p in paths:
+        with open(p) as f:
+            x = json.load(f)
+        steps.add(x.get("timed_steps") or x["steps_per_epoch"])
+    steps = sorted(steps)
     said.append(f"{'/'.join(str(x) for x in steps)} timed steps a run")
     return "; ".join(said)
 
 
 def plot_paper(rows, out, errors=None):
-    """Fig. 3 as the model predicts it, each bar with the validation's held-out median error as its error bar."""
+    """Fig. 3 as the model predicts it, each bar with the validation's median error over training steps (else over
+    every point) as its error bar."""
     plt = pyplot()
     err = (errors or {}).get("steps_median") or (errors or {}).get("median")
     which = "training steps'" if (errors or {}).get("steps_median") else "held-out"

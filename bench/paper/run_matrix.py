@@ -1043,6 +1043,16 @@ def check(out, expected_runs, workers=WORKERS, repeats=None, timed=None, subset=
     return problems
 
 
+def report(out, failures, args, tail=""):
+    """OUT's figures and REPRODUCTION.md over every record in OUT/runs (whichever invocations ran them)."""
+    records = load_records(out)
+    import figures as figs
+    written = figs.draw_all(records, os.path.join(out, "figures"))
+    rows = write_report(out, records, failures, written, args)
+    print(f"{len(records)} records, {len(written)} figures, {len(rows)} findings: "
+          f"{os.path.join(out, 'REPRODUCTION.md')}{tail}")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="LeNet-5 only, 2 repeats of 2 warm-up and 6 timed steps, "
@@ -1128,25 +1138,15 @@ def main(argv=None):
         else:
             failures = run_all(args, runs, args.build_dir, out)
         merge_repeats(out, runs, args, commit)
-        records = load_records(out)
-        import figures as figs
-        written = figs.draw_all(records, os.path.join(out, "figures"))
-        rows = write_report(out, records, failures, written, args)
-        print(f"{len(records)} records, {len(written)} figures, {len(rows)} findings: "
-              f"{os.path.join(out, 'REPRODUCTION.md')} [{time.time() - started:.0f} s of runs]")
+        report(out, failures, args, f" [{time.time() - started:.0f} s of runs]")
     if args.report_only:
-        records = load_records(out)
-        if not records:
+        if not load_records(out):
             sys.exit(f"run_matrix: --report-only: no record in {os.path.join(out, 'runs')}")
         failures = []
         if os.path.exists(os.path.join(out, "failures.json")):
             with open(os.path.join(out, "failures.json")) as f:
                 failures = json.load(f)
-        import figures as figs
-        written = figs.draw_all(records, os.path.join(out, "figures"))
-        rows = write_report(out, records, failures, written, args)
-        print(f"{len(records)} records, {len(written)} figures, {len(rows)} findings: "
-              f"{os.path.join(out, 'REPRODUCTION.md')}")
+        report(out, failures, args)
     if args.check or args.check_only:
         problems = check(out, runs, args.hosts or WORKERS, None if args.check_only else args.repeats,
                          None if args.check_only or args.steps or args.epochs else
