@@ -5,7 +5,8 @@
 //
 //   zoo [--net alexnet,resnet18,resnet18_cifar,resnet50,vgg16_bn,mobilenet_v2,resnext50_32x4d] [--batch 42,128]
 //       [--backend onednn,eigen,onednn+eigen_bn,eigen+onednn_conv] [--precision f32,bf16]
-//       [--threads 2] [--warmup 10] [--steps 10] [--no-inference] [--no-pytorch] [--profile] [--json FILE]
+//       [--threads 2] [--warmup 10] [--steps 10] [--no-inference] [--no-training] [--no-pytorch] [--profile]
+//       [--json FILE]
 //
 // Every configuration runs in a process of its own (this program started again with --child, and one
 // /usr/bin/python3 bench/pytorch/zoo.py per configuration), so each peak RSS belongs to one network and batch.
@@ -91,7 +92,7 @@ int main(int argc, char** argv) try {
   std::vector<std::string> nets = zoo::net_names(), backends{"onednn"}, precisions{"f32"};
   std::vector<int> batches{42, 128};
   zoo::Config base;
-  bool child_mode = false, no_inference = false, no_pytorch = false;
+  bool child_mode = false, no_inference = false, no_training = false, no_pytorch = false;
   std::string json;
   CLI::App app{"Training images/s of the zoo's networks next to torchvision's in the same run, peak memory of each "
                "side, single-thread inference at batch 1 and 42",
@@ -118,6 +119,7 @@ int main(int argc, char** argv) try {
   app.add_option("--warmup", base.warmup, "untimed steps first")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--steps", base.steps, "timed steps")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_flag("--no-inference", no_inference, "skip the single-thread inference runs");
+  app.add_flag("--no-training", no_training, "skip the training runs (e.g. the Eigen backend's inference alone)");
   app.add_flag("--no-pytorch", no_pytorch, "skip torchvision");
   app.add_flag("--profile", base.profile, "print the top operator kinds of a separately profiled run");
   sinew::cli::add_json(app, json);
@@ -145,16 +147,21 @@ int main(int argc, char** argv) try {
     c.batch = sinew::cli::single(app, batches, "--batch");
     return child(c, sinew::cli::single(app, backends, "--backend"), sinew::cli::single(app, precisions, "--precision"));
   }
-  const bool inference = !no_inference, pytorch = !no_pytorch;
+  const bool inference = !no_inference, training = !no_training, pytorch = !no_pytorch;
+  if (!inference && !training) {
+    std::fprintf(stderr, "zoo: --no-inference with --no-training leaves nothing to measure\n");
+    return 2;
+  }
 
   // Training at each batch with the given threads; inference with one thread at batch 1 and 42.
   std::vector<zoo::Config> configs;
   for (const auto& n : nets) {
-    for (int b : batches) {
-      zoo::Config c = base;
-      c.net = n, c.batch = b;
-      configs.push_back(c);
-    }
+    if (training)
+      for (int b : batches) {
+        zoo::Config c = base;
+        c.net = n, c.batch = b;
+        configs.push_back(c);
+      }
     if (inference)
       for (int b : {1, 42}) {
         zoo::Config c = base;
