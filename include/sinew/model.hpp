@@ -99,16 +99,27 @@ class Model {
 
   /// Re-draws every parameter with PyTorch's default initialisation from `seed`; resets the buffers.
   void initialize(std::uint64_t seed) {
+    parameters_changed();
     Rng rng(seed);
     init_nodes(rng, nodes{});
   }
 
   /// Every parameter, in PyTorch's layout per tensor, each node's slice 64-byte aligned (state_dict.hpp
-  /// maps keys to offsets).
+  /// maps keys to offsets). Taking the writable span counts as a change of the parameters (see
+  /// parameters_changed).
   /// @{
-  std::span<float> parameters() noexcept { return params_.span(); }
+  std::span<float> parameters() noexcept {
+    parameters_changed();
+    return params_.span();
+  }
   std::span<const float> parameters() const noexcept { return params_.span(); }
   /// @}
+  /// Tells the model that its parameters changed. An evaluation-mode forward reuses what the ops derived from the
+  /// weights at the plan's last evaluation-mode forward (oneDNN's reordered weights, Eigen's HWIO copy) unless the
+  /// parameters may have changed since: a training-mode forward, initialize(), or taking parameters() writable
+  /// (as the optimizers, strategies and checkpoint loaders do) marks them changed. Code that writes through a span
+  /// it took earlier calls this before the next evaluation-mode forward.
+  void parameters_changed() noexcept { ++parameters_version_; }
   /// The gradients of the last backward(), laid out as parameters().
   /// @{
   std::span<float> gradients() noexcept { return grads_.span(); }
@@ -157,6 +168,11 @@ class Model {
     plan_->input_tensor = &plan_->input.bind(images.data());
     if constexpr (Profile::kEnabled)
       if (training_) profile_.count_step();
+    // A training step changes the parameters after this forward; an evaluation-mode forward on the parameters of
+    // this plan's last one may keep what its ops derived from them (see parameters_changed).
+    if (training_) parameters_changed();
+    weights_unchanged_ = !training_ && plan_->evaluated_version == parameters_version_;
+    plan_->evaluated_version = training_ ? kNotEvaluated : parameters_version_;
     forward_at<0>(*plan_, *plan_->input_tensor);
     if (training_) ++step_;
     const tensor& last = std::get<kOps - 1>(plan_->ops).dst();
@@ -226,6 +242,9 @@ class Model {
   using ops_t = as_tuple_t<map_t<op_t, nodes>>;
   using tensor = typename B::tensor;
 
+  /// A plan's evaluated_version when its last forward ran in training mode (or none ran).
+  static constexpr std::uint64_t kNotEvaluated = ~std::uint64_t{0};
+
   struct plan {
     int batch = 0;
     typename B::external input;
@@ -235,6 +254,8 @@ class Model {
     typename B::external diff_output_binding;
     AlignedBuffer<float> diff_output;
     const float* output_ptr = nullptr;
+    /// parameters_version_ at this plan's last forward if that ran in evaluation mode, else kNotEvaluated.
+    std::uint64_t evaluated_version = kNotEvaluated;
 
     const tensor& diff_output_tensor() { return diff_output_binding.bind(diff_output.data()); }
   };
@@ -299,7 +320,7 @@ class Model {
   void forward_at(plan& p, const tensor& src) {
     auto& op = std::get<I>(p.ops);
     if constexpr (req::has_mode<std::remove_cvref_t<decltype(op)>>)
-      op.set_mode(ForwardMode{training_, mix64(options_.seed ^ mix64(step_ * kOps + I))});
+      op.set_mode(ForwardMode{training_, mix64(options_.seed ^ mix64(step_ * kOps + I)), weights_unchanged_});
     if (timed()) {
       // The profile's per-node time and the timeline's event come from the same two clock reads.
       metrics::Stopwatch watch;
@@ -390,6 +411,9 @@ class Model {
   plan* plan_ = nullptr;
   bool training_ = true;
   std::uint64_t step_ = 0;
+  /// Counts the changes of the parameters (parameters_changed); a plan's evaluated_version compares with it.
+  std::uint64_t parameters_version_ = 0;
+  bool weights_unchanged_ = false;  ///< the running forward's ForwardMode::weights_unchanged
 };
 
 }  // namespace sinew

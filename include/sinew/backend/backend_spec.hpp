@@ -32,7 +32,9 @@
 //     backward(ctx, src, diff_dst)
 //                             overwrites the parameter gradients, and diff_src() when need_diff_src;
 //                             differentiates the function that the last forward() computed (in its mode);
-//     set_mode(ForwardMode)   optional, for ops whose forward depends on the mode (BatchNorm, Dropout):
+//     set_mode(ForwardMode)   optional, for ops whose forward depends on the mode (BatchNorm, Dropout) or
+//                             that derive a copy of their weights each forward (a reorder into the kernel's
+//                             layout), which ForwardMode::weights_unchanged lets them reuse in evaluation:
 //                             called before each forward(); ops without it are mode-independent. In
 //                             training mode an op may update its layer's buffers (running statistics).
 //   B::adder                  (for Residual) dst = a + b for two tensors whose layouts may differ:
@@ -80,6 +82,10 @@ struct ParamSlots {
 struct ForwardMode {
   bool training = true;    ///< batch statistics and dropout; false: running statistics, dropout is identity
   std::uint64_t seed = 0;  ///< distinct per node and per training step, fixed by the model seed
+  /// The parameters are those the op saw at its last forward, which ran in evaluation mode too: what it derived
+  /// from its weights then (a reordered or transposed copy) still holds, so it may skip deriving it again. The
+  /// Model sets it (see Model::parameters_changed); backend/generic/weight_cache.hpp keeps the op's side.
+  bool weights_unchanged = false;
 };
 
 namespace backend::example {

@@ -1,7 +1,8 @@
 // sinew/backend/eigen/conv2d.hpp: Conv2d (+ fused activation) as TensorFlow's SpatialConvolution computes it.
 //
 // Forward: the NHWC input's patches (rows of the [N*OH*OW, K*K*C] matrix P) multiplied by the weights as a
-// [K*K*C, O] matrix (HWIO: PyTorch's OIHW weights are transposed into it each step, see to_hwio). Like
+// [K*K*C, O] matrix (HWIO: PyTorch's OIHW weights are transposed into it each step, see to_hwio; in evaluation only when
+// they changed, see backend/generic/weight_cache.hpp). Like
 // TensorFlow's SpatialConvolution, which packs patches as its contraction reads them, P is never materialised:
 // each pool thread packs a block of rows into a buffer of its own (one copy per kernel row, see pack_rows),
 // multiplies it at once while it is in the core's cache, and adds the bias and applies the activation to the
@@ -41,6 +42,7 @@
 #include "sinew/backend/eigen/gemm.hpp"
 #include "sinew/backend/eigen/grouped_conv2d.hpp"
 #include "sinew/backend/generic/probe.hpp"
+#include "sinew/backend/generic/weight_cache.hpp"
 
 namespace sinew::backend::eigen {
 
@@ -85,6 +87,8 @@ class conv2d_op : public op_base<diff_dst_use::always> {
   /// The grouping that the last setup() chose.
   grouping pixel_grouping() const noexcept { return grouping_; }
 
+  /// Whether the next forward may keep the HWIO weights of the last one (backend/generic/weight_cache.hpp).
+  void set_mode(const ForwardMode& mode) noexcept { weights_cache_.set_mode(mode); }
   template <class = void>  // instantiated only if used: see common.hpp, "Compile time"
   void forward(context& ctx, const tensor& src) { forward(ctx, src, metrics::no_probe); }
   template <class = void>  // instantiated only if used: see common.hpp, "Compile time"
@@ -101,7 +105,7 @@ class conv2d_op : public op_base<diff_dst_use::always> {
     probe.begin(metrics::OpKind::convolution);
     const float* nhwc = src_(ctx, src).data;
     nhwc_ = nhwc;
-    to_hwio(dev);
+    if (weights_cache_.take()) to_hwio(dev);
     const bool split = std::remove_cvref_t<Probe>::kEnabled && act_.active();
     on_pool(dev, index(tasks_.size()), [&](index t) { forward_block(nhwc, tasks_[std::size_t(t)], slot(dev), !split); });
     if (split) {
@@ -537,6 +541,7 @@ class conv2d_op : public op_base<diff_dst_use::always> {
   /// Floats of one thread's packed block (packs_) and output block (outs_).
   index pack_floats_ = 0, out_floats_ = 0;
   AlignedBuffer<float> weights_, diff_weights_, partials_, packs_, outs_, diff_patches_;
+  weight_cache weights_cache_;  ///< whether weights_ must be derived again (evaluation keeps it)
   fused_activation act_;
 };
 

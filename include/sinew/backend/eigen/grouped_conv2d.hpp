@@ -25,6 +25,7 @@
 #include "sinew/backend/eigen/common.hpp"
 #include "sinew/backend/eigen/gemm.hpp"
 #include "sinew/backend/generic/probe.hpp"
+#include "sinew/backend/generic/weight_cache.hpp"
 
 namespace sinew::backend::eigen {
 
@@ -39,6 +40,8 @@ class windowed_conv_base : public op_base<diff_dst_use::always> {
   void setup(context& ctx, const tensor_desc& src_desc, int batch, ParamSlots p, bool need_diff_src) {
     self().setup(ctx, src_desc, conv2d_config<N>(batch), p, need_diff_src);
   }
+  /// Whether the next forward may keep the weights it rearranged last time (backend/generic/weight_cache.hpp).
+  void set_mode(const ForwardMode& mode) noexcept { weights_cache_.set_mode(mode); }
   template <class = void>  // instantiated only if used: see common.hpp, "Compile time"
   void forward(context& ctx, const tensor& src) { self().forward(ctx, src, metrics::no_probe); }
   template <class = void>  // instantiated only if used: see common.hpp, "Compile time"
@@ -97,6 +100,7 @@ class windowed_conv_base : public op_base<diff_dst_use::always> {
   const float* nhwc_ = nullptr;
   converter src_;
   fused_activation act_;
+  weight_cache weights_cache_;
 };
 
 /// Conv2d with groups == in_c == out_c (Conv2dConfig::is_depthwise), any stride, padding and dilation.
@@ -123,8 +127,9 @@ class depthwise_conv2d_op : public windowed_conv_base<depthwise_conv2d_op> {
     nhwc_ = src_(ctx, src).data;
     // PyTorch's [C, 1, K, K] as [K*K, C]: a tap's weights contiguous, as the channel loop reads them.
     const index C = c_.in_c, KK = index(c_.kernel) * c_.kernel;
-    for (index ch = 0; ch < C; ++ch)
-      for (index k = 0; k < KK; ++k) weights_.data()[k * C + ch] = p_.weights[ch * KK + k];
+    if (weights_cache_.take())
+      for (index ch = 0; ch < C; ++ch)
+        for (index k = 0; k < KK; ++k) weights_.data()[k * C + ch] = p_.weights[ch * KK + k];
     const index OH = c_.out_h, OW = c_.out_w;
     parallel_for(dev, index(c_.batch) * OH, double(OW) * KK * C * 2, [&](index begin, index end) {
       std::vector<const float*> in(static_cast<std::size_t>(KK)), w(in.size());
@@ -282,7 +287,7 @@ class grouped_conv2d_op : public windowed_conv_base<grouped_conv2d_op> {
     const device& dev = ctx.dev();
     probe.begin(metrics::OpKind::convolution);
     nhwc_ = src_(ctx, src).data;
-    to_group_hwio();
+    if (weights_cache_.take()) to_group_hwio();
     const index O = c_.out_c, blocks = (rows_ + block_ - 1) / block_;
     on_pool(dev, G_ * blocks, [&](index t) {
       const index g = t % G_, r0 = t / G_ * block_, n = std::min(rows_, r0 + block_) - r0;

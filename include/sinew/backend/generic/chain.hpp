@@ -68,7 +68,7 @@ class chain<B, type_list<N...>> {
           [&] {
             auto& op = std::get<I>(ops_);
             if constexpr (req::has_mode<std::remove_cvref_t<decltype(op)>>)
-              op.set_mode(ForwardMode{mode.training, mix64(mode.seed ^ mix64(I + 1))});
+              op.set_mode(ForwardMode{mode.training, mix64(mode.seed ^ mix64(I + 1)), mode.weights_unchanged});
           }(),
           ...);
     }(std::make_index_sequence<kOps>{});

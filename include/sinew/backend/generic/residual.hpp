@@ -39,7 +39,7 @@ class residual_op {
 
   void set_mode(ForwardMode mode) {
     main_.set_mode(mode);
-    shortcut_.set_mode(ForwardMode{mode.training, mix64(mode.seed ^ 0x5bd1e995u)});
+    shortcut_.set_mode(ForwardMode{mode.training, mix64(mode.seed ^ 0x5bd1e995u), mode.weights_unchanged});
   }
 
   void forward(typename B::context& ctx, const tensor& src) { forward(ctx, src, metrics::no_probe); }

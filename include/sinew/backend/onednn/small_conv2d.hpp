@@ -97,8 +97,9 @@ class small_conv2d_op : public weighted_layer<dnnl::inner_product_forward, dnnl:
   void forward(context& ctx, const memory& src, Probe& probe) {
     as_convolution<Probe> p{probe};
     p.begin(metrics::OpKind::convolution);
-    expand();
-    weighted_layer::forward(ctx, src, p);
+    const bool derive = weights_cache_.take();
+    if (derive) expand();
+    weighted_layer::forward(ctx, src, p, derive);
   }
 
   template <class Probe>

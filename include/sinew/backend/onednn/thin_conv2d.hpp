@@ -33,6 +33,7 @@
 
 #include "sinew/backend/generic/node_config.hpp"
 #include "sinew/backend/generic/probe.hpp"
+#include "sinew/backend/generic/weight_cache.hpp"
 #include "sinew/backend/onednn/common.hpp"
 #include "sinew/backend/simd/thin_conv2d.hpp"
 #include "sinew/core/elementwise.hpp"
@@ -133,6 +134,9 @@ class basic_thin_conv2d_op : public op_base {
   /// gradient needs it).
   void bind_diff_dst(context& ctx, const desc& d) { diff_dst_.setup(ctx, d, dst_.get_desc()); }
 
+  /// Whether the next forward may keep the weights it packed last time (backend/generic/weight_cache.hpp).
+  void set_mode(const ForwardMode& mode) noexcept { weights_cache_.set_mode(mode); }
+
   void forward(context& ctx, const memory& src) { forward(ctx, src, metrics::no_probe); }
   void backward(context& ctx, const memory& src, const memory& diff_dst) {
     backward(ctx, src, diff_dst, metrics::no_probe);
@@ -149,7 +153,7 @@ class basic_thin_conv2d_op : public op_base {
     src_.run(ctx, src);
     const float* x = static_cast<const float*>(src_.target_for(src).get_data_handle());
     float* y = static_cast<float*>(dst_.get_data_handle());
-    pack_forward_weights();
+    if (weights_cache_.take()) pack_forward_weights();
     for_images([&](scratch& s, int begin, int end) {
       for (int n = begin; n < end; ++n) forward_image(s, x, y, n, !split);
     });
@@ -191,6 +195,7 @@ class basic_thin_conv2d_op : public op_base {
   }
 
  private:
+  weight_cache weights_cache_;
   static constexpr std::size_t kVector = simd::thin_conv::kWidth<Arch>;
   // The bytes of padded images and output gradients a thread's weights pass sums over at once (within L2).
   static constexpr std::size_t kGroupBytes = std::size_t(384) << 10;

@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "sinew/backend/generic/probe.hpp"
+#include "sinew/backend/generic/weight_cache.hpp"
 #include "sinew/backend/onednn/common.hpp"
 
 namespace sinew::backend::onednn {
@@ -169,20 +170,13 @@ class weighted_layer {
     backward(ctx, src, diff_dst, metrics::no_probe);
   }
 
+  /// Whether the next forward may keep the weights it reordered last time (backend/generic/weight_cache.hpp).
+  void set_mode(const ForwardMode& mode) noexcept { weights_cache_.set_mode(mode); }
+
   /// Reports the fused activation's own pass (Tanh, Sigmoid) apart from the primitive (see metrics/profile.hpp).
   template <class Probe>
   void forward(context& ctx, const memory& src, Probe& probe) {
-    if (&src != bound_src_) bind_src(src);
-    probe.begin(kForwardKind);
-    src_.run(ctx, src);
-    if (matmul_) {
-      matmul_.run(ctx, src_.target_for(src));
-    } else {
-      w_.run(ctx, user_w_);
-      run(ctx, fwd_, fwd_args_);
-    }
-    if (act_.separate_pass()) probe.begin(activation_kind(act_.kind(), metrics::Direction::forward));
-    act_.forward(dst_);
+    forward(ctx, src, probe, weights_cache_.take());
   }
 
   /// `src` must be the tensor of the last forward(). Reports the activation's backward, backward weights and
@@ -213,6 +207,25 @@ class weighted_layer {
   }
 
  protected:
+  /// The forward pass; `derive`: reorder the weights into the primitive's layout (else the copy of an earlier
+  /// forward holds: weight_cache said so).
+  template <class Probe>
+  void forward(context& ctx, const memory& src, Probe& probe, bool derive) {
+    if (&src != bound_src_) bind_src(src);
+    probe.begin(kForwardKind);
+    src_.run(ctx, src);
+    if (matmul_) {
+      matmul_.run(ctx, src_.target_for(src));
+    } else {
+      if (derive) w_.run(ctx, user_w_);
+      run(ctx, fwd_, fwd_args_);
+    }
+    if (act_.separate_pass()) probe.begin(activation_kind(act_.kind(), metrics::Direction::forward));
+    act_.forward(dst_);
+  }
+  /// Whether this forward must derive the weights' copy (a layer that derives more of its own asks it too).
+  weight_cache weights_cache_;
+
   static constexpr bool kConvolution = std::is_same_v<Forward, dnnl::convolution_forward>;
   static constexpr bool kInnerProduct = std::is_same_v<Forward, dnnl::inner_product_forward>;
   static constexpr auto kForwardKind = kConvolution ? metrics::OpKind::convolution : metrics::OpKind::fully_connected;
