@@ -262,3 +262,16 @@ TEST(eigen_conv2d_groups, kernel_rows_3x3_p1_runs_across_blocks_3_threads) {
 TEST(eigen_conv2d_groups, none_at_batch_1_the_zeros_multiplied) {
   expect_conv_by_definition({{1, 16, 4, 4, 32, 4, 4, 3, 1, 1, true, relu}, 2, grouping::none});
 }
+// Batch 1 on a 1x1 image (ResNet-18's layer4 on 32x32 inputs): the one pixel sees 1 tap of 9, and with no group
+// of all taps left nothing reads the other 8 taps' weights, so the taps grouping wins although its group is small.
+TEST(eigen_conv2d_groups, taps_at_batch_1_on_a_1x1_image_no_group_of_all_taps) {
+  expect_conv_by_definition({{1, 64, 1, 1, 32, 1, 1, 3, 1, 1, true, relu}, 1, grouping::taps});
+}
+// The same from 2x2 with stride 2 (layer4's first convolution): 4 taps of 9.
+TEST(eigen_conv2d_groups, taps_at_batch_1_stride_2_from_2x2_to_1x1) {
+  expect_conv_by_definition({{1, 32, 2, 2, 64, 1, 1, 3, 2, 1, true, relu}, 2, grouping::taps});
+}
+// Batch 1 at 2x2: four corner groups of 4 taps would read 16 taps' weights against 9 merged, so all merge.
+TEST(eigen_conv2d_groups, none_at_batch_1_on_a_2x2_image_four_corners_read_more) {
+  expect_conv_by_definition({{1, 32, 2, 2, 32, 2, 2, 3, 1, 1, true, relu}, 1, grouping::none});
+}
