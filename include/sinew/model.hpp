@@ -172,8 +172,9 @@ class Model {
     // this plan's last one may keep what its ops derived from them (see parameters_changed).
     if (training_) parameters_changed();
     weights_unchanged_ = !training_ && plan_->evaluated_version == parameters_version_;
-    plan_->evaluated_version = training_ ? kNotEvaluated : parameters_version_;
+    plan_->evaluated_version = kNotEvaluated;  // until every op has run: a throwing op leaves the others stale
     forward_at<0>(*plan_, *plan_->input_tensor);
+    if (!training_) plan_->evaluated_version = parameters_version_;
     if (training_) ++step_;
     const tensor& last = std::get<kOps - 1>(plan_->ops).dst();
     plan_->output_ptr = B::data(plan_->to_plain_output(*ctx_, last));

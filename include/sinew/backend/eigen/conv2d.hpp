@@ -1,8 +1,8 @@
 // sinew/backend/eigen/conv2d.hpp: Conv2d (+ fused activation) as TensorFlow's SpatialConvolution computes it.
 //
 // Forward: the NHWC input's patches (rows of the [N*OH*OW, K*K*C] matrix P) multiplied by the weights as a
-// [K*K*C, O] matrix (HWIO: PyTorch's OIHW weights are transposed into it each step, see to_hwio; in evaluation only when
-// they changed, see backend/generic/weight_cache.hpp). Like
+// [K*K*C, O] matrix (HWIO: PyTorch's OIHW weights are transposed into it each step, see to_hwio; in evaluation
+// only after they changed, see backend/generic/weight_cache.hpp). Like
 // TensorFlow's SpatialConvolution, which packs patches as its contraction reads them, P is never materialised:
 // each pool thread packs a block of rows into a buffer of its own (one copy per kernel row, see pack_rows),
 // multiplies it at once while it is in the core's cache, and adds the bias and applies the activation to the

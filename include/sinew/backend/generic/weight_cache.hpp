@@ -3,9 +3,10 @@
 // Ops keep the network's weights where the optimizer, strategies and checkpoints see them (PyTorch's layout in
 // the flat parameter buffer) and derive the copy their kernel reads at every forward: oneDNN's blocked layout,
 // Eigen's HWIO, a packed or expanded matrix. In training that copy is new each step; in evaluation it is the same
-// forward after forward, and at batch 1 deriving it costs as much as the convolution (ResNet-50: 94 MB read and
-// written per image for 4 GFLOP). The Model says when the weights are those of the op's last forward, which was
-// in evaluation mode too (ForwardMode::weights_unchanged); the op then keeps the copy it has.
+// forward after forward, and at batch 1 deriving it took two thirds of a forward (ResNet-50 on 32x32 images on
+// one thread: 94 MB of weights read and written for 0.17 GFLOP; bench/zoo). The Model says when the weights are
+// those of the op's last forward, which ran in evaluation mode too (ForwardMode::weights_unchanged); the op then
+// keeps the copy it has.
 #pragma once
 
 #include "sinew/backend/backend_spec.hpp"
