@@ -63,7 +63,11 @@ class GradientCheck {
     // Only the real parameters: the flat buffer also holds alignment padding, which must stay at zero gradient.
     for (int s = 0; s < o_.samples * 3 && !p.empty(); ++s) {
       const std::size_t i = pick.below(p.size());
-      checked += compare("parameter", i, dp[i], [&](float d) { p[i] += d; });
+      // A write through the span kept above: the model must hear of it (an evaluation reuses derived weights).
+      checked += compare("parameter", i, dp[i], [&](float d) {
+        p[i] += d;
+        model_.parameters_changed();
+      });
     }
     EXPECT_LE(skipped_, (checked + skipped_) / 10) << "too many entries sit on a kink; change the seed";
     return checked;
