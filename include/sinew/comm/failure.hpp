@@ -13,7 +13,8 @@
 //   * The exit hook. comm::Mpi registers, when it first initialises MPI, an exit hook that runs before MPI is
 //     finalised: if this rank noted leaving, it prints "sinew: rank R aborts the job: it leaves through an
 //     exception: <what>" and calls MPI_Abort, which ends every rank within about a second, instead of
-//     finalising. The program's own message (printed by its catch in main) comes first.
+//     finalising (after a rank died in a job run with fault tolerance it exits instead: comm/mpi.hpp's
+//     abort_job says why). The program's own message (printed by its catch in main) comes first.
 //   * Leaving together. An exception every rank throws alike after agreeing on it (sinew::preempted, once the
 //     run is saved) is no failure: the Trainer calls note_leaving_together() before throwing it, and guards
 //     note nothing after that, so every rank finalises MPI and exits with the program's own status.
