@@ -142,11 +142,11 @@ inline bool open_mpi_fault_tolerance_on() {
 }
 
 /// Ends every process of the job with `code`: MPI_Abort, except after a rank died in a job that runs with
-/// fault tolerance. There Open MPI 5.0.7's mpirun was seen, in about one job in fifteen (the elastic test
-/// whose server dies, Debian 13), to wait forever after every rank had called MPI_Abort and ended; a rank that
-/// exits instead ends the job just as surely, since under fault tolerance every survivor's next operation with
-/// the dead rank, or with this one, fails (rank_lost), and mpirun ends when the last process has (160 jobs of
-/// 160). A rank that hangs beside a dead one is then not ended; without a death, MPI_Abort ends it.
+/// fault tolerance. There Open MPI 5.0.7's mpirun (Debian 13) sometimes waits forever after every rank has
+/// called MPI_Abort and ended (the elastic test whose server dies; the commit that added this counts how
+/// often); a rank that exits instead ends the job just as surely, since under fault tolerance every survivor's
+/// next operation with the dead rank, or with this one, fails (rank_lost), and mpirun ends when the last
+/// process has. A rank that hangs beside a dead one is then not ended; without a death, MPI_Abort ends it.
 [[noreturn]] inline void abort_job(MPI_Comm comm, int code) {
   if (rank_death_seen() && open_mpi_fault_tolerance_on()) {
     std::fflush(nullptr);
