@@ -1,5 +1,5 @@
 // Run by tests/cluster/with_cluster across the hosts of scripts/cluster: data-parallel training that goes on
-// until --seconds have passed, so that the test can cut a host's link or kill a rank on a host meanwhile.
+// until --seconds have passed (checked between epochs), so that the test can cut a host's link or kill a rank.
 //
 //   train_main [ring|mpi|hier] [--seconds 60] [--timeout 5]      (hier: the ring's hierarchical transport)
 //
