@@ -121,7 +121,8 @@ int main(int argc, char** argv) try {
   app.add_flag("--no-inference", no_inference, "skip the single-thread inference runs");
   app.add_flag("--no-training", no_training, "skip the training runs (e.g. the Eigen backend's inference alone)");
   app.add_flag("--no-pytorch", no_pytorch, "skip torchvision");
-  app.add_flag("--profile", base.profile, "print the top operator kinds of a separately profiled run");
+  app.add_flag("--profile", base.profile,
+               "print the top operator kinds and the eight slowest layers of a separately profiled run");
   sinew::cli::add_json(app, json);
   // One measurement in a process of its own: this program started again by itself.
   app.add_flag("--child", child_mode)->group("");

@@ -59,7 +59,7 @@ struct Config {
   std::string net;
   int batch = 42, threads = 2, warmup = 10, steps = 10;
   bool inference = false;  // forward only, evaluation mode; otherwise a full training step
-  bool profile = false;    // also print the top operators of a separately profiled run
+  bool profile = false;    // also print the top operator kinds and slowest layers of a separately profiled run
 };
 
 inline void result(const char* key, double value) { std::printf("result %s %.9g\n", key, value); }
@@ -121,6 +121,26 @@ int measure(const Config& c) {
     for (std::size_t i = 0; i < top.size(); ++i)
       if (i < 6 || top[i].second.starts_with("reorder"))
         std::printf("operator %s %.2f ms\n", top[i].second.c_str(), 1e3 * top[i].first);
+    // The eight layers that take longest, each with its GFLOP/s forward (2 x its multiply-adds) and backward
+    // (4 x: data and weights, as metrics/flops.hpp counts a step), to tell which shapes run below the peak.
+    using Nodes = typename Model<Net, B, metrics::OperatorProfile>::nodes;
+    const std::vector<double> macs = []<class... N>(type_list<N...>) {
+      return std::vector<double>{sinew::detail::macs_of<typename N::applied>()...};
+    }(Nodes{});
+    const auto& nodes = model.profile().nodes();
+    std::vector<std::size_t> order(nodes.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    const auto node_seconds = [&](std::size_t i) { return nodes[i].forward_seconds + nodes[i].backward_seconds; };
+    std::sort(order.begin(), order.end(), [&](auto a, auto b) { return node_seconds(a) > node_seconds(b); });
+    const double per = 1.0 / short_run.steps, images = double(c.batch) * short_run.steps;
+    const auto gflops = [&](double flops, double s) { return s > 0 ? flops * images / s / 1e9 : 0.0; };
+    for (std::size_t k = 0; k < std::min<std::size_t>(8, order.size()); ++k) {
+      const std::size_t i = order[k];
+      std::printf("operator layer %zu %s: forward %.2f ms %.1f GFLOP/s, backward %.2f ms %.1f GFLOP/s\n", i,
+                  nodes[i].name.c_str(), 1e3 * nodes[i].forward_seconds * per,
+                  gflops(2 * macs[i], nodes[i].forward_seconds), 1e3 * nodes[i].backward_seconds * per,
+                  gflops(4 * macs[i], nodes[i].backward_seconds));
+    }
   };
   bool known = false;
   if constexpr (kResNet18Only)
