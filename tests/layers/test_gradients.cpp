@@ -23,6 +23,19 @@ SINEW_LAYER_CASE(conv2d_k3_s2_p1_odd_5x4, ({}), Net<Input<3, 5, 4>, Conv2d<5, 3,
 SINEW_LAYER_CASE(conv2d_k3_p1_on_a_1x1_image, ({}), Net<Input<6, 1, 1>, Conv2d<5, 3, 1, 1>>)
 SINEW_LAYER_CASE(conv2d_k3_s2_p1_from_2x2_to_1x1_without_bias, ({.seed = 4}), Net<Input<4, 2, 2>, Conv2d<5, 3, 2, 1, false>, ReLU>)
 SINEW_LAYER_CASE(conv2d_trimmed_rows_kept_columns, ({}), Net<Input<3, 1, 6>, Conv2d<4, 3, 2, 1>>)
+// An image wider than the kernel stays on oneDNN's convolution, its rows trimmed to the kernel's centre.
+SINEW_LAYER_CASE(conv2d_trimmed_rows_on_onednn_primitives, ({.seed = 5}), Net<Input<3, 1, 12>, Conv2d<4, 3, 2, 1>, ReLU>)
+static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<3, 1, 12>, Conv2d<4, 3, 2, 1>>::nodes<true>>::type>,
+                             backend::onednn::conv2d_op>);
+// One output pixel from an image no larger than the kernel is an inner product with the taps that meet it
+// (onednn/small_conv2d.hpp): ResNet's last stage on 32x32 inputs.
+SINEW_LAYER_CASE(conv2d_k1_on_a_1x1_image_fused_relu, ({.seed = 7}), Net<Input<6, 1, 1>, Conv2d<5, 1>, ReLU>)
+static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<6, 1, 1>, Conv2d<5, 1>>::nodes<true>>::type>,
+                             backend::onednn::small_conv2d_op>);
+static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<6, 1, 1>, Conv2d<5, 3, 1, 1>>::nodes<true>>::type>,
+                             backend::onednn::small_conv2d_op>);
+static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<4, 2, 2>, Conv2d<5, 3, 2, 1, false>>::nodes<true>>::type>,
+                             backend::onednn::small_conv2d_op>);
 // On an image no larger than the kernel OneDnn runs the convolution as an inner product (onednn/small_conv2d.hpp).
 SINEW_LAYER_CASE(conv2d_k3_p1_on_a_2x2_image_as_inner_product, ({}), Net<Input<3, 2, 2>, Conv2d<4, 3, 1, 1>>)
 static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<3, 2, 2>, Conv2d<4, 3, 1, 1>>::nodes<true>>::type>,

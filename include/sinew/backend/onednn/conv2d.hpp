@@ -7,10 +7,11 @@
 // leading groups dimension (goihw, the same floats as PyTorch's [Out, In/G, K, K]) and dilation counted as the gap
 // between taps (PyTorch's dilation - 1).
 //
-// Kernel taps that only ever meet padding are dropped: a 3x3 kernel with padding 1 over a 1x1 image (ResNet's
-// last stage on 32x32 inputs) reads only its centre, so the primitives run a 1x1 kernel over that sub-block of
-// the weights, for a ninth of the work. oneDNN computes every tap otherwise (and picks a slow gemm-based backward
-// weights kernel for such shapes: bench/README.md, "Why the kernels are as they are").
+// Kernel taps that only ever meet padding are dropped: a 3x3 kernel with padding 1 over an image one row high
+// reads only its centre row, so the primitives run a 1x3 kernel over that sub-block of the weights, for a third of
+// the work. oneDNN computes every tap otherwise (and picks a slow gemm-based backward weights kernel for such
+// shapes: bench/README.md, "Why the kernels are as they are"). An image no larger than the kernel (ResNet's last
+// stage on 32x32 inputs: 1x1 and 2x2) is small_conv2d_op's, an inner product.
 #pragma once
 
 #include <algorithm>
