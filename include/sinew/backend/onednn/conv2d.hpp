@@ -128,8 +128,7 @@ namespace onednn {
 template <NodeType N, class Small = small_conv2d_op, class Thin = thin_conv2d_op, class General = conv2d_op>
 using conv2d_op_for = std::conditional_t<
     N::layer::kGroups != 1 || N::layer::kDilation != 1, General,
-    std::conditional_t<conv_is_small_image(N::input::kHeight, N::input::kWidth, N::output::kHeight,
-                                           N::output::kWidth, N::layer::kKernel),
+    std::conditional_t<conv_is_small_image(N::input::kHeight, N::input::kWidth, N::layer::kKernel),
                        Small,
                        std::conditional_t<conv_is_thin(N::input::kChannels, N::output::kChannels, N::layer::kStride),
                                           Thin, General>>>;

@@ -21,13 +21,13 @@
 
 namespace sinew::backend::onednn {
 
-/// Whether a convolution from an In image to an Out image with kernel K is no more work as a dense matrix
+/// Whether a convolution over an In image with kernel K is no more work as a dense matrix
 /// (In pixels x Out pixels per channel pair) than as a convolution (K x K taps x Out pixels). With one output
 /// pixel the matrix is the kernel's taps that meet the image and the layer is an inner product outright: oneDNN
 /// 2.6's AVX2 convolutions ran such layers (ResNet-50's last stage on 32x32 inputs: 1x1 kernels on 1x1 images,
 /// the 3x3 stride-2 one on 2x2) at 9-35 GFLOP/s at batch 42, against 80-110 for the inner product.
-constexpr bool conv_is_small_image(int in_h, int in_w, int out_h, int out_w, int kernel) noexcept {
-  return out_h * out_w >= 1 && in_h * in_w <= kernel * kernel;
+constexpr bool conv_is_small_image(int in_h, int in_w, int kernel) noexcept {
+  return in_h * in_w <= kernel * kernel;
 }
 
 class small_conv2d_op : public weighted_layer<dnnl::inner_product_forward, dnnl::inner_product_backward_data,
