@@ -23,6 +23,9 @@
 //                  BatchNorm2d, MaxPool and Dense ops at ResNet-18's, VGG-16's, AlexNet's and LeNet-5's shapes
 //                  on 3x32x32 input; inputs arrive in the layout the previous layer would leave them in; backward data
 //                  and weights are split by the op's profile probe (metrics/profile.hpp)
+//   conv_lowered_forward / _backward_data / _backward_weights  OneDnn only: its lowered op (im2col and an inner
+//                  product, onednn/lowered_conv2d.hpp) on the same shapes, where its rule takes them in a net, beside
+//                  the general op's conv_* rows as their anchor
 //   fc_forward_inner_product  OneDnn only: the inner product forward that the Dense op's matmul forward
 //                  replaced (weighted_layer.hpp), on the same memories, as its anchor
 //   fc_backward_data_inner_product  OneDnn only: the inner product backward data on the same memories, the
@@ -320,23 +323,32 @@ std::vector<Row> run_on(typename B::context& ctx, const Task& t, const Timing& t
     held_tensor<B> x, dy;
     x.make(ctx, d, std::size_t(c.batch) * c.in_c * c.in_h * c.in_w);
     held_params params(std::size_t(c.out_c) * c.in_c * c.kernel * c.kernel, std::size_t(c.out_c));
-    auto run = [&](auto op) {
+    // conv_forward etc. are the general op's rows (the thin op's on thin shapes); conv_lowered_forward etc. OneDnn's
+    // lowered op on the same input, beside them where a net would take it (the input arrives blocked, as from
+    // a direct convolution, so its forward includes the reorder to NHWC).
+    auto run = [&](auto op, const std::string& name, const char* impl) {
       op.setup(ctx, d, c, params.slots(), true);
       op.bind_diff_dst(ctx, op.dst_desc());
       dy.make(ctx, op.dst_desc(), std::size_t(c.batch) * c.out_c * c.out_h * c.out_w);
-      row("conv_forward", median_seconds(timing, [&] { op.forward(ctx, *x.tensor); }), "sinew Conv2d op");
+      row(name + "_forward", median_seconds(timing, [&] { op.forward(ctx, *x.tensor); }), impl);
       const auto parts = median_parts(timing, [&](auto& probe) { op.backward(ctx, *x.tensor, *dy.tensor, probe); });
-      row("conv_backward_data", seconds_of(parts, OpKind::convolution_backward_data), "sinew Conv2d op (probe)");
-      row("conv_backward_weights", seconds_of(parts, OpKind::convolution_backward_weights),
-          c.bias ? "sinew Conv2d op (probe), weights and bias" : "sinew Conv2d op (probe)");
+      row(name + "_backward_data", seconds_of(parts, OpKind::convolution_backward_data), std::string(impl) + " (probe)");
+      row(name + "_backward_weights", seconds_of(parts, OpKind::convolution_backward_weights),
+          std::string(impl) + (c.bias ? " (probe), weights and bias" : " (probe)"));
     };
-    bool thin = false;
-    if constexpr (std::is_same_v<B, sinew::backend::OneDnn>)
-      thin = sinew::backend::onednn::conv_is_thin(c.in_c, c.out_c, c.stride);
+    bool thin = false, lowered = false;
+    if constexpr (std::is_same_v<B, sinew::backend::OneDnn>) {
+      namespace od = sinew::backend::onednn;
+      thin = od::conv_is_thin(c.in_c, c.out_c, c.stride);
+      lowered = !thin && !od::conv_is_small_image(c.in_h, c.in_w, c.out_h, c.out_w, c.kernel) &&
+                od::conv_is_lowered(c.out_h, c.out_w, c.kernel, c.stride);
+    }
     if (thin)
-      run(thin_conv_op<B>{});
+      run(thin_conv_op<B>{}, "conv", "sinew Conv2d op");
     else
-      run(conv_op<B>{});
+      run(conv_op<B>{}, "conv", "sinew Conv2d op");
+    if constexpr (std::is_same_v<B, sinew::backend::OneDnn>)
+      if (lowered) run(sinew::backend::onednn::lowered_conv2d_op{}, "conv_lowered", "sinew lowered Conv2d op (im2col)");
   } else if (g == "fc") {
     const int n = int(get(t, "n")), in = int(get(t, "in")), out = int(get(t, "out"));
     held_tensor<B> x, dy;
@@ -454,7 +466,7 @@ std::vector<Task> plan(bool quick, int batch, int min_exp, int max_exp) {
     tasks.push_back({"normalize", dims({(1L << e) / 1024, 1024}), {{"rows", (1L << e) / 1024}, {"cols", 1024}}});
 
   // Conv2d shapes of the zoo on 3x32x32 input (ResNet-18 with the CIFAR stem; torchvision's VGG-16 and AlexNet;
-  // LeNet-5's thin 3->6 and 6->16 channels).
+  // LeNet-5's thin 3->6 and 6->16 channels), and AlexNet's third on the 64x64 input bench/zoo gives it.
   struct conv {
     const char* name;
     int c, h, o, k, s, p, bias;
@@ -470,7 +482,8 @@ std::vector<Task> plan(bool quick, int batch, int min_exp, int max_exp) {
       {"vgg16.conv3_2", 256, 8, 256, 3, 1, 1, 1},      {"vgg16.conv4_1", 256, 4, 512, 3, 1, 1, 1},
       {"vgg16.conv4_2", 512, 4, 512, 3, 1, 1, 1},      {"vgg16.conv5", 512, 2, 512, 3, 1, 1, 1},
       {"alexnet.conv1", 3, 32, 64, 11, 4, 2, 1},       {"alexnet.conv2", 64, 3, 192, 5, 1, 2, 1},
-      {"alexnet.conv3", 192, 1, 384, 3, 1, 1, 1},      {"lenet5.conv1", 3, 32, 6, 5, 1, 0, 1},
+      {"alexnet.conv3", 192, 1, 384, 3, 1, 1, 1},      {"alexnet64.conv3", 192, 3, 384, 3, 1, 1, 1},
+      {"lenet5.conv1", 3, 32, 6, 5, 1, 0, 1},
       {"lenet5.conv2", 6, 14, 16, 5, 1, 0, 1}};
   const std::vector<conv> convs_quick{convs_all[0], convs_all[6]};
   for (const conv& c : quick ? convs_quick : convs_all) {

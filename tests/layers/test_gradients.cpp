@@ -23,9 +23,31 @@ SINEW_LAYER_CASE(conv2d_k3_s2_p1_odd_5x4, ({}), Net<Input<3, 5, 4>, Conv2d<5, 3,
 SINEW_LAYER_CASE(conv2d_k3_p1_on_a_1x1_image, ({}), Net<Input<6, 1, 1>, Conv2d<5, 3, 1, 1>>)
 SINEW_LAYER_CASE(conv2d_k3_s2_p1_from_2x2_to_1x1_without_bias, ({.seed = 4}), Net<Input<4, 2, 2>, Conv2d<5, 3, 2, 1, false>, ReLU>)
 SINEW_LAYER_CASE(conv2d_trimmed_rows_kept_columns, ({}), Net<Input<3, 1, 6>, Conv2d<4, 3, 2, 1>>)
-// An image wider than the kernel stays on oneDNN's convolution, its rows trimmed to the kernel's centre.
-SINEW_LAYER_CASE(conv2d_trimmed_rows_on_onednn_primitives, ({.seed = 5}), Net<Input<3, 1, 12>, Conv2d<4, 3, 2, 1>, ReLU>)
-static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<3, 1, 12>, Conv2d<4, 3, 2, 1>>::nodes<true>>::type>,
+// An output wider than lowered_conv2d_op's stays on oneDNN's convolution, its rows trimmed to the kernel's centre.
+SINEW_LAYER_CASE(conv2d_trimmed_rows_on_onednn_primitives, ({.seed = 5}), Net<Input<3, 1, 140>, Conv2d<4, 3, 2, 1>, ReLU>)
+static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<3, 1, 140>, Conv2d<4, 3, 2, 1>>::nodes<true>>::type>,
+                             backend::onednn::conv2d_op>);
+// A 2x2 or 3x3 kernel on a small output image (at most 8x8; a strided 1x1 kernel, at most 2x2) is an inner product
+// over the input's patches (onednn/lowered_conv2d.hpp): AlexNet's last three layers, VGG's and ResNet's late
+// stages; a 5x5 kernel stays on oneDNN's convolution. Padding on both sides at stride 1 and 2, an odd image, 17 channels, a fused activation, no bias, a 1x1 kernel at stride 2
+// (ResNet's projection from 2x2 to 1x1), and two in a row (NHWC from one to the next).
+SINEW_LAYER_CASE(conv2d_lowered_k3_p1_18_to_20_channels_fused_relu, ({.seed = 8}), Net<Input<18, 3, 3>, Conv2d<20, 3, 1, 1>, ReLU>)
+SINEW_LAYER_CASE(conv2d_lowered_k3_s2_p1_odd_7x5_without_bias_batch_3, ({.batch = 3}), Net<Input<17, 7, 5>, Conv2d<6, 3, 2, 1, false>>)
+SINEW_LAYER_CASE(conv2d_lowered_k1_s2_from_2x2_to_1x1_fused_relu, ({.seed = 9}), Net<Input<20, 2, 2>, Conv2d<24, 1, 2, 0>, ReLU>)
+SINEW_LAYER_CASE(conv2d_lowered_pair_k3_then_k2_s2, ({}), Net<Input<17, 4, 4>, Conv2d<18, 3, 1, 1>, ReLU, Conv2d<5, 2, 2, 0>>)
+static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<18, 3, 3>, Conv2d<20, 3, 1, 1>>::nodes<true>>::type>,
+                             backend::onednn::lowered_conv2d_op>);
+static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<20, 2, 2>, Conv2d<24, 1, 2, 0>>::nodes<true>>::type>,
+                             backend::onednn::lowered_conv2d_op>);
+static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<3, 16, 16>, Conv2d<20, 3, 2, 1>>::nodes<true>>::type>,
+                             backend::onednn::lowered_conv2d_op>);
+static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<3, 18, 18>, Conv2d<20, 3, 2, 1>>::nodes<true>>::type>,
+                             backend::onednn::conv2d_op>);
+static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<20, 8, 8>, Conv2d<24, 1, 2, 0>>::nodes<true>>::type>,
+                             backend::onednn::conv2d_op>);
+static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<20, 4, 4>, Conv2d<24, 1>>::nodes<true>>::type>,
+                             backend::onednn::conv2d_op>);
+static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<20, 7, 7>, Conv2d<24, 5, 1, 2>>::nodes<true>>::type>,
                              backend::onednn::conv2d_op>);
 // One output pixel from an image no larger than the kernel is an inner product with the taps that meet it
 // (onednn/small_conv2d.hpp): ResNet's last stage on 32x32 inputs.
@@ -36,7 +58,7 @@ static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<6
                              backend::onednn::small_conv2d_op>);
 static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<4, 2, 2>, Conv2d<5, 3, 2, 1, false>>::nodes<true>>::type>,
                              backend::onednn::small_conv2d_op>);
-// On an image no larger than the kernel OneDnn runs the convolution as an inner product (onednn/small_conv2d.hpp).
+// On an image smaller than the kernel OneDnn runs the convolution as an inner product (onednn/small_conv2d.hpp).
 SINEW_LAYER_CASE(conv2d_k3_p1_on_a_2x2_image_as_inner_product, ({}), Net<Input<3, 2, 2>, Conv2d<4, 3, 1, 1>>)
 static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<3, 2, 2>, Conv2d<4, 3, 1, 1>>::nodes<true>>::type>,
                              backend::onednn::small_conv2d_op>);
@@ -53,10 +75,10 @@ SINEW_LAYER_CASE(conv2d_16_channels_k3_s1_p1, ({}), Net<Input<16, 5, 5>, Conv2d<
 // a block of 8, 5 x 5 x 5 = 125 taps pad the tiles), and 17 input channels keep oneDNN's conv2d_op at stride 1.
 SINEW_LAYER_CASE(conv2d_thin_lenet_pair_fused_tanh_avg_pool_batch_3, ({.batch = 3}), Net<Input<3, 14, 14>, Conv2d<6, 5>, Tanh, AvgPool<2>, Conv2d<16, 3>, Tanh>)
 SINEW_LAYER_CASE(conv2d_thin_k5_p2_5_to_7_channels_batch_5, ({.batch = 5}), Net<Input<5, 7, 9>, Conv2d<7, 5, 1, 2>>)
-SINEW_LAYER_CASE(conv2d_17_channels_k3_s1_p1_on_onednn_primitives, ({}), Net<Input<17, 5, 5>, Conv2d<4, 3, 1, 1>>)
+SINEW_LAYER_CASE(conv2d_17_channels_k3_s1_p1_on_onednn_primitives, ({}), Net<Input<17, 9, 9>, Conv2d<4, 3, 1, 1>>)
 static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<5, 7, 9>, Conv2d<7, 5, 1, 2>>::nodes<true>>::type>,
                              backend::onednn::thin_conv2d_op>);
-static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<17, 5, 5>, Conv2d<4, 3, 1, 1>>::nodes<true>>::type>,
+static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<17, 9, 9>, Conv2d<4, 3, 1, 1>>::nodes<true>>::type>,
                              backend::onednn::conv2d_op>);
 // Grouped, depthwise and dilated convolutions (Conv2d<Out, K, S, P, Bias, Dilation, Groups>): on OneDnn, oneDNN's
 // grouped primitive even where the shape is thin (at most 16 channels at stride 1) or the image no larger than the

@@ -11,11 +11,13 @@
 // reads only its centre row, so the primitives run a 1x3 kernel over that sub-block of the weights, for a third of
 // the work. oneDNN computes every tap otherwise (and picks a slow gemm-based backward weights kernel for such
 // shapes: bench/README.md, "Why the kernels are as they are"). An image no larger than the kernel (ResNet's last
-// stage on 32x32 inputs: 1x1 and 2x2) is small_conv2d_op's, an inner product.
+// stage on 32x32 inputs: 1x1 and 2x2) is small_conv2d_op's, an inner product; a small output image (up to 8x8)
+// is lowered_conv2d_op's, an inner product over the input's patches.
 #pragma once
 
 #include <algorithm>
 
+#include "sinew/backend/onednn/lowered_conv2d.hpp"
 #include "sinew/backend/onednn/small_conv2d.hpp"
 #include "sinew/backend/onednn/thin_conv2d.hpp"
 #include "sinew/backend/onednn/weighted_layer.hpp"
@@ -120,18 +122,24 @@ class conv2d_op : public weighted_layer<dnnl::convolution_forward, dnnl::convolu
 
 namespace sinew::backend {
 namespace onednn {
-/// The op of a convolution node N, one rule for every precision: Small over an image no larger than its kernel,
-/// Thin for a stride-1 layer of at most 16 channels on each side (thin_conv2d.hpp), else General on oneDNN's
-/// primitives. Small and Thin compute the plain convolution only: a grouped or dilated one (depthwise
-/// included) is General's, oneDNN's grouped convolution. OneDnn's ops are the defaults; OneDnnBf16 passes its
-/// own (onednn_bf16.hpp).
-template <NodeType N, class Small = small_conv2d_op, class Thin = thin_conv2d_op, class General = conv2d_op>
+/// The op of a convolution node N, one rule for every precision: Small over an image smaller than its kernel,
+/// Thin for a stride-1 layer of at most 16 channels on each side (thin_conv2d.hpp), Lowered for a small output
+/// image (lowered_conv2d.hpp), else General on oneDNN's primitives. Small, Thin and Lowered compute the plain
+/// convolution only: a grouped or dilated one (depthwise included) is General's, oneDNN's grouped convolution.
+/// OneDnn's ops are the defaults; OneDnnBf16 passes its own (onednn_bf16.hpp).
+template <NodeType N, class Small = small_conv2d_op, class Thin = thin_conv2d_op, class General = conv2d_op,
+          class Lowered = lowered_conv2d_op>
 using conv2d_op_for = std::conditional_t<
     N::layer::kGroups != 1 || N::layer::kDilation != 1, General,
-    std::conditional_t<conv_is_small_image(N::input::kHeight, N::input::kWidth, N::layer::kKernel),
-                       Small,
-                       std::conditional_t<conv_is_thin(N::input::kChannels, N::output::kChannels, N::layer::kStride),
-                                          Thin, General>>>;
+    std::conditional_t<
+        conv_is_small_image(N::input::kHeight, N::input::kWidth, N::output::kHeight, N::output::kWidth,
+                            N::layer::kKernel),
+        Small,
+        std::conditional_t<
+            conv_is_thin(N::input::kChannels, N::output::kChannels, N::layer::kStride), Thin,
+            std::conditional_t<conv_is_lowered(N::output::kHeight, N::output::kWidth, N::layer::kKernel,
+                                               N::layer::kStride),
+                               Lowered, General>>>>;
 }  // namespace onednn
 
 /// A convolution's op is chosen from its node's shape (onednn::conv2d_op_for).

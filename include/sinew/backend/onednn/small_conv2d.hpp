@@ -1,4 +1,5 @@
-// sinew/backend/onednn/small_conv2d.hpp: Conv2d over an image no larger than its kernel, as one inner product.
+// sinew/backend/onednn/small_conv2d.hpp: Conv2d over an image smaller than its kernel (or as large, with one output
+// pixel), as one inner product.
 //
 // On a 2x2 image a 3x3, padding-1 convolution's every output pixel reads every input pixel, through a different
 // tap. Written out as a dense matrix from the whole input image (C x H x W) to the whole output image
@@ -21,13 +22,17 @@
 
 namespace sinew::backend::onednn {
 
-/// Whether a convolution over an In image with kernel K is no more work as a dense matrix
-/// (In pixels x Out pixels per channel pair) than as a convolution (K x K taps x Out pixels). With one output
-/// pixel the matrix is the kernel's taps that meet the image and the layer is an inner product outright: oneDNN
-/// 2.6's AVX2 convolutions ran such layers (ResNet-50's last stage on 32x32 inputs: 1x1 kernels on 1x1 images,
-/// the 3x3 stride-2 one on 2x2) at 9-35 GFLOP/s at batch 42, against 80-110 for the inner product.
-constexpr bool conv_is_small_image(int in_h, int in_w, int kernel) noexcept {
-  return in_h * in_w <= kernel * kernel;
+/// Whether a convolution over an In image with kernel K runs as this dense matrix (In pixels x Out pixels per
+/// channel pair): where it holds fewer multiplications than the kernel's taps at every output pixel (an image
+/// with fewer pixels than the kernel has taps), or as many with one output pixel, where the matrix is the kernel's
+/// taps that meet the image and the layer an inner product outright. oneDNN 2.6's AVX2 convolutions ran such
+/// layers (ResNet-50's last stage on 32x32 inputs: 1x1 kernels on 1x1 images, the 3x3 stride-2 one on 2x2) at
+/// 9-35 GFLOP/s at batch 42, against 80-110 for the inner product. With as many multiplications and several
+/// output pixels (a 3x3 kernel on a 3x3 image) the matrix's one row per image is the worse product:
+/// lowered_conv2d_op's patches give it a row per output pixel.
+constexpr bool conv_is_small_image(int in_h, int in_w, int out_h, int out_w, int kernel) noexcept {
+  const int pixels = in_h * in_w, taps = kernel * kernel;
+  return pixels < taps || (pixels == taps && out_h * out_w == 1);
 }
 
 class small_conv2d_op : public weighted_layer<dnnl::inner_product_forward, dnnl::inner_product_backward_data,
@@ -99,7 +104,7 @@ class small_conv2d_op : public weighted_layer<dnnl::inner_product_forward, dnnl:
   /// go to the convolution's kinds.
   template <class Probe>
   void forward(context& ctx, const memory& src, Probe& probe) {
-    as_convolution<Probe> p{probe};
+    inner_product_as_convolution<Probe> p{probe};
     p.begin(metrics::OpKind::convolution);
     const bool derive = weights_cache_.take();
     if (derive) expand();
@@ -108,7 +113,7 @@ class small_conv2d_op : public weighted_layer<dnnl::inner_product_forward, dnnl:
 
   template <class Probe>
   void backward(context& ctx, const memory& src, const memory& diff_dst, Probe& probe) {
-    as_convolution<Probe> p{probe};
+    inner_product_as_convolution<Probe> p{probe};
     p.begin(metrics::OpKind::convolution_backward_data);
     diff_image_.run(ctx, diff_dst);
     diff_rows_.set_data_handle(diff_image_.target_for(diff_dst).get_data_handle());
@@ -123,19 +128,6 @@ class small_conv2d_op : public weighted_layer<dnnl::inner_product_forward, dnnl:
     const int k = in_pos - out_pos * c_.stride + c_.padding;
     return k >= 0 && k < c_.kernel ? k : -1;
   }
-
-  // Relabels the inner product's kinds as the convolution's.
-  template <class Probe>
-  struct as_convolution {
-    Probe& probe;
-    void begin(metrics::OpKind k) {
-      using K = metrics::OpKind;
-      probe.begin(k == K::fully_connected                    ? K::convolution
-                  : k == K::fully_connected_backward_weights ? K::convolution_backward_weights
-                  : k == K::fully_connected_backward_data    ? K::convolution_backward_data
-                                                             : k);
-    }
-  };
 
   // The tap joining output pixel op to input pixel ip (row-major positions), ky * kernel + kx, or -1.
   void build_taps() {

@@ -156,6 +156,20 @@ class inner_product_split_backward_data {
   bound_args head_args_, rest_args_;
 };
 
+/// A probe that reports an inner product's kinds as a convolution's: for the convolutions that run as inner
+/// products (small_conv2d.hpp, lowered_conv2d.hpp), which profiles count as the convolutions they are.
+template <class Probe>
+struct inner_product_as_convolution {
+  Probe& probe;
+  void begin(metrics::OpKind k) {
+    using K = metrics::OpKind;
+    probe.begin(k == K::fully_connected                    ? K::convolution
+                : k == K::fully_connected_backward_weights ? K::convolution_backward_weights
+                : k == K::fully_connected_backward_data    ? K::convolution_backward_data
+                                                           : k);
+  }
+};
+
 template <class Forward, class BackwardData, class BackwardWeights>
 class weighted_layer {
  public:

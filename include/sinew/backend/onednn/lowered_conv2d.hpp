@@ -1,0 +1,182 @@
+// sinew/backend/onednn/lowered_conv2d.hpp: Conv2d with a small output image, as one inner product over the
+// input's patches (im2col).
+//
+// oneDNN 2.6's AVX2 direct convolutions run the late layers of CIFAR-sized and 64x64 inputs (3x3 kernels on 3x3 to
+// 8x8 images: AlexNet's last three, VGG's and ResNet's 4x4 and 8x8 stages) at 40-90 GFLOP/s at batch 42, and the
+// 1x1 stride-2 projection from 2x2 to 1x1 at about 40; the same work as one matrix product, a row per output pixel
+// of the batch and a column per (tap, input channel), runs on its gemm at 105-150 (figures: bench/README.md, "Why
+// the kernels are as they are"). So such a layer gathers, before each forward, every output pixel's patch of the
+// input (NHWC, so that each tap is one contiguous copy of the input channels) into that matrix, and runs
+// oneDNN's inner product on it with the kernel as the weights (reordered from PyTorch's [Out, In, K, K] to
+// [Out, K, K, In], the patch's order); backward data's patch gradients are added back onto the input pixels
+// they came from. Taps that meet padding stay zero in the matrix, written once at set-up. The output is NHWC:
+// the product's rows are the batch's output pixels in order. The node picks this op at compile time
+// (conv2d.hpp's conv2d_op_for); results equal the direct convolution's up to summation order.
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "sinew/backend/generic/node_config.hpp"
+#include "sinew/backend/onednn/weighted_layer.hpp"
+#include "sinew/core/elementwise.hpp"
+#include "sinew/core/parallel.hpp"
+
+namespace sinew::backend::onednn {
+
+/// Whether a convolution with an out_h x out_w output runs as lowered_conv2d_op: a 2x2 or 3x3 kernel on an output
+/// of at most 8x8 pixels, or a 1x1 kernel with a stride on an output of at most 2x2. A plain 1x1 kernel already is
+/// a matrix product, which oneDNN's 1x1 kernels run at their best; strided, they ran at 40 GFLOP/s from 2x2 to
+/// 1x1 but as fast as the product from 8x8 to 4x4. A larger kernel copies each input pixel into more patches (25
+/// for 5x5), and oneDNN ran AlexNet's 5x5 kernel on 7x7 as fast as the product. Asked after small_conv2d_op's
+/// test.
+constexpr bool conv_is_lowered(int out_h, int out_w, int kernel, int stride) noexcept {
+  const int pixels = out_h * out_w;
+  return kernel > 1 ? kernel <= 3 && pixels <= 64 : stride > 1 && pixels <= 4;
+}
+
+class lowered_conv2d_op : public weighted_layer<dnnl::inner_product_forward, dnnl::inner_product_backward_data,
+                                                dnnl::inner_product_backward_weights> {
+  using base = weighted_layer<dnnl::inner_product_forward, dnnl::inner_product_backward_data,
+                              dnnl::inner_product_backward_weights>;
+
+ public:
+  template <NodeType N>
+  void setup(context& ctx, const desc& src_md, int batch, ParamSlots p, bool need_diff_src) {
+    setup(ctx, src_md, conv2d_config<N>(batch), p, need_diff_src);
+  }
+
+  void setup(context& ctx, const desc& src_md, const Conv2dConfig& c, ParamSlots p, bool need_diff_src) {
+    using namespace dnnl;
+    c.require_dense("lowered_conv2d_op", "conv2d_op_for sends the others to conv2d_op");
+    c_ = c;
+    build_sources();
+    const auto& eng = ctx.engine();
+    const memory::dim rows = memory::dim(c.batch) * c.out_h * c.out_w;  // one per output pixel of the batch
+    const dims image{c.batch, c.in_c, c.in_h, c.in_w}, w_dims{c.out_c, c.in_c, c.kernel, c.kernel};
+    const desc image_nhwc(image, dt::f32, tag::nhwc);
+    // [rows, In, K, K] laid out as [rows, K, K, In], and the kernel in the same order: oneDNN's inner product
+    // reads both alike.
+    const desc patches({rows, c.in_c, c.kernel, c.kernel}, dt::f32, tag::nhwc);
+    const desc w_patch(w_dims, dt::f32, tag::ohwi), user_w(w_dims, dt::f32, tag::oihw);
+    const desc dst_nc({rows, c.out_c}, dt::f32, tag::nc);  // the same bytes as the NHWC output image
+    const desc bias = c.bias ? desc({c.out_c}, dt::f32, tag::x) : desc();
+    const auto fwd = checked("conv2d (lowered) forward", [&] {
+      return compat::forward<inner_product_forward>(eng, fused_activation::attr(c.act), prop_kind::forward_training,
+                                                    patches, w_patch, bias, dst_nc);
+    });
+    const auto bww = checked("conv2d (lowered) backward weights", [&] {
+      return compat::backward<inner_product_backward_weights>(eng, fwd, patches, w_patch, bias, dst_nc);
+    });
+    std::optional<backward_data_pd> bwd;
+    if (need_diff_src)
+      bwd = checked("conv2d (lowered) backward data",
+                    [&] { return compat::backward<inner_product_backward_data>(eng, fwd, patches, w_patch, dst_nc); });
+    patches_ = memory(patches, eng);
+    // The taps on padding are never written again.
+    std::memset(patches_.get_data_handle(), 0, patches.get_size());
+    finish_setup(ctx, patches, fwd, bww, bwd, user_w, bias, c.act, p);
+
+    image_in_.setup(ctx, src_md, image_nhwc);
+    image_desc_ = desc({c.batch, c.out_c, c.out_h, c.out_w}, dt::f32, tag::nhwc);
+    image_ = memory(image_desc_, eng, base::dst().get_data_handle());
+    diff_rows_ = memory(dst_nc, eng, DNNL_MEMORY_NONE);
+    diff_image_src_ = need_diff_src ? memory(image_nhwc, eng) : memory();
+  }
+
+  desc dst_desc() const { return image_desc_; }
+  const memory& dst() const noexcept { return image_; }
+  desc diff_src_desc() const { return diff_image_src_ ? diff_image_src_.get_desc() : desc(); }
+  const memory& diff_src() const noexcept { return diff_image_src_; }
+  void bind_diff_dst(context& ctx, const desc& d) {
+    diff_image_.setup(ctx, d, image_desc_);
+    base::bind_diff_dst(ctx, diff_rows_.get_desc());
+  }
+
+  void forward(context& ctx, const memory& src) { forward(ctx, src, metrics::no_probe); }
+  void backward(context& ctx, const memory& src, const memory& diff_dst) {
+    backward(ctx, src, diff_dst, metrics::no_probe);
+  }
+
+  /// Profiled as the convolution it is: the gather and the inner product to its forward, the adding back to its
+  /// backward data.
+  template <class Probe>
+  void forward(context& ctx, const memory& src, Probe& probe) {
+    inner_product_as_convolution<Probe> p{probe};
+    p.begin(metrics::OpKind::convolution);
+    gather(image_in_(ctx, src));
+    base::forward(ctx, patches_, p, weights_cache_.take());
+  }
+
+  template <class Probe>
+  void backward(context& ctx, const memory&, const memory& diff_dst, Probe& probe) {
+    inner_product_as_convolution<Probe> p{probe};
+    p.begin(metrics::OpKind::convolution_backward_data);
+    diff_rows_.set_data_handle(diff_image_(ctx, diff_dst).get_data_handle());
+    base::backward(ctx, patches_, diff_rows_, p);
+    if (diff_image_src_) {
+      p.begin(metrics::OpKind::convolution_backward_data);
+      scatter(base::diff_src(), diff_image_src_);
+    }
+  }
+
+ private:
+  // sources_[output pixel * K * K + tap]: the input pixel (row-major in its image) the tap reads, or -1 on padding.
+  void build_sources() {
+    const int k = c_.kernel;
+    sources_.assign(std::size_t(c_.out_h * c_.out_w * k * k), -1);
+    for (int oy = 0; oy < c_.out_h; ++oy)
+      for (int ox = 0; ox < c_.out_w; ++ox)
+        for (int ky = 0; ky < k; ++ky)
+          for (int kx = 0; kx < k; ++kx) {
+            const int iy = oy * c_.stride - c_.padding + ky, ix = ox * c_.stride - c_.padding + kx;
+            if (iy >= 0 && iy < c_.in_h && ix >= 0 && ix < c_.in_w)
+              sources_[std::size_t(((oy * c_.out_w + ox) * k + ky) * k + kx)] = iy * c_.in_w + ix;
+          }
+  }
+
+  // patches[(n, output pixel)][tap][channel] = image[n][source pixel][channel], image NHWC; an image per range.
+  void gather(const memory& image) {
+    const std::size_t ch = std::size_t(c_.in_c), ihw = std::size_t(c_.in_h * c_.in_w),
+                      cells = sources_.size();  // output pixels x taps of one image
+    const float* in = static_cast<const float*>(image.get_data_handle());
+    float* out = static_cast<float*>(patches_.get_data_handle());
+    parallel_ranges(std::size_t(c_.batch), [&](std::size_t n_begin, std::size_t n_end) {
+      for (std::size_t n = n_begin; n < n_end; ++n) {
+        const float* img = in + n * ihw * ch;
+        float* rows = out + n * cells * ch;
+        for (std::size_t cell = 0; cell < cells; ++cell)
+          if (const int s = sources_[cell]; s >= 0) std::memcpy(rows + cell * ch, img + std::size_t(s) * ch, ch * sizeof(float));
+      }
+    }, 1, 1);
+  }
+
+  // diff_image[n][pixel][channel] = the sum of the patch gradients read from that pixel; an image per range.
+  void scatter(const memory& diff_patches, const memory& diff_image) {
+    const std::size_t ch = std::size_t(c_.in_c), ihw = std::size_t(c_.in_h * c_.in_w), cells = sources_.size();
+    const float* in = static_cast<const float*>(diff_patches.get_data_handle());
+    float* out = static_cast<float*>(diff_image.get_data_handle());
+    parallel_ranges(std::size_t(c_.batch), [&](std::size_t n_begin, std::size_t n_end) {
+      for (std::size_t n = n_begin; n < n_end; ++n) {
+        float* img = out + n * ihw * ch;
+        const float* rows = in + n * cells * ch;
+        std::fill_n(img, ihw * ch, 0.0f);
+        for (std::size_t cell = 0; cell < cells; ++cell)
+          if (const int s = sources_[cell]; s >= 0) {
+            float* px = img + std::size_t(s) * ch;
+            simd::add(px, rows + cell * ch, px, ch);
+          }
+      }
+    }, 1, 1);
+  }
+
+  Conv2dConfig c_{};
+  std::vector<int> sources_;
+  memory patches_;  // the forward's matrix, kept for backward weights
+  desc image_desc_;
+  memory image_, diff_rows_, diff_image_src_;
+  converter image_in_, diff_image_;
+};
+
+}  // namespace sinew::backend::onednn
