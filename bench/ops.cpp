@@ -49,6 +49,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "sinew/metrics/profile.hpp"
@@ -169,10 +170,13 @@ struct held_params {
   ParamSlots slots() { return {w.data(), b.data(), dw.data(), db.data(), buffers.data()}; }
 };
 
-/// The general convolution op of backend B: a stride-2 node, so that no shape rule (OneDnn's thin or small-image
-/// ops) picks a special op for the runtime shapes it is set up with; the thin shapes run on thin_conv_op below.
+/// The general convolution op of backend B, set up with runtime shapes: OneDnn's conv2d_op named outright (its table
+/// picks an op from the node's compile-time shape, and the 1x1 image of a placeholder node is small_conv2d_op's,
+/// whose matrix grows with the square of the image); the thin shapes run on thin_conv_op below.
 template <class B>
-using conv_op = typename B::template op<sinew::Node<sinew::Conv2d<1, 1, 2>, sinew::Shape<1, 1, 1>, sinew::NoActivation, 0, 0>>;
+using conv_op = std::conditional_t<
+    std::is_same_v<B, sinew::backend::OneDnn>, sinew::backend::onednn::conv2d_op,
+    typename B::template op<sinew::Node<sinew::Conv2d<1, 1, 2>, sinew::Shape<1, 1, 1>, sinew::NoActivation, 0, 0>>>;
 /// The op OneDnn takes for a stride-1 convolution of at most 16 channels each side (LeNet-5's); conv_op elsewhere.
 template <class B>
 using thin_conv_op = typename B::template op<sinew::Node<sinew::Conv2d<1, 1>, sinew::Shape<1, 1, 1>, sinew::NoActivation, 0, 0>>;
