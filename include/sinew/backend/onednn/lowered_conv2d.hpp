@@ -36,10 +36,8 @@ constexpr bool conv_is_lowered(int out_h, int out_w, int kernel, int stride) noe
   return kernel > 1 ? kernel <= 3 && pixels <= 64 : stride > 1 && pixels <= 4;
 }
 
-class lowered_conv2d_op : public weighted_layer<dnnl::inner_product_forward, dnnl::inner_product_backward_data,
-                                                dnnl::inner_product_backward_weights> {
-  using base = weighted_layer<dnnl::inner_product_forward, dnnl::inner_product_backward_data,
-                              dnnl::inner_product_backward_weights>;
+class lowered_conv2d_op : public conv_as_inner_product {
+  using base = conv_as_inner_product;
 
  public:
   template <NodeType N>
@@ -79,20 +77,12 @@ class lowered_conv2d_op : public weighted_layer<dnnl::inner_product_forward, dnn
     finish_setup(ctx, patches, fwd, bww, bwd, user_w, bias, c.act, p);
 
     image_in_.setup(ctx, src_md, image_nhwc);
-    image_desc_ = desc({c.batch, c.out_c, c.out_h, c.out_w}, dt::f32, tag::nhwc);
-    image_ = memory(image_desc_, eng, base::dst().get_data_handle());
-    diff_rows_ = memory(dst_nc, eng, DNNL_MEMORY_NONE);
+    set_output_image(ctx, desc({c.batch, c.out_c, c.out_h, c.out_w}, dt::f32, tag::nhwc));
     diff_image_src_ = need_diff_src ? memory(image_nhwc, eng) : memory();
   }
 
-  desc dst_desc() const { return image_desc_; }
-  const memory& dst() const noexcept { return image_; }
   desc diff_src_desc() const { return diff_image_src_ ? diff_image_src_.get_desc() : desc(); }
   const memory& diff_src() const noexcept { return diff_image_src_; }
-  void bind_diff_dst(context& ctx, const desc& d) {
-    diff_image_.setup(ctx, d, image_desc_);
-    base::bind_diff_dst(ctx, diff_rows_.get_desc());
-  }
 
   void forward(context& ctx, const memory& src) { forward(ctx, src, metrics::no_probe); }
   void backward(context& ctx, const memory& src, const memory& diff_dst) {
@@ -113,8 +103,7 @@ class lowered_conv2d_op : public weighted_layer<dnnl::inner_product_forward, dnn
   void backward(context& ctx, const memory&, const memory& diff_dst, Probe& probe) {
     inner_product_as_convolution<Probe> p{probe};
     p.begin(metrics::OpKind::convolution_backward_data);
-    diff_rows_.set_data_handle(diff_image_(ctx, diff_dst).get_data_handle());
-    base::backward(ctx, patches_, diff_rows_, p);
+    base::backward(ctx, patches_, diff_rows(ctx, diff_dst), p);
     if (diff_image_src_) {
       p.begin(metrics::OpKind::convolution_backward_data);
       scatter(base::diff_src(), diff_image_src_);
@@ -174,9 +163,8 @@ class lowered_conv2d_op : public weighted_layer<dnnl::inner_product_forward, dnn
   Conv2dConfig c_{};
   std::vector<int> sources_;
   memory patches_;  // the forward's matrix, kept for backward weights
-  desc image_desc_;
-  memory image_, diff_rows_, diff_image_src_;
-  converter image_in_, diff_image_;
+  memory diff_image_src_;
+  converter image_in_;
 };
 
 }  // namespace sinew::backend::onednn

@@ -35,8 +35,9 @@ constexpr bool conv_is_small_image(int in_h, int in_w, int out_h, int out_w, int
   return pixels < taps || (pixels == taps && out_h * out_w == 1);
 }
 
-class small_conv2d_op : public weighted_layer<dnnl::inner_product_forward, dnnl::inner_product_backward_data,
-                                              dnnl::inner_product_backward_weights> {
+class small_conv2d_op : public conv_as_inner_product {
+  using base = conv_as_inner_product;
+
  public:
   template <NodeType N>
   void setup(context& ctx, const desc& src_md, int batch, ParamSlots p, bool need_diff_src) {
@@ -83,16 +84,8 @@ class small_conv2d_op : public weighted_layer<dnnl::inner_product_forward, dnnl:
 
     // One output pixel: NHWC names the same bytes as NCHW, and oneDNN 2.6 runs batch norm and pooling on NHWC
     // with jit kernels but on NCHW with plain loops (ncsp_bnorm: 5 ms a step on ResNet-50's last stage, Zen 3).
-    image_desc_ = desc({c.batch, c.out_c, c.out_h, c.out_w}, dt::f32, c.out_h * c.out_w == 1 ? tag::nhwc : tag::nchw);
-    image_ = memory(image_desc_, eng, weighted_layer::dst().get_data_handle());
-    diff_rows_ = memory(dst_nc, eng, DNNL_MEMORY_NONE);
-  }
-
-  desc dst_desc() const { return image_desc_; }
-  const memory& dst() const noexcept { return image_; }
-  void bind_diff_dst(context& ctx, const desc& d) {
-    diff_image_.setup(ctx, d, image_desc_);
-    weighted_layer::bind_diff_dst(ctx, diff_rows_.get_desc());
+    set_output_image(ctx, desc({c.batch, c.out_c, c.out_h, c.out_w}, dt::f32,
+                               c.out_h * c.out_w == 1 ? tag::nhwc : tag::nchw));
   }
 
   void forward(context& ctx, const memory& src) { forward(ctx, src, metrics::no_probe); }
@@ -108,16 +101,14 @@ class small_conv2d_op : public weighted_layer<dnnl::inner_product_forward, dnnl:
     p.begin(metrics::OpKind::convolution);
     const bool derive = weights_cache_.take();
     if (derive) expand();
-    weighted_layer::forward(ctx, src, p, derive);
+    base::forward(ctx, src, p, derive);
   }
 
   template <class Probe>
   void backward(context& ctx, const memory& src, const memory& diff_dst, Probe& probe) {
     inner_product_as_convolution<Probe> p{probe};
     p.begin(metrics::OpKind::convolution_backward_data);
-    diff_image_.run(ctx, diff_dst);
-    diff_rows_.set_data_handle(diff_image_.target_for(diff_dst).get_data_handle());
-    weighted_layer::backward(ctx, src, diff_rows_, p);
+    base::backward(ctx, src, diff_rows(ctx, diff_dst), p);
     p.begin(metrics::OpKind::convolution_backward_weights);
     fold();
   }
@@ -192,9 +183,6 @@ class small_conv2d_op : public weighted_layer<dnnl::inner_product_forward, dnnl:
   ParamSlots user_;  // the layer's kernel and bias in the flat buffers (PyTorch's layout)
   std::vector<int> taps_;  // [output pixel][input pixel] -> tap, or -1
   AlignedBuffer<float> matrix_, diff_matrix_, bias_, diff_bias_;
-  desc image_desc_;
-  memory image_, diff_rows_;
-  converter diff_image_;
 };
 
 }  // namespace sinew::backend::onednn

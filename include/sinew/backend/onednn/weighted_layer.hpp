@@ -157,7 +157,7 @@ class inner_product_split_backward_data {
 };
 
 /// A probe that reports an inner product's kinds as a convolution's: for the convolutions that run as inner
-/// products (small_conv2d.hpp, lowered_conv2d.hpp), which profiles count as the convolutions they are.
+/// products (conv_as_inner_product below), which profiles count as the convolutions they are.
 template <class Probe>
 struct inner_product_as_convolution {
   Probe& probe;
@@ -345,6 +345,41 @@ class weighted_layer {
   fused_activation act_;
   inner_product_matmul matmul_;
   inner_product_split_backward_data split_bwd_;
+};
+
+/// What the convolutions that run as one inner product (small_conv2d.hpp, lowered_conv2d.hpp) share: the product's
+/// [rows, Out] output read as the layer's output image, whose layout (NCHW or NHWC) names the same bytes, and the
+/// output gradient converted into that image's layout and read back as rows.
+class conv_as_inner_product : public weighted_layer<dnnl::inner_product_forward, dnnl::inner_product_backward_data,
+                                                    dnnl::inner_product_backward_weights> {
+  using base = weighted_layer<dnnl::inner_product_forward, dnnl::inner_product_backward_data,
+                              dnnl::inner_product_backward_weights>;
+
+ public:
+  desc dst_desc() const { return image_desc_; }
+  const memory& dst() const noexcept { return image_; }
+  void bind_diff_dst(context& ctx, const desc& d) {
+    diff_image_.setup(ctx, d, image_desc_);
+    base::bind_diff_dst(ctx, diff_rows_.get_desc());
+  }
+
+ protected:
+  /// After finish_setup: the output is `image` (the same bytes as the product's rows).
+  void set_output_image(context& ctx, const desc& image) {
+    image_desc_ = image;
+    image_ = memory(image, ctx.engine(), base::dst().get_data_handle());
+    diff_rows_ = memory(base::dst_desc(), ctx.engine(), DNNL_MEMORY_NONE);
+  }
+  /// The output gradient `diff_dst` as the product's rows (converted into the image's layout first if need be).
+  const memory& diff_rows(context& ctx, const memory& diff_dst) {
+    diff_rows_.set_data_handle(diff_image_(ctx, diff_dst).get_data_handle());
+    return diff_rows_;
+  }
+
+ private:
+  desc image_desc_;
+  memory image_, diff_rows_;
+  converter diff_image_;
 };
 
 }  // namespace sinew::backend::onednn
