@@ -130,6 +130,44 @@ TEST(operator_profile, residual_block_reports_its_branch_ops_and_the_sum) {
   expect_split_matches_whole(model.profile());
 }
 
+// Convolutions on images smaller than their kernel run as one inner product over a matrix they expand and fold
+// (backend/onednn/small_conv2d.hpp): the folding after backward data is backward weights' work again, and the
+// profile still counts each kind once a call.
+TEST(operator_profile, a_convolution_returning_to_a_kind_counts_one_call_of_it) {
+  using Small = Sequential<Input<4, 2, 2>, Conv2d<8, 3, 1, 1, false>, ReLU, Conv2d<6, 3, 1, 1>, Flatten, Dense<3>>;
+  static_assert(backend::onednn::conv_is_small_image(2, 2, 2, 2, 3));
+  backend::OneDnn::context ctx({.threads = 2});
+  Model<Small, backend::OneDnn, metrics::OperatorProfile> model(ctx);
+  train_steps(model, 3);
+  int convolutions = 0;
+  for (const auto& n : model.profile().nodes()) {
+    if (calls(n, OpKind::convolution) == 0) continue;
+    ++convolutions;
+    EXPECT_EQ(calls(n, OpKind::convolution), 3u) << n.name;
+    EXPECT_EQ(calls(n, OpKind::convolution_backward_weights), 3u) << n.name;
+  }
+  EXPECT_EQ(convolutions, 2);
+  EXPECT_EQ(calls(model.profile().nodes()[1], OpKind::convolution_backward_data), 3u);
+  expect_split_matches_whole(model.profile());
+
+  // The probe alone: resume() adds time to a kind without a call; begin() of a kind begun before is a second
+  // call of it (a composite node runs several convolutions).
+  metrics::OperatorProfile p;
+  p.resize({"op"});
+  {
+    auto probe = p.start(0);
+    probe.begin(OpKind::convolution_backward_weights);
+    probe.begin(OpKind::convolution_backward_data);
+    probe.resume(OpKind::convolution_backward_weights);
+    probe.begin(OpKind::convolution_backward_data);
+    probe.end(OpKind::other);
+  }
+  EXPECT_EQ(calls(p.nodes()[0], OpKind::convolution_backward_weights), 1u);
+  EXPECT_EQ(calls(p.nodes()[0], OpKind::convolution_backward_data), 2u);
+  EXPECT_EQ(calls(p.nodes()[0], OpKind::other), 0u);
+  EXPECT_GT(p.nodes()[0].kinds[std::size_t(OpKind::convolution_backward_weights)].seconds, 0);
+}
+
 // A layer of a kind of its own, as a new layer header declares one: it computes itself (layer_kind::plain) and
 // names a profile kind that the profile's table lacks.
 struct twice_kind : layer_kind::plain {};

@@ -15,7 +15,8 @@
 // each part starts; the time up to the next begin() goes to that kind (a backend op offers this as an
 // overload `forward(ctx, src, probe)` / `backward(ctx, src, diff_dst, probe)`; its plain forward/backward
 // call that overload with a NoProbe, whose begin() is an empty constexpr function, so without profiling the
-// split costs nothing). Every other op is timed whole in its node's kind, which its layer spec declares
+// split costs nothing); probe.resume(kind) goes back to a part the call began before without counting a
+// second call of it. Every other op is timed whole in its node's kind, which its layer spec declares
 // (kProfile; profile_kind: "convolution" for a Conv2d's forward, "pooling_backward" for a pooling's
 // backward). The parts of a node sum to its whole time less the probe's own clock reads. Layout reorders inside an op count toward the part they serve.
 //
@@ -162,6 +163,8 @@ struct NoProbe {
   static constexpr bool kEnabled = false;
   /// Does nothing.
   constexpr void begin(OpKind) const noexcept {}
+  /// Does nothing.
+  constexpr void resume(OpKind) const noexcept {}
 };
 inline constexpr NoProbe no_probe{};
 
@@ -231,6 +234,16 @@ class OperatorProfile {
       started_ = true;
       kind_ = k;
       ++part(k).calls;
+    }
+    /// Goes back to part k, which this call began before: its time adds to k without counting a second call
+    /// (an op that folds its weight gradient after backward data does weights' work again).
+    void resume(OpKind k) {
+      if (!started_) return begin(k);
+      if (k == kind_) return;
+      const auto now = clock::now();
+      part(kind_).seconds += std::chrono::duration<double>(now - start_).count();
+      start_ = now;
+      kind_ = k;
     }
     /// Closes the running part (see the class comment).
     void end(OpKind otherwise) {

@@ -107,9 +107,8 @@ class small_conv2d_op : public conv_as_inner_product {
   template <class Probe>
   void backward(context& ctx, const memory& src, const memory& diff_dst, Probe& probe) {
     inner_product_as_convolution<Probe> p{probe};
-    p.begin(metrics::OpKind::convolution_backward_data);
     base::backward(ctx, src, diff_rows(ctx, diff_dst), p);
-    p.begin(metrics::OpKind::convolution_backward_weights);
+    p.resume(metrics::OpKind::convolution_backward_weights);
     fold();
   }
 

@@ -161,12 +161,16 @@ class inner_product_split_backward_data {
 template <class Probe>
 struct inner_product_as_convolution {
   Probe& probe;
-  void begin(metrics::OpKind k) {
+  void begin(metrics::OpKind k) { probe.begin(as_convolution(k)); }
+  void resume(metrics::OpKind k) { probe.resume(as_convolution(k)); }
+
+ private:
+  static constexpr metrics::OpKind as_convolution(metrics::OpKind k) {
     using K = metrics::OpKind;
-    probe.begin(k == K::fully_connected                    ? K::convolution
-                : k == K::fully_connected_backward_weights ? K::convolution_backward_weights
-                : k == K::fully_connected_backward_data    ? K::convolution_backward_data
-                                                           : k);
+    return k == K::fully_connected                    ? K::convolution
+           : k == K::fully_connected_backward_weights ? K::convolution_backward_weights
+           : k == K::fully_connected_backward_data    ? K::convolution_backward_data
+                                                      : k;
   }
 };
 
