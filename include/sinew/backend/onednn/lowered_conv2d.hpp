@@ -90,8 +90,8 @@ class lowered_conv2d_op : public conv_as_inner_product {
   }
 
   /// Profiled as the convolution it is: the gather and the inner product to its forward, the adding back to its
-  /// backward data (which runs last in weighted_layer's backward, so it goes on without a part of its own: each
-  /// pass counts one call a step). The output gradient's conversion, if any, counts where weighted_layer's does.
+  /// backward data (resumed, not begun again: each pass counts one call a step). The output gradient's
+  /// conversion, if any, counts where weighted_layer's does.
   template <class Probe>
   void forward(context& ctx, const memory& src, Probe& probe) {
     inner_product_as_convolution<Probe> p{probe};
@@ -104,7 +104,10 @@ class lowered_conv2d_op : public conv_as_inner_product {
   void backward(context& ctx, const memory&, const memory& diff_dst, Probe& probe) {
     inner_product_as_convolution<Probe> p{probe};
     base::backward(ctx, patches_, diff_rows(ctx, diff_dst), p);
-    if (diff_image_src_) scatter(base::diff_src(), diff_image_src_);
+    if (diff_image_src_) {
+      p.resume(metrics::OpKind::convolution_backward_data);
+      scatter(base::diff_src(), diff_image_src_);
+    }
   }
 
  private:
