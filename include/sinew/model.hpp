@@ -1,7 +1,8 @@
 // sinew/model.hpp: a network instantiated on a backend.
 //
 // Model<Net, Backend> owns the flat parameter and gradient buffers (one aligned allocation each; every
-// layer sees its slice in PyTorch's layout), the flat array of non-trainable buffers (BatchNorm's running
+// layer sees its slice in PyTorch's layout; the gradients may live in memory a strategy gives instead,
+// use_gradient_storage), the flat array of non-trainable buffers (BatchNorm's running
 // statistics, shared by every plan) and one *plan* per batch size it has seen: the backend's ops with all
 // primitives and activations created at set-up. A training step only executes: forward, loss, backward.
 // Optimizers, all-reduce and checkpoints work on parameters() and gradients() as flat spans.
@@ -11,6 +12,7 @@
 // the node and step(), the count of training-mode forward passes, so a run is reproducible.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <concepts>
@@ -92,7 +94,8 @@ class Model {
         options_(options),
         params_(kParamSpan),
         grads_(options.gradients ? kParamSpan : 0),
-        buffers_(kBufferSpan) {
+        buffers_(kBufferSpan),
+        gradients_(grads_.span()) {
     initialize(options.seed);
     if constexpr (Profile::kEnabled) profile_.resize(node_names());
   }
@@ -122,9 +125,36 @@ class Model {
   void parameters_changed() noexcept { ++parameters_version_; }
   /// The gradients of the last backward(), laid out as parameters().
   /// @{
-  std::span<float> gradients() noexcept { return grads_.span(); }
-  std::span<const float> gradients() const noexcept { return grads_.span(); }
+  std::span<float> gradients() noexcept { return gradients_; }
+  std::span<const float> gradients() const noexcept { return gradients_; }
   /// @}
+  /// Keeps the gradients in `storage` from now on (kParamSpan floats, 64-byte aligned, alive while the model
+  /// uses them), the current ones copied there, and frees the model's own buffer; empty `storage`: back to a
+  /// buffer of the model's own. The Trainer puts them where its strategy reads them (a shared window). The
+  /// plans, which hold the gradients' address, are set up again: the next call must be forward().
+  void use_gradient_storage(std::span<float> storage) {
+    if (!options_.gradients)
+      throw error("model: built with ModelOptions::gradients false, so it has no gradients to keep elsewhere");
+    if (storage.empty()) {
+      if (!grads_.empty()) return;
+      AlignedBuffer<float> own(kParamSpan);
+      std::copy(gradients_.begin(), gradients_.end(), own.begin());
+      grads_ = std::move(own);
+      storage = grads_.span();
+    } else {
+      if (storage.size() != kParamSpan)
+        throw shape_error("model: use_gradient_storage got " + std::to_string(storage.size()) + " floats for " +
+                          std::to_string(kParamSpan) + " gradients (Model::kParamSpan)");
+      if (reinterpret_cast<std::uintptr_t>(storage.data()) % 64 != 0)
+        throw error("model: use_gradient_storage needs 64-byte aligned memory (every layer's slice starts on a "
+                    "cache line, as the backends' kernels load it)");
+      std::copy(gradients_.begin(), gradients_.end(), storage.begin());
+      grads_ = AlignedBuffer<float>{};
+    }
+    gradients_ = storage;
+    plans_.clear();
+    plan_ = nullptr;
+  }
   /// Non-trainable state (running statistics): each layer's slice 64-byte aligned, in Node::kBufferOffset order.
   std::span<float> buffers() noexcept { return buffers_.span(); }
   /// The buffers, read-only.
@@ -300,7 +330,7 @@ class Model {
   void setup_at(plan& p, const Desc& src_desc) {
     using N = std::tuple_element_t<I, as_tuple_t<nodes>>;
     float* w = params_.data() + N::kParamOffset;
-    float* dw = grads_.data() + N::kParamOffset;
+    float* dw = gradients_.data() + N::kParamOffset;
     const ParamSlots slots{w, N::kBias ? w + N::kWeights : nullptr, dw, N::kBias ? dw + N::kWeights : nullptr,
                            N::kBuffers ? buffers_.data() + N::kBufferOffset : nullptr, sum_over_workers_.get()};
     auto& op = std::get<I>(p.ops);
@@ -404,6 +434,7 @@ class Model {
   typename B::context* ctx_;
   ModelOptions options_;
   AlignedBuffer<float> params_, grads_, buffers_;
+  std::span<float> gradients_;  // grads_, or the storage use_gradient_storage() gave
   std::vector<std::unique_ptr<plan>> plans_;
   // On the heap, so that the plans' pointers to it outlive a move of the model.
   std::unique_ptr<CrossWorkerSum> sum_over_workers_ = std::make_unique<CrossWorkerSum>();

@@ -252,6 +252,10 @@ class Trainer {
           {"batches per update (TrainerOptions::accumulate)", std::uint64_t(options_.accumulate)}};
       strategy_.require_agreement(facts, "trainer");
     }
+    // A strategy that reads the ranks' gradients where they lie (a ring's shared window) gives the memory for
+    // them (strategy_spec.hpp): the model keeps them there. Collective, after the agreement on the model.
+    if (const std::span<float> storage = strategy_.gradient_storage(model_type::kParamSpan); !storage.empty())
+      model_.use_gradient_storage(storage);
     if constexpr (!data::req::has_redeal<L>)
       if (strategy_.elastic())
         throw error("trainer: the strategy's options.elastic re-deals the data over the ranks left after one dies, "

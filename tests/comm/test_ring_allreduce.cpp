@@ -10,11 +10,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <span>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "../support/rank_inputs.hpp"
@@ -248,6 +252,60 @@ TEST(hierarchical, random_floats_are_bitwise_equal_on_every_rank_and_within_roun
     EXPECT_EQ(far, 0u) << k << " ranks a host: elements off the double sum or the flat ring by more than 1e-6";
     EXPECT_EQ(std::memcmp(data.data(), rank0.data(), n * sizeof(float)), 0)
         << "rank " << world.rank() << " holds a different sum than rank 0 (" << k << " ranks a host)";
+  }
+}
+
+// Floats kept in share()'s memory are summed where they lie (in_place()), to the very floats the copying path
+// gives (both add the same floats in rank order), bucket after bucket and step after step. The peers read a
+// rank's floats until their gather, so a sum in place must end only once every peer on the host holds it: a rank
+// that went on sooner could overwrite floats a peer still reads. Ranks other than 0 pause between polls, so that
+// rank 0 would finish long before them without that wait; each rank then reads its peers' parts, which must
+// already hold the sum. One rank (or one rank a host) has no peer to share with: share() gives nothing.
+TEST(ring_in_place, sums_equal_the_copying_path_and_end_once_every_peer_on_the_host_holds_them) {
+  Mpi world;
+  const std::size_t n = 3001, cut = 1100;  // two buckets, the later floats first (as backward fills them)
+  struct transport_case {
+    dist::RingTransport transport;
+    int k;  // hierarchical: ranks a host (host_groupings)
+  };
+  std::vector<transport_case> cases;
+  if (world.hosts() == 1) cases.push_back({dist::RingTransport::shared_memory, 0});
+  for (const int k : host_groupings(world)) cases.push_back({dist::RingTransport::hierarchical, k});
+  for (const auto& [transport, k] : cases) {
+    const int host = transport == dist::RingTransport::hierarchical && k > 0 ? k : world.size() / world.hosts();
+    dist::RingWorkspace<Mpi> work, copying;
+    work.host_ranks = copying.host_ranks = k;
+    const std::span<float> mine = dist::RingOperation<Mpi>::share(world, work, n, transport);
+    EXPECT_EQ(mine.empty(), host == 1) << k << " ranks a host";
+    if (mine.empty()) continue;  // alike on every rank: k and the hosts are the same everywhere
+    std::size_t in_place = 0, peers_behind = 0, differ = 0;
+    for (std::uint64_t step = 0; step < 3; ++step) {
+      Rng rng(77 + 10 * step + std::uint64_t(world.rank()));
+      std::vector<float> values(n);
+      for (float& v : values) v = rng.uniform(-1.0f, 1.0f);
+      std::vector<float> expected = values;
+      // Collective: once it ends here, every rank has finished checking the last step, so this one may write.
+      dist::ring_allreduce_sum(world, expected, copying, dist::kRingChunkAuto, transport);
+      std::copy(values.begin(), values.end(), mine.begin());
+      for (const auto& [first, last] : {std::pair{cut, n}, std::pair{std::size_t(0), cut}}) {
+        dist::RingOperation<Mpi> ring;
+        ring.start(world, mine.subspan(first, last - first), work, dist::kRingChunkAuto, dist::detail::kRingTag,
+                   transport);
+        in_place += ring.in_place();
+        while (!ring.advance())
+          if (world.rank() != 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        for (int q = 0; q < host; ++q) {
+          const float* peer = reinterpret_cast<const float*>(work.shared_data.base(q));
+          peers_behind += std::memcmp(peer + first, expected.data() + first, (last - first) * sizeof(float)) != 0;
+        }
+      }
+      differ += std::memcmp(mine.data(), expected.data(), n * sizeof(float)) != 0;
+    }
+    EXPECT_EQ(in_place, 6u) << k << " ranks a host: sums of floats in share()'s memory that did not read them in place";
+    EXPECT_EQ(peers_behind, 0u) << "rank " << world.rank() << ", " << k
+                                << " ranks a host: a sum in place ended before every peer held it";
+    EXPECT_EQ(differ, 0u) << "rank " << world.rank() << ", " << k
+                          << " ranks a host: steps whose sums in place differ from the copying path's";
   }
 }
 

@@ -136,6 +136,38 @@ TEST(data_parallel, mpi_allreduce_three_buckets_overlap_on_off_and_one_bucket_eq
   expect_overlap_on_and_off_to_train_alike<dist::MpiAllReduce<comm::Mpi>>();
 }
 
+// On one host the ring's ranks keep their gradients in its shared window (options.share_gradients, on by
+// default) and sum them where they lie; that must train bit for bit as the copying path, which sums the same
+// floats in the same order, with the buckets overlapping backward and with accumulation folding into them.
+TEST(data_parallel, ring_allreduce_sums_gradients_in_its_shared_window_bit_for_bit_as_copying_them) {
+  using Ring = dist::RingAllReduce<comm::Mpi>;
+  comm::Mpi world;
+  const int p = world.size(), r = world.rank();
+  const data::Dataset d = corners(std::size_t(kStepsPerEpoch * kLocalBatch * p * 2), 11);
+  std::vector<float> trained[2];
+  bool kept_there[2] = {false, false};
+  for (const bool share : {true, false}) {
+    Ring::options o = options_for<Ring>(128, true);
+    o.share_gradients = share;
+    auto local = loader_for(d, kLocalBatch, r, p);
+    Trainer<SmallNet, backend::OneDnn, Ring> parallel({.threads = 1, .seed = 100, .accumulate = 2}, kSgd,
+                                                      Ring(o, world));
+    const std::span<float> window = parallel.dist().shared_gradients();
+    kept_there[share] = !window.empty() && window.data() == parallel.model().gradients().data() &&
+                        window.size() == parallel.model().gradients().size();
+    for (int e = 0; e < kEpochs; ++e) parallel.train_epoch(local);
+    const auto params = parallel.model().parameters();
+    trained[share].assign(params.begin(), params.end());
+  }
+  EXPECT_TRUE(kept_there[true]) << "rank " << r << ": the model's gradients are not in the ring's shared window";
+  EXPECT_FALSE(kept_there[false]) << "share_gradients false, yet the gradients are in a window";
+  EXPECT_EQ(std::memcmp(trained[0].data(), trained[1].data(), trained[0].size() * sizeof(float)), 0)
+      << "rank " << r << ": sharing the gradients changed the parameters (max relative difference "
+      << compare(trained[1], trained[0]).max_relative << ")";
+  const comparison moved = compare(trained[1], Trainer<SmallNet, backend::OneDnn>({.seed = 100}).model().parameters());
+  EXPECT_GT(moved.relative_l2, 1e-2) << "training must have moved the parameters for the comparison to mean much";
+}
+
 // Gradient accumulation: the buckets of the last micro-batch overlap its backward with the earlier ones' sum
 // folded in; with overlap off, and with one bucket for everything, the same.
 TEST(data_parallel, ring_allreduce_accumulate_3_equals_one_rank_on_batches_of_3_x_global) {

@@ -28,6 +28,15 @@
 // transport copies a large message with process_vm_readv after a round trip per message (CMA), and
 // MPI_Allreduce pays that too. Every float of the sum is still computed on one rank and copied to the others,
 // so ranks end bit-identical. A sum longer than the window (16 MiB a rank at most) goes through it in rounds.
+//
+// Data that already lies in shared memory needs no window: RingOperation::share() allocates (collectively) a
+// second window for `floats` a rank and returns this rank's part, in which the caller keeps what it sums (the
+// strategy puts the model's gradients there). A sum of floats inside it skips the copy in: each rank sums its
+// segment straight from the peers' parts into its own and copies the peers' summed segments out of theirs, 10
+// bytes of memory traffic a float with two ranks where the copying path moves 16 (measured in
+// bench/results/2026-11-30-zen3-issue34-ring-exposed: on cores that also compute, that traffic is the exposed
+// time). The peers read this rank's floats until their gather, so such a sum ends only when every peer has
+// raised its last flag: the caller may then write its floats again.
 // A rank that dies or hangs leaves its flags down: the strategy's watchdog names it
 // (dist/detail/allreduce_common.hpp).
 //
@@ -136,6 +145,11 @@ struct RingWorkspace {
   std::vector<const float*> sources;    ///< one per rank, reused
   std::vector<char> gathered;           ///< one per rank, reused
   /// @}
+  /// Memory the caller sums in place (RingOperation::share): the peers read each rank's part of it directly.
+  /// @{
+  typename detail::ring_window<C>::type shared_data{};
+  std::size_t shared_floats = 0;  ///< floats in each rank's part of `shared_data` (0: none)
+  /// @}
   /// The hierarchical transport's communicators and ring across hosts, made (collectively) on first use.
   /// @{
   int host_ranks = 0;  ///< ranks per host: 0 as the launcher placed them, k > 0 every k consecutive ranks
@@ -145,15 +159,21 @@ struct RingWorkspace {
 
 namespace detail {
 
-// out[i] = copy[i] = sources[0][i] + sources[1][i] + ..., added in that order (out may be a source).
+// out[i] = copy[i] = sources[0][i] + sources[1][i] + ..., added in that order (out may be a source; copy
+// null: out alone).
 inline void sum_into(float* out, float* copy, std::span<const float* const> sources, std::size_t n) {
-  simd::transform(0, n, [&](auto v, std::size_t i) {
-    using V = decltype(v);
-    V sum = simd::load<V>(sources[0] + i);
-    for (std::size_t q = 1; q < sources.size(); ++q) sum = sum + simd::load<V>(sources[q] + i);
-    simd::store(out + i, sum);
-    simd::store(copy + i, sum);
-  });
+  const auto sum_to = [&](auto... targets) {
+    simd::transform(0, n, [&](auto v, std::size_t i) {
+      using V = decltype(v);
+      V sum = simd::load<V>(sources[0] + i);
+      for (std::size_t q = 1; q < sources.size(); ++q) sum = sum + simd::load<V>(sources[q] + i);
+      (simd::store(targets + i, sum), ...);
+    });
+  };
+  if (copy)
+    sum_to(out, copy);
+  else
+    sum_to(out);
 }
 
 // The shared-memory transport's flags, one cache line each at the start of every rank's part of the window:
@@ -178,6 +198,7 @@ class RingOperation {
              int tag = detail::kRingTag, RingTransport transport = RingTransport::automatic) {
     comm_ = &comm, data_ = data, work_ = &work, tag_ = tag;
     across_ = nullptr;
+    in_place_ = false;
     ranks_ = std::size_t(comm.size()), n_ = data.size();
     if (ranks_ == 1 || n_ == 0) {
       stage_ = stage::done;
@@ -229,8 +250,37 @@ class RingOperation {
     ring.grow_window();
   }
 
+  /// Collective when the transport is the shared window: allocates memory the ranks read from each other and
+  /// returns this rank's part, `floats` zeroed floats, 64-byte aligned, alive while `work` is (and not moved).
+  /// A sum of floats inside it through `work` skips the copy into the window (see the file comment). Empty
+  /// where the transport sends messages, or with one rank: the caller then keeps its floats in its own memory.
+  /// Every rank calls it alike, with the same `floats`, and keeps the same offsets in it.
+  static std::span<float> share([[maybe_unused]] C& comm, [[maybe_unused]] RingWorkspace<C>& work,
+                                [[maybe_unused]] std::size_t floats,
+                                [[maybe_unused]] RingTransport transport = RingTransport::automatic) {
+    if constexpr (req::has_shared_window<C>) {
+      if (comm.size() == 1 || floats == 0) return {};
+      C* over = &comm;
+      if (transport == RingTransport::hierarchical) {
+        over = &hierarchy(comm, work).split.local;
+        if (over->size() == 1) return {};
+      } else if (!shared_memory(comm, transport)) {
+        return {};
+      }
+      work.shared_data = {};
+      work.shared_floats = 0;
+      work.shared_data = over->shared_window(floats * sizeof(float));
+      work.shared_floats = floats;
+      return {reinterpret_cast<float*>(work.shared_data.base(over->rank())), floats};
+    } else {
+      return {};
+    }
+  }
+
   /// Whether the all-reduce has finished.
   bool done() const noexcept { return stage_ == stage::done; }
+  /// Whether this sum reads the peers' floats where they lie (its data is in share()'s memory).
+  bool in_place() const noexcept { return in_place_; }
 
   /// Does what the arrived messages allow; true once every rank's sum is in `data`. With block, waits
   /// instead, and returns true.
@@ -312,10 +362,12 @@ class RingOperation {
         }
         case stage::shared_copy_in: {
           // The peers have read this rank's window for the last round; give them this rank's part of the
-          // segments they sum.
-          if (!peers_reached(detail::kDone, round_ - 1, block)) return false;
-          for (std::size_t q = 0; q < ranks_; ++q)
-            if (q != rank_) copy(window_part(rank_, q), round_segment(q));
+          // segments they sum. Data in shared memory is read where it lies: ready as it is.
+          if (!in_place_) {
+            if (!peers_reached(detail::kDone, round_ - 1, block)) return false;
+            for (std::size_t q = 0; q < ranks_; ++q)
+              if (q != rank_) copy(window_part(rank_, q), round_segment(q));
+          }
           raise(detail::kReady);
           stage_ = stage::shared_reduce;
           break;
@@ -327,8 +379,9 @@ class RingOperation {
           const std::span<float> mine = round_segment(rank_);
           work.sources.resize(ranks_);
           for (std::size_t q = 0; q < ranks_; ++q)
-            work.sources[q] = q == rank_ ? mine.data() : window_part(q, rank_).data();
-          detail::sum_into(mine.data(), window_part(rank_, rank_).data(), work.sources, mine.size());
+            work.sources[q] = q == rank_ ? mine.data() : peer_part(q, rank_).data();
+          detail::sum_into(mine.data(), in_place_ ? nullptr : window_part(rank_, rank_).data(), work.sources,
+                           mine.size());
           if (across_) {
             across_->ring.start(across_->split.across, mine, across_->work, across_chunk_floats_, tag_,
                                 RingTransport::messages);
@@ -342,7 +395,7 @@ class RingOperation {
           // The host's sum of this segment, summed with the other hosts' by the ring of the ranks at this place
           // (every host's segment s covers the same floats); each float of it is then the same on every host.
           if (!across_->ring.advance(block)) return false;
-          copy(window_part(rank_, rank_), round_segment(rank_));
+          if (!in_place_) copy(window_part(rank_, rank_), round_segment(rank_));
           segment_reduced();
           break;
         }
@@ -350,13 +403,17 @@ class RingOperation {
           // Each peer's summed segment as soon as it is there.
           for (std::size_t q = 0; q < ranks_; ++q) {
             if (work.gathered[q] || !reached(q, detail::kReduced, round_, block)) continue;
-            copy(round_segment(q), window_part(q, q));
+            copy(round_segment(q), peer_part(q, q));
             work.gathered[q] = 1, ++gathered_;
           }
           if (gathered_ < ranks_) return false;
           raise(detail::kDone);
           work.rounds_done = round_;
           offset_ += length_;
+          if (in_place_) {
+            stage_ = stage::shared_release;
+            break;
+          }
           if (offset_ == n_) {
             stage_ = stage::done;
             return true;
@@ -364,13 +421,19 @@ class RingOperation {
           begin_round();
           break;
         }
+        case stage::shared_release: {
+          // The peers read this rank's floats until their gather: the caller may write them once all are done.
+          if (!peers_reached(detail::kDone, round_, block)) return false;
+          stage_ = stage::done;
+          return true;
+        }
         case stage::done: return true;
       }
   }
 
  private:
   enum class stage { reduce_scatter, drain_reduce_scatter, all_gather, drain, shared_copy_in, shared_reduce,
-                     shared_across, shared_gather, done };
+                     shared_across, shared_gather, shared_release, done };
 
   // This rank's segment of the round is summed and in its window: the peers may copy it.
   void segment_reduced() {
@@ -425,7 +488,9 @@ class RingOperation {
   // The data is summed in rounds of at most window_floats: in each, every rank copies in, sums its segment and
   // gathers the others' (see the stages in advance()). The window grows, collectively, to the longest sum.
   void start_shared() {
-    grow_window();
+    in_place_ = shared_offset(in_place_offset_);
+    // In place the window carries the flags only; it is there from reserve() or an earlier sum, else made now.
+    if (!in_place_ || work_->window_floats == 0) grow_window();
     offset_ = 0;
     round_ = work_->rounds_done;
     begin_round();
@@ -445,7 +510,7 @@ class RingOperation {
   }
   void begin_round() {
     ++round_;
-    length_ = std::min(work_->window_floats, n_ - offset_);
+    length_ = in_place_ ? n_ : std::min(work_->window_floats, n_ - offset_);
     stage_ = stage::shared_copy_in;
   }
   // Segment s of this round, in `data` and in rank q's part of the window.
@@ -461,6 +526,31 @@ class RingOperation {
     } else {
       return {};
     }
+  }
+  // Whether data_ lies in this rank's part of the workspace's shared data (share()); if so, at which float.
+  bool shared_offset(std::size_t& offset) const {
+    if constexpr (req::has_shared_window<C>) {
+      if (work_->shared_floats == 0) return false;
+      const float* base = reinterpret_cast<const float*>(work_->shared_data.base(int(rank_)));
+      // Compared as integers: pointers into different objects have no order in C++.
+      const auto at = reinterpret_cast<std::uintptr_t>(data_.data()), first = reinterpret_cast<std::uintptr_t>(base);
+      if (at < first || at + n_ * sizeof(float) > first + work_->shared_floats * sizeof(float)) return false;
+      offset = std::size_t(data_.data() - base);
+      return true;
+    } else {
+      return (void)offset, false;
+    }
+  }
+  // Segment s of this round where rank q's peers read it: in q's shared data when in place, else in q's window.
+  std::span<float> peer_part(std::size_t q, std::size_t s) const {
+    if constexpr (req::has_shared_window<C>) {
+      if (in_place_) {
+        float* floats = reinterpret_cast<float*>(work_->shared_data.base(int(q))) + in_place_offset_ + offset_;
+        const std::size_t begin = s * length_ / ranks_, end = (s + 1) * length_ / ranks_;
+        return {floats + begin, end - begin};
+      }
+    }
+    return window_part(q, s);
   }
   std::uint64_t& flag(std::size_t q, detail::ring_flag which) const {
     if constexpr (req::has_shared_window<C>)
@@ -535,6 +625,8 @@ class RingOperation {
   std::size_t offset_ = 0, length_ = 0, gathered_ = 0;  // the shared-memory round: its floats, peers gathered
   std::uint64_t round_ = 0;                            // its number since the window was allocated
   bool yield_ = false;                                 // waiting yields the core (oversubscribed())
+  bool in_place_ = false;                              // data_ lies in the shared data (share()), at this float:
+  std::size_t in_place_offset_ = 0;
   detail::ring_hierarchy<C>* across_ = nullptr;        // hierarchical: the ring across hosts between sum and gather
   std::size_t across_chunk_floats_ = kRingChunkAuto;
 };

@@ -80,6 +80,10 @@ class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
     /// then sends messages (RingTransport::automatic means messages): a survivor spinning on a shared window
     /// would never hear that its peer died.
     bool elastic = false;
+    /// Where the ring sums through shared memory (one host, or each host's part of the hierarchy): the model's
+    /// gradients live in it (gradient_storage), so that the ranks sum from each other's gradients without
+    /// copying them into the window first. false: the model keeps its own, copied in and out.
+    bool share_gradients = true;
   };
 
   template <class M>
@@ -113,7 +117,8 @@ class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
     }
     std::vector<comm::Fact> facts = {{"ring chunk size", ring_chunk_floats(this->comm_, options_.chunk_floats)},
                                      {"ring transport", std::size_t(options_.transport)},
-                                     {"ring ranks per host", std::size_t(options_.host_ranks)}};
+                                     {"ring ranks per host", std::size_t(options_.host_ranks)},
+                                     {"ring shares gradients", std::size_t(options_.share_gradients)}};
     const std::vector<comm::Fact> buckets = this->bucket_facts(params.size());
     facts.insert(facts.end(), buckets.begin(), buckets.end());
     detail::agree_and_broadcast<Comm, O>(this->comm_, params, "dist::RingAllReduce", options_.configuration, facts);
@@ -122,6 +127,18 @@ class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
     for (const Bucket& b : this->buckets()) largest = std::max(largest, b.size());
     RingOperation<Comm>::reserve(this->comm_, work_, largest, options_.transport);
   }
+
+  /// Collective, after start(): memory for the model's `floats` gradients that the ranks of this host read from
+  /// each other (the optional gradient-storage hook of strategy_spec.hpp), or empty where the ring sends
+  /// messages, runs elastic (its communicator may shrink) or options.share_gradients is false. It lives as long
+  /// as the strategy.
+  std::span<float> gradient_storage(std::size_t floats) {
+    if (!options_.share_gradients || options_.elastic) return {};
+    shared_gradients_ = RingOperation<Comm>::share(this->comm_, work_, floats, options_.transport);
+    return shared_gradients_;
+  }
+  /// What gradient_storage() gave this rank (empty: none, the model keeps its own gradients).
+  std::span<float> shared_gradients() const noexcept { return shared_gradients_; }
 
   /// Collective, blocking: `data` becomes its sum over the ranks, the same floats on every rank (the cross-worker
   /// sum of strategy_spec.hpp, for SyncBatchNorm2d), watched as the gradients' ring is. Inside backward a
@@ -188,6 +205,7 @@ class RingAllReduce : public detail::allreduce_base<Comm, RingAllReduce<Comm>> {
   RingOperation<Comm> ring_;
   std::deque<std::span<float>> queued_;
   bool running_ = false;  // a bucket's ring started and not yet seen to end
+  std::span<float> shared_gradients_;  // in work_'s shared data (gradient_storage), or empty
 };
 
 static_assert(StrategyPolicy<RingAllReduce<comm::example::single_process>>);

@@ -125,6 +125,12 @@
 // s.set_tensor_layout(t), which the trainer calls once, before start(), with each tensor's offset and shape
 // (nets/tensor_layout.hpp).
 //
+// Optional, for strategies that read the ranks' gradients where they lie (req::has_gradient_storage):
+// s.gradient_storage(floats) -> std::span<float>, collective, which the trainer calls once, after start(), with
+// the model's gradient span: memory for the gradients (zeroed, 64-byte aligned, alive as long as the strategy),
+// where the model then keeps them (Model::use_gradient_storage), or empty: the model keeps its own.
+// dist::RingAllReduce gives its shared window within a host, so that its ranks sum from each other's gradients.
+//
 // Optional, for reports: s.bytes_sent() -> std::uint64_t, the bytes of gradients this rank has sent since it
 // was built (the all-reduce strategies: what the ring sends; dist::Compressed: its payloads).
 //
@@ -183,6 +189,11 @@ concept has_overlap_hooks = requires(S& s, std::span<const std::size_t> starts, 
   { s.set_layer_starts(starts) };
   { s.backward_begins(g) };
   { s.gradients_ready(i) };
+};
+/// The gradient-storage hook of the contract above.
+template <class S>
+concept has_gradient_storage = requires(S& s, std::size_t floats) {
+  { s.gradient_storage(floats) } -> std::same_as<std::span<float>>;
 };
 /// The deferred agreement of the contract above.
 template <class S>

@@ -105,6 +105,13 @@ class with_defaults {
     if constexpr (kOverlaps) s_.gradients_ready(first);
   }
   /// @}
+  /// Memory for the model's gradients that the strategy reads where it lies; empty: the model keeps its own.
+  std::span<float> gradient_storage(std::size_t floats) {
+    if constexpr (req::has_gradient_storage<S>)
+      return s_.gradient_storage(floats);
+    else
+      return (void)floats, std::span<float>{};
+  }
   /// The tensor shapes, for strategies that treat tensors one by one.
   void set_tensor_layout(std::span<const ParamTensor> tensors) {
     if constexpr (req::has_tensor_layout_hook<S>) s_.set_tensor_layout(tensors);
