@@ -3,11 +3,11 @@
 // PyTorch DistributedDataParallel over Gloo on the same net, local batch, ranks, threads and binding.
 //
 //   build/bench/dist [--ranks 2] [--threads 1] [--batch 42] [--warmup 10] [--steps 30] [--bind core|none|sinew]
-//                    [--only ring,mpi,ps-sync,ps-async,ps-stale2] [--no-pytorch] [--json FILE] [--trace FILE]
+//                    [--only ring,ring-copy,mpi,ps-sync,ps-async,ps-stale2] [--no-pytorch] [--json FILE] [--trace FILE]
 //                    [--compress none,fp16,bf16,onebit,powersgd4] [--accumulate 1] [--sync-bn]
 //       runs each configuration under mpirun (one after another) and then bench/pytorch/ddp.py, and prints
 //       the table; or, under mpirun, one configuration:
-//   mpirun -np 2 --bind-to core build/bench/dist --run ring|mpi|ps-sync|ps-async|ps-stale2 [--batch 42] ...
+//   mpirun -np 2 --bind-to core build/bench/dist --run ring|ring-copy|mpi|ps-sync|ps-async|ps-stale2 [--batch 42] ...
 //
 // A worker trains --warmup steps, then --steps timed steps, on synthetic images (a CachedLoader over random
 // bytes, so loading is a copy). With the parameter server the last rank serves and the others work (2 ranks =
@@ -50,7 +50,10 @@ using Native  = sinew::dist::MpiAllReduce<Mpi>;                      // MPI_Iall
 using Server  = sinew::dist::ParameterServer<Mpi, 1>;                // the last rank serves
 using SyncNet = sinew::ConvertSyncBatchNorm<Net>;                    // --sync-bn: statistics over every worker
 
-const std::vector<std::string> kConfigs = {"ring", "mpi", "ps-sync", "ps-async", "ps-stale2"};
+const std::vector<std::string> kConfigs = {"ring", "ring-copy", "mpi", "ps-sync", "ps-async", "ps-stale2"};
+// ring-copy (the ring with options.share_gradients false: each bucket copied into the shared window and out, as
+// before the gradients lived there) runs only when --only names it, for the A/B of that choice.
+const std::vector<std::string> kDefaultConfigs = {"ring", "mpi", "ps-sync", "ps-async", "ps-stale2"};
 const std::vector<std::string> kCompressors = {"none", "fp16", "bf16", "onebit", "powersgd4"};
 
 struct Settings {
@@ -71,15 +74,18 @@ sinew::data::Dataset synthetic(std::size_t n) {
 }
 
 template <class Strategy, class Mode, class N = Net>
-int run(const Settings& s, const std::string& name) {
+int run(const Settings& s, const std::string& name, bool share_gradients = true) {
   using Train = sinew::Trainer<N, Backend, Strategy, Mode, Optim>;
   Mpi world;
+  typename Strategy::options options;
+  options.configuration = "bench/dist resnet18 batch " + std::to_string(s.batch);
+  if constexpr (requires { options.share_gradients; }) options.share_gradients = share_gradients;
   Train trainer({.threads = s.threads,
                  .cores = {.binding = s.sinew_binds ? sinew::Binding::when_shared : sinew::Binding::never},
                  .warmup_steps = 0,
                  .accumulate = s.accumulate},
                 {.lr = 0.01f, .momentum = 0.9f},
-                Strategy({.configuration = "bench/dist resnet18 batch " + std::to_string(s.batch)}, world));
+                Strategy(options, world));
   const int workers = trainer.dist().workers();
   sinew::data::LoaderOptions lo;
   lo.batch_size = s.batch;
@@ -151,6 +157,7 @@ int run_one(const std::string& config, const Settings& s, const std::string& com
   }
   if (compressor != "none") return config == "ring" ? run_compressed(compressor, s) : 2;
   if (config == "ring") return run<Ring, sinew::Sync>(s, "ring all-reduce");
+  if (config == "ring-copy") return run<Ring, sinew::Sync>(s, "ring all-reduce, gradients copied", false);
   if (config == "mpi") return run<Native, sinew::Sync>(s, "MPI all-reduce");
   if (config == "ps-sync") return run<Server, sinew::Sync>(s, "parameter server, sync");
   if (config == "ps-async") return run<Server, sinew::Async>(s, "parameter server, async");
@@ -172,7 +179,7 @@ std::map<std::string, double> run_child(const std::string& command) {
 int main(int argc, char** argv) try {
   Settings s;
   std::string one, bind = "core", json;
-  std::vector<std::string> only = kConfigs, compressors = {"none"};
+  std::vector<std::string> only = kDefaultConfigs, compressors = {"none"};
   int ranks = 2;
   bool no_pytorch = false, sync_bn = false;
   CLI::App app{"ResNet-18 data-parallel under every strategy and mode, next to PyTorch DDP over Gloo.\n"
