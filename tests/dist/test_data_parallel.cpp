@@ -138,8 +138,11 @@ TEST(data_parallel, mpi_allreduce_three_buckets_overlap_on_off_and_one_bucket_eq
 
 // On one host the ring's ranks keep their gradients in its shared window (options.share_gradients, on by
 // default) and sum them where they lie; that must train bit for bit as the copying path, which sums the same
-// floats in the same order, with the buckets overlapping backward and with accumulation folding into them.
-TEST(data_parallel, ring_allreduce_sums_gradients_in_its_shared_window_bit_for_bit_as_copying_them) {
+// floats in the same order, with the buckets overlapping backward and with accumulation folding into them. The
+// flat transport and the hierarchical one (every rank taken as one host: its window within the host) alike.
+class ring_gradients_in_the_window : public ::testing::TestWithParam<dist::RingTransport> {};
+
+TEST_P(ring_gradients_in_the_window, train_bit_for_bit_as_copying_them) {
   using Ring = dist::RingAllReduce<comm::Mpi>;
   comm::Mpi world;
   const int p = world.size(), r = world.rank();
@@ -149,6 +152,8 @@ TEST(data_parallel, ring_allreduce_sums_gradients_in_its_shared_window_bit_for_b
   for (const bool share : {true, false}) {
     Ring::options o = options_for<Ring>(128, true);
     o.share_gradients = share;
+    o.transport = GetParam();
+    if (GetParam() == dist::RingTransport::hierarchical) o.host_ranks = p;
     auto local = loader_for(d, kLocalBatch, r, p);
     Trainer<SmallNet, backend::OneDnn, Ring> parallel({.threads = 1, .seed = 100, .accumulate = 2}, kSgd,
                                                       Ring(o, world));
@@ -167,6 +172,11 @@ TEST(data_parallel, ring_allreduce_sums_gradients_in_its_shared_window_bit_for_b
   const comparison moved = compare(trained[1], Trainer<SmallNet, backend::OneDnn>({.seed = 100}).model().parameters());
   EXPECT_GT(moved.relative_l2, 1e-2) << "training must have moved the parameters for the comparison to mean much";
 }
+INSTANTIATE_TEST_SUITE_P(data_parallel, ring_gradients_in_the_window,
+                         ::testing::Values(dist::RingTransport::automatic, dist::RingTransport::hierarchical),
+                         [](const ::testing::TestParamInfo<dist::RingTransport>& info) {
+                           return info.param == dist::RingTransport::hierarchical ? "hierarchical" : "flat";
+                         });
 
 // Gradient accumulation: the buckets of the last micro-batch overlap its backward with the earlier ones' sum
 // folded in; with overlap off, and with one bucket for everything, the same.

@@ -7,6 +7,7 @@
 
 #include "sinew/comm/mpi.hpp"
 #include "sinew/dist/local.hpp"
+#include "sinew/dist/mpi_allreduce.hpp"
 #include "sinew/dist/parameter_server.hpp"
 #include "sinew/dist/ring_allreduce.hpp"
 #include "sinew/dist/strategy_spec.hpp"
@@ -22,8 +23,10 @@ struct voting : bare {
   void synchronize_buffers(std::span<float> b) { b[0] = 42.0f; }
   NamedState checkpoint_state(std::span<float> p) { return {{{"own", p}}, {{"n", 3}}, {}}; }
   void restore_checkpoint_state(const NamedState& s) { restored = s.count("n"); }
+  std::span<float> gradient_storage(std::size_t floats) { return std::span<float>(storage).first(floats); }
   int votes = 0;
   std::uint64_t restored = 0;
+  std::vector<float> storage = std::vector<float>(100);
 };
 
 TEST(with_defaults, a_strategy_without_optional_members_gets_the_documented_defaults) {
@@ -44,6 +47,7 @@ TEST(with_defaults, a_strategy_without_optional_members_gets_the_documented_defa
   EXPECT_TRUE(d.checkpoint_state(p).empty());
   EXPECT_EQ(d.checkpoint_group().world_size, 1);
   EXPECT_EQ(d.clock_offset(), (std::pair<std::int64_t, std::int64_t>{0, 0}));
+  EXPECT_TRUE(d.gradient_storage(64).empty()) << "without the hook the model keeps its own gradients";
 }
 
 TEST(with_defaults, a_strategy_s_own_optional_members_are_the_ones_called) {
@@ -58,12 +62,18 @@ TEST(with_defaults, a_strategy_s_own_optional_members_are_the_ones_called) {
   EXPECT_EQ(state.tensors[0].second.data(), p.data());
   d.restore_checkpoint_state(state);
   EXPECT_EQ(d.get().restored, 3u);
+  const std::span<float> storage = d.gradient_storage(64);
+  EXPECT_EQ(storage.data(), d.get().storage.data());
+  EXPECT_EQ(storage.size(), 64u);
 }
 
 TEST(with_defaults, the_constants_name_what_sinew_s_strategies_have) {
   using Ring = dist::with_defaults<dist::RingAllReduce<comm::Mpi>, Sync>;
   static_assert(Ring::kOverlaps && Ring::kDeferredAgreement && Ring::kAgrees && !Ring::kServes &&
                 !Ring::kRelaysPreemption);
+  static_assert(req::has_gradient_storage<dist::RingAllReduce<comm::Mpi>> &&
+                !req::has_gradient_storage<dist::MpiAllReduce<comm::Mpi>> &&
+                !req::has_gradient_storage<dist::ParameterServer<comm::Mpi, 1>>);
   using Ps = dist::with_defaults<dist::ParameterServer<comm::Mpi, 1>, Async>;
   static_assert(Ps::kServes && Ps::kOptimizerOnServers && Ps::kUnevenEpochs && !Ps::kOverlaps &&
                 !Ps::kRelaysPreemption);  // its workers are at other steps: preempted between epochs

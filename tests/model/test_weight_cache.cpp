@@ -9,7 +9,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "sinew/backend/eigen.hpp"
@@ -17,6 +20,7 @@
 #include "sinew/model.hpp"
 #include "sinew/nets/sequential.hpp"
 #include "sinew/optim.hpp"
+#include "sinew/tensor/buffer.hpp"
 
 namespace {
 using namespace sinew;
@@ -151,4 +155,60 @@ TEST(weight_cache_op_side, derives_first_then_only_when_not_told_unchanged) {
   cache.set_mode(sinew::ForwardMode{.training = false, .seed = 0, .weights_unchanged = false});
   EXPECT_TRUE(cache.take());
 }
+// The gradients kept in memory a strategy gives (Model::use_gradient_storage; the Trainer hands it the ring's
+// shared window): backward writes there the very floats it writes to the model's own buffer, the plans set up
+// before are set up again, and a wrong size or alignment fails with a sentence. Empty storage: the model's own
+// buffer again, the gradients kept.
+TEST(model_gradient_storage, backward_writes_the_same_gradients_into_memory_the_caller_gives) {
+  using M = Model<Net, backend::OneDnn>;
+  backend::OneDnn::context ctx({.threads = 2});
+  M own(ctx, {.seed = 6}), given(ctx, {.seed = 6});
+  const std::vector<std::int32_t> labels = {1, 7};
+  given.forward(images(2), 2);  // a plan before the switch, bound to the model's own buffer
+  AlignedBuffer<float> storage(M::kParamSpan + 16);
+  storage.fill(-1.0f);
+  given.use_gradient_storage(storage.span().first(M::kParamSpan));
+  EXPECT_EQ(given.gradients().data(), storage.data());
+  EXPECT_EQ(given.gradients()[0], 0.0f) << "the gradients so far (none yet: zeros) are copied there";
+  for (M* m : {&own, &given}) {
+    m->forward(images(2), 2);
+    m->loss(labels);
+    m->backward();
+  }
+  const std::span<const float> a = own.gradients(), b = given.gradients();
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0)
+      << "backward wrote other gradients into the given memory";
+  EXPECT_TRUE(std::ranges::any_of(b, [](float g) { return g != 0.0f; }));
+
+  std::string wrong_size, misaligned;
+  try {
+    given.use_gradient_storage(storage.span().first(M::kParamSpan - 1));
+  } catch (const shape_error& e) {
+    wrong_size = e.what();
+  }
+  try {
+    given.use_gradient_storage(storage.span().subspan(1, M::kParamSpan));
+  } catch (const error& e) {
+    misaligned = e.what();
+  }
+  EXPECT_NE(wrong_size.find("floats for " + std::to_string(M::kParamSpan) + " gradients"), std::string::npos)
+      << wrong_size;
+  EXPECT_NE(misaligned.find("64-byte aligned"), std::string::npos) << misaligned;
+  EXPECT_EQ(given.gradients().data(), storage.data()) << "a refused storage changes nothing";
+
+  given.use_gradient_storage({});
+  EXPECT_NE(given.gradients().data(), storage.data());
+  EXPECT_EQ(std::memcmp(a.data(), given.gradients().data(), a.size() * sizeof(float)), 0)
+      << "going back to the model's own buffer lost the gradients";
+  std::string stale;
+  try {
+    given.backward();
+  } catch (const error& e) {
+    stale = e.what();
+  }
+  EXPECT_NE(stale.find("needs a forward() first"), std::string::npos)
+      << "the plans bound to the old gradients must be gone: " << stale;
+}
+
 }  // namespace

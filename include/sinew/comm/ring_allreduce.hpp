@@ -145,15 +145,16 @@ struct RingWorkspace {
   std::vector<const float*> sources;    ///< one per rank, reused
   std::vector<char> gathered;           ///< one per rank, reused
   /// @}
-  /// Memory the caller sums in place (RingOperation::share): the peers read each rank's part of it directly.
-  /// @{
-  typename detail::ring_window<C>::type shared_data{};
-  std::size_t shared_floats = 0;  ///< floats in each rank's part of `shared_data` (0: none)
-  /// @}
   /// The hierarchical transport's communicators and ring across hosts, made (collectively) on first use.
   /// @{
   int host_ranks = 0;  ///< ranks per host: 0 as the launcher placed them, k > 0 every k consecutive ranks
   std::unique_ptr<detail::ring_hierarchy<C>> hierarchy;
+  /// @}
+  /// Memory the caller sums in place (RingOperation::share): the peers read each rank's part of it directly.
+  /// Declared last, so freed first: under the hierarchical transport it was made over the host's communicator.
+  /// @{
+  typename detail::ring_window<C>::type shared_data{};
+  std::size_t shared_floats = 0;  ///< floats in each rank's part of `shared_data` (0: none)
   /// @}
 };
 
