@@ -565,6 +565,62 @@ TEST(onednn_dense, small_image_conv2d_forward_is_a_matmul) {
   EXPECT_EQ(op.forward_primitive_kind(), dnnl::primitive::kind::matmul);
 }
 
+// Where the inner product's matrix is the kernel itself (a 1x1 kernel on a 1x1 image: ResNet-50's last stage),
+// small_conv2d_op's primitives read the layer's weights and write its gradients where they lie, nothing expanded
+// or folded: y = W x + b, dW = dy^T x, db and dx = dy W on PyTorch's [Out, In] layout, and a forward after an update
+// in place reads the new weights. A kernel with taps beside the image (3x3 on 1x1) still expands its centre tap.
+TEST(onednn_conv2d, small_image_op_reads_a_kernel_that_is_its_matrix_in_place) {
+  using namespace backend::onednn;
+  OneDnn::context ctx{BackendOptions{}};
+  constexpr int kBatch = 6, kIn = 8, kOut = 5;
+  const backend::Conv2dConfig c{kBatch, kIn, 1, 1, kOut, 1, 1, 1, 1, 0, true, simd::activation::none};
+  std::vector<float> x = DenseOnFlatParams::normals(kBatch * kIn, 1), w = DenseOnFlatParams::normals(kOut * kIn, 2),
+                     b = DenseOnFlatParams::normals(kOut, 3), dy = DenseOnFlatParams::normals(kBatch * kOut, 4),
+                     dw(w.size()), db(b.size()), y(dy.size()), dx(x.size());
+  const desc src({kBatch, kIn, 1, 1}, dt::f32, tag::nchw);
+  small_conv2d_op op;
+  op.setup(ctx, src, c, ParamSlots{w.data(), b.data(), dw.data(), db.data()}, true);
+  EXPECT_TRUE(op.reads_kernel_in_place());
+  const memory xm(src, ctx.engine(), x.data()), dym(op.dst_desc(), ctx.engine(), dy.data());
+  op.bind_diff_dst(ctx, op.dst_desc());
+  for (int update = 0; update < 2; ++update) {
+    SCOPED_TRACE(update ? "after an update in place" : "first step");
+    op.forward(ctx, xm);
+    op.backward(ctx, xm, dym);
+    to_plain(ctx, op.dst(), y.data());
+    to_plain(ctx, op.diff_src(), dx.data());
+    for (int n = 0; n < kBatch; ++n)
+      for (int o = 0; o < kOut; ++o) {
+        double want = b[o];
+        for (int i = 0; i < kIn; ++i) want += double(w[o * kIn + i]) * x[n * kIn + i];
+        ASSERT_NEAR(y[n * kOut + o], want, 1e-4 * (1 + std::fabs(want))) << "y " << n << "," << o;
+      }
+    for (int o = 0; o < kOut; ++o) {
+      double want_db = 0;
+      for (int n = 0; n < kBatch; ++n) want_db += dy[n * kOut + o];
+      ASSERT_NEAR(db[o], want_db, 1e-4 * (1 + std::fabs(want_db))) << "db " << o;
+      for (int i = 0; i < kIn; ++i) {
+        double want = 0;
+        for (int n = 0; n < kBatch; ++n) want += double(dy[n * kOut + o]) * x[n * kIn + i];
+        ASSERT_NEAR(dw[o * kIn + i], want, 1e-4 * (1 + std::fabs(want))) << "dW " << o << "," << i;
+      }
+    }
+    for (int n = 0; n < kBatch; ++n)
+      for (int i = 0; i < kIn; ++i) {
+        double want = 0;
+        for (int o = 0; o < kOut; ++o) want += double(dy[n * kOut + o]) * w[o * kIn + i];
+        ASSERT_NEAR(dx[n * kIn + i], want, 1e-4 * (1 + std::fabs(want))) << "dx " << n << "," << i;
+      }
+    for (float& v : w) v = -0.5f * v + 0.25f;  // an optimizer step, in place
+  }
+  backend::Conv2dConfig centre = c;
+  centre.kernel = 3, centre.padding = 1;
+  std::vector<float> w3(std::size_t(kOut) * kIn * 9), dw3(w3.size());
+  small_conv2d_op expanded;
+  expanded.setup(ctx, src, centre, ParamSlots{w3.data(), b.data(), dw3.data(), db.data()}, false);
+  EXPECT_FALSE(expanded.reads_kernel_in_place());
+}
+
 // The plain form's own kernels refuse a grouped or a dilated convolution given to them directly, with a sentence
 // (conv2d_op_for gives those to conv2d_op, oneDNN's grouped primitive).
 TEST(onednn_conv2d, thin_and_small_image_ops_refuse_grouped_or_dilated_configurations) {

@@ -55,6 +55,9 @@ static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<2
 // One output pixel from an image no larger than the kernel is an inner product with the taps that meet it
 // (onednn/small_conv2d.hpp): ResNet's last stage on 32x32 inputs.
 SINEW_LAYER_CASE(conv2d_k1_on_a_1x1_image_fused_relu, ({.seed = 7}), Net<Input<6, 1, 1>, Conv2d<5, 1>, ReLU>)
+SINEW_LAYER_CASE(conv2d_k2_on_a_2x2_image_to_1x1_batch_5, ({.batch = 5, .seed = 12}), Net<Input<3, 2, 2>, Conv2d<4, 2>>)
+static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<3, 2, 2>, Conv2d<4, 2>>::nodes<true>>::type>,
+                             backend::onednn::small_conv2d_op>);
 static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<6, 1, 1>, Conv2d<5, 1>>::nodes<true>>::type>,
                              backend::onednn::small_conv2d_op>);
 static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<6, 1, 1>, Conv2d<5, 3, 1, 1>>::nodes<true>>::type>,

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <ranges>
 #include <vector>
 
 #include "sinew/backend/generic/node_config.hpp"
@@ -55,11 +56,19 @@ class small_conv2d_op : public conv_as_inner_product {
     const auto& eng = ctx.engine();
     const memory::dim rows = memory::dim(c.out_c) * c.out_h * c.out_w;  // one per output value of an image
     const std::size_t cols = std::size_t(c.in_c) * std::size_t(c.in_h * c.in_w);
-    matrix_ = AlignedBuffer<float>(std::size_t(rows) * cols);
-    diff_matrix_ = AlignedBuffer<float>(std::size_t(rows) * cols);
-    if (c.bias) bias_ = AlignedBuffer<float>(std::size_t(rows)), diff_bias_ = AlignedBuffer<float>(std::size_t(rows));
-    const ParamSlots expanded{matrix_.data(), c.bias ? bias_.data() : nullptr, diff_matrix_.data(),
-                              c.bias ? diff_bias_.data() : nullptr, nullptr};
+    // Where the matrix is the kernel itself (one output pixel reading every input pixel through the tap of the
+    // same position: a 1x1 kernel on a 1x1 image), the primitives read and write the layer's own slots. Expanding
+    // and folding it there only copied it, twice a step, at memory speed: on ResNet-50's last stage (five such
+    // 512 x 2048 matrices) the copies took longer than the products.
+    kernel_is_matrix_ = std::ranges::equal(taps_, std::views::iota(0, c.in_h * c.in_w)) && c.out_h * c.out_w == 1;
+    ParamSlots expanded = p;
+    if (!kernel_is_matrix_) {
+      matrix_ = AlignedBuffer<float>(std::size_t(rows) * cols);
+      diff_matrix_ = AlignedBuffer<float>(std::size_t(rows) * cols);
+      if (c.bias) bias_ = AlignedBuffer<float>(std::size_t(rows)), diff_bias_ = AlignedBuffer<float>(std::size_t(rows));
+      expanded = {matrix_.data(), c.bias ? bias_.data() : nullptr, diff_matrix_.data(),
+                  c.bias ? diff_bias_.data() : nullptr, nullptr};
+    }
 
     const dims src_dims{c.batch, c.in_c, c.in_h, c.in_w}, w_dims{rows, c.in_c, c.in_h, c.in_w};
     // The matrix row-major for all three primitives: left to choose, the forward one took it column-major and
@@ -88,6 +97,9 @@ class small_conv2d_op : public conv_as_inner_product {
                                c.out_h * c.out_w == 1 ? tag::nhwc : tag::nchw));
   }
 
+  /// Whether the primitives read the layer's kernel and write its gradient in place (the kernel is the matrix).
+  bool reads_kernel_in_place() const noexcept { return kernel_is_matrix_; }
+
   void forward(context& ctx, const memory& src) { forward(ctx, src, metrics::no_probe); }
   void backward(context& ctx, const memory& src, const memory& diff_dst) {
     backward(ctx, src, diff_dst, metrics::no_probe);
@@ -100,7 +112,7 @@ class small_conv2d_op : public conv_as_inner_product {
     inner_product_as_convolution<Probe> p{probe};
     p.begin(metrics::OpKind::convolution);
     const bool derive = weights_cache_.take();
-    if (derive) expand();
+    if (derive && !kernel_is_matrix_) expand();
     base::forward(ctx, src, p, derive);
   }
 
@@ -108,6 +120,7 @@ class small_conv2d_op : public conv_as_inner_product {
   void backward(context& ctx, const memory& src, const memory& diff_dst, Probe& probe) {
     inner_product_as_convolution<Probe> p{probe};
     base::backward(ctx, src, diff_rows(ctx, diff_dst), p);
+    if (kernel_is_matrix_) return;
     p.resume(metrics::OpKind::convolution_backward_weights);
     fold();
   }
@@ -181,6 +194,7 @@ class small_conv2d_op : public conv_as_inner_product {
   Conv2dConfig c_{};
   ParamSlots user_;  // the layer's kernel and bias in the flat buffers (PyTorch's layout)
   std::vector<int> taps_;  // [output pixel][input pixel] -> tap, or -1
+  bool kernel_is_matrix_ = false;  // the primitives work on the layer's slots, nothing expanded or folded
   AlignedBuffer<float> matrix_, diff_matrix_, bias_, diff_bias_;
 };
 
