@@ -39,8 +39,7 @@ static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<1
                              std::conditional_t<backend::onednn::kLowersConvolutions, backend::onednn::lowered_conv2d_op,
                                                 backend::onednn::conv2d_op>>);
 static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<20, 2, 2>, Conv2d<24, 1, 2, 0>>::nodes<true>>::type>,
-                             std::conditional_t<backend::onednn::kLowersConvolutions, backend::onednn::lowered_conv2d_op,
-                                                backend::onednn::conv2d_op>>);
+                             backend::onednn::lowered_conv2d_op>);
 static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<3, 16, 16>, Conv2d<20, 3, 2, 1>>::nodes<true>>::type>,
                              std::conditional_t<backend::onednn::kLowersConvolutions, backend::onednn::lowered_conv2d_op,
                                                 backend::onednn::conv2d_op>>);

@@ -25,12 +25,15 @@
 
 namespace sinew::backend::onednn {
 
-/// Whether this build lowers small convolutions at all: not when compiled for AVX-512. There a VGG-16-BN step
+/// Whether this build lowers small 2x2 and 3x3 kernels: not when compiled for AVX-512. There a VGG-16-BN step
 /// whose stage-4 convolutions ran lowered (NHWC between them) came out with BatchNorm's gradients about 1% off
 /// torchvision's, from the BatchNorm between two lowered convolutions backwards (tests/nets' golden comparison,
 /// on oneDNN 2.6 and 3.7 alike; the lowered op's own backward data and its scatter were checked exact), and the
 /// cause is not found; the lowering was made for oneDNN's AVX2 convolutions, whose late layers are slow. An AVX-512
-/// build capped to AVX2 at run time (ONEDNN_MAX_CPU_ISA) runs the convolutions unlowered too.
+/// build capped to AVX2 at run time (ONEDNN_MAX_CPU_ISA) runs those kernels unlowered too. A strided 1x1 kernel
+/// is lowered on every build: its patches are a copy of the pixels it reads, and oneDNN 2.6's AVX-512 kernels
+/// (jit_1x1, brgconv_1x1) ran ResNet-50's projection from 2x2 to 1x1 at batch 42 at 60-100 GFLOP/s each way
+/// against about 190 for the product (Zen 4, two threads).
 #if defined(__AVX512F__)
 inline constexpr bool kLowersConvolutions = false;
 #else
@@ -38,14 +41,14 @@ inline constexpr bool kLowersConvolutions = true;
 #endif
 
 /// Whether a convolution with an out_h x out_w output runs as lowered_conv2d_op: a 2x2 or 3x3 kernel on an output
-/// of at most 8x8 pixels, or a 1x1 kernel with a stride on an output of at most 2x2 (where kLowersConvolutions). A
+/// of at most 8x8 pixels (where kLowersConvolutions), or a 1x1 kernel with a stride on an output of at most 2x2. A
 /// plain 1x1 kernel already is a matrix product, which oneDNN's 1x1 kernels run at their best; strided, they ran
 /// at 40 GFLOP/s from 2x2 to 1x1 but as fast as the product from 8x8 to 4x4. A larger kernel copies each input
 /// pixel into more patches (25 for 5x5), and oneDNN ran AlexNet's 5x5 kernel on 7x7 as fast as the product.
 /// Asked after small_conv2d_op's test.
 constexpr bool conv_is_lowered(int out_h, int out_w, int kernel, int stride) noexcept {
   const int pixels = out_h * out_w;
-  return kLowersConvolutions && (kernel > 1 ? kernel <= 3 && pixels <= 64 : stride > 1 && pixels <= 4);
+  return kernel > 1 ? kLowersConvolutions && kernel <= 3 && pixels <= 64 : stride > 1 && pixels <= 4;
 }
 
 class lowered_conv2d_op : public conv_as_inner_product {
