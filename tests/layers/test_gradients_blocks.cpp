@@ -39,10 +39,45 @@ SINEW_LAYER_CASE(adaptive_avg_pool_7x7_to_3x3_overlapping_bins, ({}), Net<Input<
 SINEW_LAYER_CASE(adaptive_avg_pool_5x7_to_3x4_uneven, ({}), Net<Input<3, 5, 7>, Conv2d<8, 1>, AdaptiveAvgPool<3, 4>>)
 SINEW_LAYER_CASE(adaptive_avg_pool_1x1_to_6x6_replicates, ({}), Net<Input<4, 1, 1>, AdaptiveAvgPool<6>>)
 SINEW_LAYER_CASE(adaptive_avg_pool_2x2_to_3x3_replicates_after_conv, ({}), Net<Input<2, 2, 2>, Conv2d<8, 1>, AdaptiveAvgPool<3>, Flatten, Dense<3>>)
+// An enlarging pool, Flatten and a Dense lower to one PooledDense node (layers/detail/pooled_dense.hpp), which OneDnn
+// computes as one product with the Dense's matrix folded onto the pool's input: the overlapping bins above (2 -> 3:
+// sizes 1, 2, 1), VGG's copies (1x1 -> 7x7) with the fused ReLU at four rows (the forward's matmul form) and a Dense
+// after it, uneven bins without a bias at an odd batch; the other backends run the three layers as written.
+SINEW_LAYER_CASE(pooled_dense_1x1_to_7x7_fused_relu_then_dense, ({.batch = 4, .seed = 13}), Net<Input<6, 1, 1>, AdaptiveAvgPool<7>, Flatten, Dense<5>, ReLU, Dense<3>>)
+SINEW_LAYER_CASE(pooled_dense_3x2_to_4x5_after_conv_without_bias, ({.batch = 5, .seed = 14}), Net<Input<3, 3, 2>, Conv2d<4, 1>, AdaptiveAvgPool<4, 5>, Flatten, Dense<6, false>>)
 // Heads of the zoo: ResNet's (BatchNorm, ReLU, global pool) and AlexNet's (1x1 -> 6x6, dropout). ReLU's kinks:
 // a perturbed convolution weight moves a whole channel, and with seed 5 some output sits within h/16 of zero.
 SINEW_LAYER_CASE(resnet_head_conv_bn_relu_gap_dense, ({.batch = 3, .seed = 6}), Net<Input<3, 6, 6>, Conv2d<8, 3, 1, 1, false>, BatchNorm2d, ReLU, GlobalAvgPool, Flatten, Dense<3>>)
 SINEW_LAYER_CASE(alexnet_head_adaptive6_dropout_dense, ({.batch = 4, .seed = 9}), Net<Input<4, 1, 1>, AdaptiveAvgPool<6>, Flatten, Dropout<>, Dense<5>, ReLU>)
+// clang-format on
+namespace pooled_dense_nodes {
+using sinew::detail::PooledDense;
+using VggHead = Net<Input<6, 1, 1>, AdaptiveAvgPool<7>, Flatten, Dense<5>, ReLU, Dense<3>>;
+template <class Nodes>
+using first_node = std::tuple_element_t<0, as_tuple_t<Nodes>>;
+using Fused = first_node<VggHead::nodes<true>>;
+static_assert(std::is_same_v<Fused::layer, PooledDense<AdaptiveAvgPool<7>, Dense<5>>> &&
+              std::is_same_v<Fused::activation, ReLU> && Fused::kWeights == 5 * 6 * 49 && Fused::kIndex == 0);
+static_assert(std::is_same_v<last_t<VggHead::nodes<true>>::layer, Dense<3>> &&
+              last_t<VggHead::nodes<true>>::kIndex == 4);
+static_assert(VggHead::nodes<true>::kSize == 2 && VggHead::nodes<false>::kSize == 5);
+static_assert(std::is_same_v<backend::OneDnn::op<Fused>, backend::onednn::pooled_dense_op>);
+static_assert(std::is_same_v<backend::Eigen::op<Fused>, backend::generic::pooled_dense_op<backend::Eigen, Fused>>);
+// A Mix that gives the Dense to another backend keeps it there: the three layers run on the Mix.
+static_assert(std::is_same_v<EigenWithOneDnnConvAndDense::op<Fused>,
+                             backend::generic::pooled_dense_op<EigenWithOneDnnConvAndDense, Fused>>);
+static_assert(std::is_same_v<backend::Mix<backend::OneDnn, backend::Use<BatchNorm2d, backend::Eigen>>::op<Fused>,
+                             backend::onednn::pooled_dense_op>);
+// Inside modules (VGG's classifier) too; a pool that does not enlarge, or a layer between (AlexNet's Dropout),
+// keeps the layers apart.
+static_assert(std::is_same_v<first_node<Net<Input<6, 1, 1>, Module<"avg", AdaptiveAvgPool<7>>, Flatten,
+                                              Module<"classifier", Dense<5>, ReLU>>::nodes<true>>::layer,
+                             PooledDense<AdaptiveAvgPool<7>, Dense<5>>>);
+static_assert(Net<Input<6, 8, 8>, AdaptiveAvgPool<2>, Flatten, Dense<5>>::nodes<true>::kSize == 3);
+static_assert(Net<Input<6, 2, 2>, AdaptiveAvgPool<2>, Flatten, Dense<5>>::nodes<true>::kSize == 3);
+static_assert(Net<Input<4, 1, 1>, AdaptiveAvgPool<6>, Flatten, Dropout<>, Dense<5>, ReLU>::nodes<true>::kSize == 4);
+}  // namespace pooled_dense_nodes
+// clang-format off
 // Residual blocks: the adder on two tensors of the backend's layout, on a plain input beside a branch in the
 // backend's layout (the first block of a network), and the projection shortcut; then the bottleneck.
 SINEW_LAYER_CASE(residual_identity_shortcut, ({.batch = 3, .seed = 6}), Net<Input<4, 6, 6>, Residual<Chain<Conv2d<4, 3, 1, 1, false>, BatchNorm2d, ReLU, Conv2d<4, 3, 1, 1, false>, BatchNorm2d>>, ReLU, Flatten, Dense<3>>)

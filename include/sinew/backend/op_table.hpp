@@ -8,7 +8,7 @@
 // A specialisation gives either `type`, or `template <NodeType N> using type_for` where the op depends on the
 // node (a composite layer's op holds the ops of its branches; OneDnn runs a convolution over an image no
 // larger than its kernel as an inner product). Composite kinds are generic: backend/generic/residual.hpp fills
-// layer_kind::residual for every backend. A kind derived from layer_kind::plain (a layer that computes itself on
+// layer_kind::residual for every backend, backend/generic/pooled_dense.hpp layer_kind::pooled_dense. A kind derived from layer_kind::plain (a layer that computes itself on
 // plain floats) runs on backend/generic/plain_op.hpp wherever a backend does not map it, so a new layer kind
 // needs no backend file. Any other kind that a backend lacks stops the build at the one trap below (as CUTLASS
 // keys its dispatch on tag types with one trap template).

@@ -8,6 +8,7 @@
 
 #include "sinew/core/type_list.hpp"
 #include "sinew/layers/activation.hpp"
+#include "sinew/layers/detail/pooled_dense.hpp"
 #include "sinew/layers/input.hpp"
 #include "sinew/layers/layer_spec.hpp"
 
@@ -53,6 +54,63 @@ struct lower<In, Offset, BufferOffset, Index, true, L, A, Rest...> {
   static constexpr std::size_t kEnd = tail::kEnd;
   static constexpr std::size_t kBufferEnd = tail::kBufferEnd;
 };
+
+/// splice<Layers...>::type: the list with every Chain, Named and Module opened, as the lowering opens them.
+template <class... Layers>
+struct splice {
+  using type = type_list<>;
+};
+template <class L, class... Rest>
+struct splice<L, Rest...> {
+  using type = prepend_t<L, typename splice<Rest...>::type>;
+};
+template <class... Inner, class... Rest>
+struct splice<Chain<Inner...>, Rest...> : splice<Inner..., Rest...> {};
+template <fixed_string Name, class L, class... Rest>
+struct splice<Named<Name, L>, Rest...> : splice<L, Rest...> {};
+template <fixed_string Name, class... Inner, class... Rest>
+struct splice<Module<Name, Inner...>, Rest...> : splice<Inner..., Rest...> {};
+
+/// Whether an enlarging adaptive pool on In followed by the (spliced) layers List forms a PooledDense node:
+/// Flatten and a Dense come next (pooled_dense.hpp).
+template <class In, class Pool, class List>
+inline constexpr bool folds_into_dense = false;
+template <class In, class Pool, class D, class... Rest>
+inline constexpr bool folds_into_dense<In, Pool, type_list<Flatten, D, Rest...>> =
+    pool_enlarges<Pool, In>() && dense_layer<D>;
+
+/// The PooledDense node of Pool, Flatten and D (and the activation after D), then the rest lowered as usual.
+template <class In, std::size_t Offset, std::size_t BufferOffset, std::size_t Index, class Pool, class List>
+struct lower_pooled_dense;
+template <class In, std::size_t Offset, std::size_t BufferOffset, std::size_t Index, class Pool, class D,
+          class... Rest>
+struct lower_pooled_dense<In, Offset, BufferOffset, Index, Pool, type_list<Flatten, D, Rest...>> {
+  using node = Node<PooledDense<Pool, D>, In, NoActivation, Offset, Index, BufferOffset>;
+  using tail = lower<typename node::output, Offset + node::kParamSpan, BufferOffset + node::kBufferSpan, Index + 3,
+                     true, Rest...>;
+  using type = prepend_t<node, typename tail::type>;
+  using output = typename tail::output;
+  static constexpr std::size_t kEnd = tail::kEnd;
+  static constexpr std::size_t kBufferEnd = tail::kBufferEnd;
+};
+template <class In, std::size_t Offset, std::size_t BufferOffset, std::size_t Index, class Pool, class D, class A,
+          class... Rest>
+  requires ActivationPolicy<A>
+struct lower_pooled_dense<In, Offset, BufferOffset, Index, Pool, type_list<Flatten, D, A, Rest...>> {
+  using node = Node<PooledDense<Pool, D>, In, A, Offset, Index, BufferOffset>;
+  using tail = lower<typename node::output, Offset + node::kParamSpan, BufferOffset + node::kBufferSpan, Index + 4,
+                     true, Rest...>;
+  using type = prepend_t<node, typename tail::type>;
+  using output = typename tail::output;
+  static constexpr std::size_t kEnd = tail::kEnd;
+  static constexpr std::size_t kBufferEnd = tail::kBufferEnd;
+};
+
+/// Where the backend fuses, an enlarging adaptive pool, Flatten and a Dense become one PooledDense node.
+template <class In, std::size_t Offset, std::size_t BufferOffset, std::size_t Index, class Pool, class... Rest>
+  requires(adaptive_pool_layer<Pool> && folds_into_dense<In, Pool, typename splice<Rest...>::type>)
+struct lower<In, Offset, BufferOffset, Index, true, Pool, Rest...>
+    : lower_pooled_dense<In, Offset, BufferOffset, Index, Pool, typename splice<Rest...>::type> {};
 
 /// A Chain in the list is spliced in place.
 template <class In, std::size_t Offset, std::size_t BufferOffset, std::size_t Index, bool Fuse, class... Inner,
