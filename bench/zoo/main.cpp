@@ -15,7 +15,8 @@
 // --precision bf16 runs the onednn backend as backend::OneDnnBf16 (the other backends have no bf16) and adds
 // PyTorch under torch.autocast("cpu", dtype=torch.bfloat16) as a second anchor; ratios are to PyTorch f32.
 // Every row shows sinew's GFLOP/s (6 x forward multiply-adds x images / s for training, 2 x for inference;
-// sinew/metrics/flops.hpp) and its share of the peak of its precision on its thread count, which a process of
+// sinew/metrics/flops.hpp; the multiply-adds sinew performs, fewer than the network's where an op folds layers
+// together: VGG's first Dense on a 1x1 feature map, layers/detail/pooled_dense.hpp) and its share of the peak of its precision on its thread count, which a process of
 // its own measures once per run with oneDNN's matmul (bench/support/peak.hpp), and the memory traffic a step
 // implies (GB/s by sinew/metrics/traffic.hpp's count) as a share of the bandwidth STREAM's triad measures on the
 // same threads (bench/support/bandwidth.hpp), the denominator for memory-bound nets. The JSON also has PyTorch's
@@ -232,8 +233,11 @@ int main(int argc, char** argv) try {
         const double tips_bf16 = precision == "bf16" ? get(torch_bf16, "images_per_second") : 0;
         const double ratio_bf16 = tips_bf16 > 0 ? ips / tips_bf16 : 0;
         // Training: 6 x forward MACs per image (forward, backward data, backward weights); inference: 2 x.
+        // PyTorch's rate counts the network's multiply-adds, sinew's (and its share of the peak) those it performs:
+        // fewer where an op folds layers together (VGG's first Dense on 32x32 images, measure.hpp).
         const double flops_per_image = (c.inference ? 2.0 : 6.0) * get(m, "forward_macs");
-        const double gflops = flops_per_image * ips / 1e9, peak = peak_of(precision, c.threads);
+        const double performed_flops_per_image = (c.inference ? 2.0 : 6.0) * get(m, "performed_macs");
+        const double gflops = performed_flops_per_image * ips / 1e9, peak = peak_of(precision, c.threads);
         // Memory traffic by metrics/traffic.hpp's model, and its share of the bandwidth measured in this run.
         const double gbps = get(m, "bytes_per_image") * ips / 1e9, bandwidth = bandwidth_of(c.threads);
         fmt::print("{:<15} {:<9} {:>6} {:>3} {:<7} {:<4} {:>10.1f} {:>10.1f} {:>6.2f} {:>9.0f} {:>9.0f} {:>8.1f} {:>4.0f}% "
@@ -264,6 +268,7 @@ int main(int argc, char** argv) try {
         j["pytorch_bf16_autocast_images_per_second"] = tips_bf16 > 0 ? Json(tips_bf16) : Json();
         j["ratio_to_pytorch_bf16_autocast"] = ratio_bf16 > 0 ? Json(ratio_bf16) : Json();
         j["forward_macs_per_image"] = get(m, "forward_macs");
+        j["performed_macs_per_image"] = get(m, "performed_macs");
         j["gflops"] = gflops;
         j["peak_gflops"] = peak > 0 ? Json(peak) : Json();
         j["share_of_peak"] = peak > 0 ? Json(gflops / peak) : Json();

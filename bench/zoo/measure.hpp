@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -91,6 +92,24 @@ double time_steps(typename B::context& ctx, const Config& c, Model<Net, B, Profi
   return watch.elapsed();
 }
 
+/// The multiply-adds per image that backend B performs on Net's forward: the network's (metrics::forward_macs),
+/// less what B's ops fold away (OneDnn computes an enlarging adaptive pool's Dense on the pool's input,
+/// layers/detail/pooled_dense.hpp; a backend that runs the three layers as written performs them all).
+template <class B, class Net>
+constexpr double performed_macs() {
+  using Nodes = typename Model<Net, B>::nodes;
+  return []<class... N>(type_list<N...>) {
+    const auto of = []<class M>(std::type_identity<M>) {
+      if constexpr (std::is_same_v<typename M::layer::kind, layer_kind::pooled_dense> &&
+                    std::is_same_v<typename B::template op<M>, backend::generic::pooled_dense_op<B, M>>)
+        return sinew::detail::macs_of(typename M::applied::template nodes<typename M::activation>{});
+      else
+        return sinew::detail::macs_of<typename M::applied>();
+    };
+    return (0.0 + ... + of(std::type_identity<N>{}));
+  }(Nodes{});
+}
+
 /// kResNet18Only: only the networks of with_resnet18 (the mixed backends).
 template <class B, bool kResNet18Only = false>
 int measure(const Config& c) {
@@ -102,6 +121,7 @@ int measure(const Config& c) {
       seconds = time_steps(ctx, c, model);
       result("parameters", double(Net::kParams));
       result("forward_macs", metrics::forward_macs<Net>);
+      result("performed_macs", performed_macs<B, Net>());
       // The bytes a step moves by metrics/traffic.hpp's model, per image.
       result("bytes_per_image",
              (c.inference ? metrics::inference_bytes<Net>(c.batch) : metrics::training_bytes<Net>(c.batch)) / c.batch);
