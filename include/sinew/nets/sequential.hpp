@@ -5,7 +5,8 @@
 // Shapes are inferred at compile time; a layer that does not fit its input stops the build with a
 // sentence naming the layer kind, and the compiler's "required from" line names the layer and the shape.
 // The network lowers to a list of Nodes (one per layer, or one per Conv2d/Dense plus the activation that
-// follows it when the backend fuses), each with its offset in the flat parameter buffer.
+// follows it when the backend fuses; there, an enlarging adaptive pool, Flatten and the Dense after them are one
+// node too: layers/detail/pooled_dense.hpp), each with its offset in the flat parameter buffer.
 #pragma once
 
 #include <cstddef>
@@ -27,7 +28,8 @@ struct Sequential {
 
   /// The shape of one input sample (Input<C, H, W>::shape).
   using input_shape = typename In::shape;
-  /// The lowered nodes; with Fuse, each Conv2d or Dense absorbs the activation right after it.
+  /// The lowered nodes; with Fuse, each Conv2d or Dense absorbs the activation right after it (and a Dense the
+  /// enlarging adaptive pool and Flatten right before it).
   template <bool Fuse>
   using nodes = typename detail::lower<input_shape, 0, 0, 0, Fuse, Layers...>::type;
   /// The shape of the network's output for one sample.

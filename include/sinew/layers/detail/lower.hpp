@@ -79,32 +79,31 @@ template <class In, class Pool, class D, class... Rest>
 inline constexpr bool folds_into_dense<In, Pool, type_list<Flatten, D, Rest...>> =
     pool_enlarges<Pool, In>() && dense_layer<D>;
 
-/// The PooledDense node of Pool, Flatten and D (and the activation after D), then the rest lowered as usual.
+/// The PooledDense node of Pool, Flatten and D with activation A (the node stands for Layers written layers), then
+/// Rest lowered as usual.
+template <class In, std::size_t Offset, std::size_t BufferOffset, std::size_t Index, class Pool, class D, class A,
+          std::size_t Layers, class... Rest>
+struct lower_pooled_dense_node {
+  using node = Node<PooledDense<Pool, D>, In, A, Offset, Index, BufferOffset>;
+  using tail = lower<typename node::output, Offset + node::kParamSpan, BufferOffset + node::kBufferSpan,
+                     Index + Layers, true, Rest...>;
+  using type = prepend_t<node, typename tail::type>;
+  using output = typename tail::output;
+  static constexpr std::size_t kEnd = tail::kEnd;
+  static constexpr std::size_t kBufferEnd = tail::kBufferEnd;
+};
+/// The spliced list after the pool: Flatten, D, and the activation after D where there is one.
 template <class In, std::size_t Offset, std::size_t BufferOffset, std::size_t Index, class Pool, class List>
 struct lower_pooled_dense;
 template <class In, std::size_t Offset, std::size_t BufferOffset, std::size_t Index, class Pool, class D,
           class... Rest>
-struct lower_pooled_dense<In, Offset, BufferOffset, Index, Pool, type_list<Flatten, D, Rest...>> {
-  using node = Node<PooledDense<Pool, D>, In, NoActivation, Offset, Index, BufferOffset>;
-  using tail = lower<typename node::output, Offset + node::kParamSpan, BufferOffset + node::kBufferSpan, Index + 3,
-                     true, Rest...>;
-  using type = prepend_t<node, typename tail::type>;
-  using output = typename tail::output;
-  static constexpr std::size_t kEnd = tail::kEnd;
-  static constexpr std::size_t kBufferEnd = tail::kBufferEnd;
-};
+struct lower_pooled_dense<In, Offset, BufferOffset, Index, Pool, type_list<Flatten, D, Rest...>>
+    : lower_pooled_dense_node<In, Offset, BufferOffset, Index, Pool, D, NoActivation, 3, Rest...> {};
 template <class In, std::size_t Offset, std::size_t BufferOffset, std::size_t Index, class Pool, class D, class A,
           class... Rest>
   requires ActivationPolicy<A>
-struct lower_pooled_dense<In, Offset, BufferOffset, Index, Pool, type_list<Flatten, D, A, Rest...>> {
-  using node = Node<PooledDense<Pool, D>, In, A, Offset, Index, BufferOffset>;
-  using tail = lower<typename node::output, Offset + node::kParamSpan, BufferOffset + node::kBufferSpan, Index + 4,
-                     true, Rest...>;
-  using type = prepend_t<node, typename tail::type>;
-  using output = typename tail::output;
-  static constexpr std::size_t kEnd = tail::kEnd;
-  static constexpr std::size_t kBufferEnd = tail::kBufferEnd;
-};
+struct lower_pooled_dense<In, Offset, BufferOffset, Index, Pool, type_list<Flatten, D, A, Rest...>>
+    : lower_pooled_dense_node<In, Offset, BufferOffset, Index, Pool, D, A, 4, Rest...> {};
 
 /// Where the backend fuses, an enlarging adaptive pool, Flatten and a Dense become one PooledDense node.
 template <class In, std::size_t Offset, std::size_t BufferOffset, std::size_t Index, class Pool, class... Rest>
