@@ -15,12 +15,12 @@
 // --precision bf16 runs the onednn backend as backend::OneDnnBf16 (the other backends have no bf16) and adds
 // PyTorch under torch.autocast("cpu", dtype=torch.bfloat16) as a second anchor; ratios are to PyTorch f32.
 // Every row shows sinew's GFLOP/s (6 x forward multiply-adds x images / s for training, 2 x for inference;
-// sinew/metrics/flops.hpp; the multiply-adds sinew performs, fewer than the network's where an op folds layers
-// together: VGG's first Dense on a 1x1 feature map, layers/detail/pooled_dense.hpp) and its share of the peak of its precision on its thread count, which a process of
-// its own measures once per run with oneDNN's matmul (bench/support/peak.hpp), and the memory traffic a step
-// implies (GB/s by sinew/metrics/traffic.hpp's count) as a share of the bandwidth STREAM's triad measures on the
-// same threads (bench/support/bandwidth.hpp), the denominator for memory-bound nets. The JSON also has PyTorch's
-// GFLOP/s and GB/s.
+// sinew/metrics/flops.hpp; the multiply-adds sinew performs, fewer than the network's where a node folds layers
+// together: VGG's first Dense on a 1x1 feature map, layers/detail/pooled_dense.hpp) and its share of the peak of its
+// precision on its thread count, which a process of its own measures once per run with oneDNN's matmul
+// (bench/support/peak.hpp), and the memory traffic a step implies (GB/s by sinew/metrics/traffic.hpp's count) as a
+// share of the bandwidth STREAM's triad measures on the same threads (bench/support/bandwidth.hpp), the denominator
+// for memory-bound nets. The JSON also has PyTorch's GFLOP/s and GB/s.
 #include <unistd.h>
 
 #include <algorithm>
@@ -234,7 +234,7 @@ int main(int argc, char** argv) try {
         const double ratio_bf16 = tips_bf16 > 0 ? ips / tips_bf16 : 0;
         // Training: 6 x forward MACs per image (forward, backward data, backward weights); inference: 2 x.
         // PyTorch's rate counts the network's multiply-adds, sinew's (and its share of the peak) those it performs:
-        // fewer where an op folds layers together (VGG's first Dense on 32x32 images, measure.hpp).
+        // fewer where a node folds layers together (VGG's first Dense on 32x32 images, measure.hpp).
         const double flops_per_image = (c.inference ? 2.0 : 6.0) * get(m, "forward_macs");
         const double performed_flops_per_image = (c.inference ? 2.0 : 6.0) * get(m, "performed_macs");
         const double gflops = performed_flops_per_image * ips / 1e9, peak = peak_of(precision, c.threads);

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -92,22 +91,12 @@ double time_steps(typename B::context& ctx, const Config& c, Model<Net, B, Profi
   return watch.elapsed();
 }
 
-/// The multiply-adds per image that backend B performs on Net's forward: the network's (metrics::forward_macs),
-/// less what B's ops fold away (OneDnn computes an enlarging adaptive pool's Dense on the pool's input,
-/// layers/detail/pooled_dense.hpp; a backend that runs the three layers as written performs them all).
+/// The multiply-adds per image that backend B performs on Net's forward: its lowered nodes', fewer than the
+/// network's (metrics::forward_macs) where a node folds layers together (an enlarging adaptive pool's Dense computes
+/// on the pool's input, layers/detail/pooled_dense.hpp).
 template <class B, class Net>
 constexpr double performed_macs() {
-  using Nodes = typename Model<Net, B>::nodes;
-  return []<class... N>(type_list<N...>) {
-    const auto of = []<class M>(std::type_identity<M>) {
-      if constexpr (std::is_same_v<typename M::layer::kind, layer_kind::pooled_dense> &&
-                    std::is_same_v<typename B::template op<M>, backend::generic::pooled_dense_op<B, M>>)
-        return sinew::detail::macs_of(typename M::applied::template nodes<typename M::activation>{});
-      else
-        return sinew::detail::macs_of<typename M::applied>();
-    };
-    return (0.0 + ... + of(std::type_identity<N>{}));
-  }(Nodes{});
+  return sinew::detail::macs_of(typename Model<Net, B>::nodes{});
 }
 
 /// kResNet18Only: only the networks of with_resnet18 (the mixed backends).

@@ -39,10 +39,11 @@ SINEW_LAYER_CASE(adaptive_avg_pool_7x7_to_3x3_overlapping_bins, ({}), Net<Input<
 SINEW_LAYER_CASE(adaptive_avg_pool_5x7_to_3x4_uneven, ({}), Net<Input<3, 5, 7>, Conv2d<8, 1>, AdaptiveAvgPool<3, 4>>)
 SINEW_LAYER_CASE(adaptive_avg_pool_1x1_to_6x6_replicates, ({}), Net<Input<4, 1, 1>, AdaptiveAvgPool<6>>)
 SINEW_LAYER_CASE(adaptive_avg_pool_2x2_to_3x3_replicates_after_conv, ({}), Net<Input<2, 2, 2>, Conv2d<8, 1>, AdaptiveAvgPool<3>, Flatten, Dense<3>>)
-// An enlarging pool, Flatten and a Dense lower to one PooledDense node (layers/detail/pooled_dense.hpp), which OneDnn
-// computes as one product with the Dense's matrix folded onto the pool's input: the overlapping bins above (2 -> 3:
-// sizes 1, 2, 1), VGG's copies (1x1 -> 7x7) with the fused ReLU at four rows (the forward's matmul form) and a Dense
-// after it, uneven bins without a bias at an odd batch; the other backends run the three layers as written.
+// An enlarging pool, Flatten and a Dense lower to one PooledDense node (layers/detail/pooled_dense.hpp), which every
+// backend computes as one product with the Dense's matrix folded onto the pool's input: the overlapping bins above
+// (2 -> 3: sizes 1, 2, 1), VGG's copies (1x1 -> 7x7) with the fused ReLU at four rows (OneDnn's matmul form of the
+// forward) and a Dense after it, uneven bins without a bias at an odd batch. pooled_dense.* below checks the fold
+// against the three layers kept apart.
 SINEW_LAYER_CASE(pooled_dense_1x1_to_7x7_fused_relu_then_dense, ({.batch = 4, .seed = 13}), Net<Input<6, 1, 1>, AdaptiveAvgPool<7>, Flatten, Dense<5>, ReLU, Dense<3>>)
 SINEW_LAYER_CASE(pooled_dense_3x2_to_4x5_after_conv_without_bias, ({.batch = 5, .seed = 14}), Net<Input<3, 3, 2>, Conv2d<4, 1>, AdaptiveAvgPool<4, 5>, Flatten, Dense<6, false>>)
 // Heads of the zoo: ResNet's (BatchNorm, ReLU, global pool) and AlexNet's (1x1 -> 6x6, dropout). ReLU's kinks:
@@ -61,13 +62,11 @@ static_assert(std::is_same_v<Fused::layer, PooledDense<AdaptiveAvgPool<7>, Dense
 static_assert(std::is_same_v<last_t<VggHead::nodes<true>>::layer, Dense<3>> &&
               last_t<VggHead::nodes<true>>::kIndex == 4);
 static_assert(VggHead::nodes<true>::kSize == 2 && VggHead::nodes<false>::kSize == 5);
-static_assert(std::is_same_v<backend::OneDnn::op<Fused>, backend::onednn::pooled_dense_op>);
+static_assert(std::is_same_v<backend::OneDnn::op<Fused>, backend::generic::pooled_dense_op<backend::OneDnn, Fused>>);
 static_assert(std::is_same_v<backend::Eigen::op<Fused>, backend::generic::pooled_dense_op<backend::Eigen, Fused>>);
-// A Mix that gives the Dense to another backend keeps it there: the three layers run on the Mix.
+// A Mix folds on itself: the Flatten and the Dense follow its Uses (here the Dense goes to OneDnn).
 static_assert(std::is_same_v<EigenWithOneDnnConvAndDense::op<Fused>,
                              backend::generic::pooled_dense_op<EigenWithOneDnnConvAndDense, Fused>>);
-static_assert(std::is_same_v<backend::Mix<backend::OneDnn, backend::Use<BatchNorm2d, backend::Eigen>>::op<Fused>,
-                             backend::onednn::pooled_dense_op>);
 // Inside modules (VGG's classifier) too; a pool that does not enlarge, or a layer between (AlexNet's Dropout),
 // keeps the layers apart.
 static_assert(std::is_same_v<first_node<Net<Input<6, 1, 1>, Module<"avg", AdaptiveAvgPool<7>>, Flatten,
@@ -200,6 +199,54 @@ TYPED_TEST(sync_batch_norm, on_one_worker_equals_batch_norm2d) {
   const auto ys = sync.forward(x, 5);
   const std::vector<float> y_sync(ys.begin(), ys.end());
   close(y_sync, plain.forward(x, 5), "evaluation output");
+}
+
+// The folded node against the same layers kept apart by an identity between Flatten and the Dense (Dropout<0>),
+// from the same seed: outputs, parameter and input gradients over two steps with an update between, then evaluation
+// twice (the second forward reuses the fold: weight_cache.hpp) and again after the weights change.
+template <class B>
+class pooled_dense : public ::testing::Test {};
+TYPED_TEST_SUITE(pooled_dense, Backends, BackendName);
+TYPED_TEST(pooled_dense, equals_the_layers_kept_apart) {
+  using Folded = Net<Input<5, 2, 2>, Conv2d<6, 1>, AdaptiveAvgPool<3>, Flatten, Dense<7>, ReLU, Dense<4>>;
+  using Apart = Net<Input<5, 2, 2>, Conv2d<6, 1>, AdaptiveAvgPool<3>, Flatten, Dropout<0>, Dense<7>, ReLU, Dense<4>>;
+  static_assert(Folded::nodes<true>::kSize == 3 && Apart::nodes<true>::kSize == 6);
+  typename TypeParam::context ctx({.threads = 2});
+  Model<Folded, TypeParam> folded(ctx, {.seed = 9, .input_gradient = true});
+  Model<Apart, TypeParam> apart(ctx, {.seed = 9, .input_gradient = true});
+  Rng rng(4);
+  std::vector<float> x(5 * Folded::input_shape::kSize);
+  for (float& v : x) v = 2 * rng.normal() + 1;
+  const std::vector<std::int32_t> labels{0, 3, 1, 2, 1};
+  const auto close = [](std::span<const float> a, std::span<const float> b, const char* what) {
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t i = 0; i < a.size(); ++i)
+      EXPECT_NEAR(a[i], b[i], 2e-5f * std::max(1.0f, std::abs(b[i]))) << what << " [" << i << "]";
+  };
+  const auto forward = [&](const char* what) {
+    const auto yf = folded.forward(x, 5);
+    const std::vector<float> y(yf.begin(), yf.end());
+    close(y, apart.forward(x, 5), what);
+  };
+  const auto update = [&] {
+    auto pf = folded.parameters();
+    auto pa = apart.parameters();
+    const auto gf = folded.gradients();
+    for (std::size_t i = 0; i < pf.size(); ++i) pf[i] -= 0.1f * gf[i], pa[i] = pf[i];
+  };
+  for (int step = 0; step < 2; ++step) {
+    forward("output");
+    folded.loss(labels), apart.loss(labels);
+    folded.backward(), apart.backward();
+    close(folded.gradients(), apart.gradients(), "parameter gradients");
+    close(folded.input_gradient(), apart.input_gradient(), "input gradient");
+    update();
+  }
+  folded.set_training(false), apart.set_training(false);
+  forward("evaluation output");
+  forward("evaluation output, the fold reused");
+  update();
+  forward("evaluation output after the weights changed");
 }
 
 // One training step with the per-operator profile on a net of every layer kind (activations fused and on their

@@ -42,8 +42,8 @@
 //   A layer kind that a backend lacks fails to compile at op_for's trap, with a sentence.
 //   Composite layers (Residual) are generic: backend/generic/residual.hpp runs their branches with the
 //   backend's own ops and fills op_for<layer_kind::residual, B> for every backend. So is the node the lowering
-//   makes of an enlarging adaptive pool, Flatten and Dense (backend/generic/pooled_dense.hpp runs the three
-//   layers as written; OneDnn maps the kind to an op that folds them). A layer that computes itself
+//   makes of an enlarging adaptive pool, Flatten and Dense: backend/generic/pooled_dense.hpp folds the Dense's
+//   matrix and runs the backend's own Flatten and Dense on it. A layer that computes itself
 //   (a kind derived from layer_kind::plain) runs on every backend through backend/generic/plain_op.hpp.
 #pragma once
 

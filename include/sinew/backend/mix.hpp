@@ -406,23 +406,17 @@ struct op_for<layer_kind::residual, Mix<Base, Uses...>> {
                                  typename detail::mix::override_of<layer_kind::residual, Uses...>::type, N>::type>;
 };
 
-/// A PooledDense node (an enlarging adaptive pool, Flatten and a Dense) of a Mix: on the backend a Use names for
-/// layer_kind::pooled_dense; else, where a Use names the kind of one of its three layers, as the three layers on
-/// the Mix (each follows its Use, so a Dense given to Eigen stays on Eigen); else the base's op.
+/// A PooledDense node (an enlarging adaptive pool, Flatten and a Dense, folded) of a Mix runs its Flatten and Dense
+/// on the Mix (each follows the Uses), unless a Use names layer_kind::pooled_dense: then on that backend.
 template <class Base, class... Uses>
 struct op_for<layer_kind::pooled_dense, Mix<Base, Uses...>> {
-  /// whether a Use names the kind of one of the node's layers
-  static constexpr bool kLayerUsed =
-      !std::is_void_v<typename detail::mix::override_of<layer_kind::adaptive_pooling, Uses...>::type> ||
-      !std::is_void_v<typename detail::mix::override_of<layer_kind::flatten, Uses...>::type> ||
-      !std::is_void_v<typename detail::mix::override_of<layer_kind::dense, Uses...>::type>;
   /// see above
   template <NodeType N>
   using type_for = std::conditional_t<
-      !std::is_void_v<typename detail::mix::override_of<layer_kind::pooled_dense, Uses...>::type>,
+      std::is_void_v<typename detail::mix::override_of<layer_kind::pooled_dense, Uses...>::type>,
+      generic::pooled_dense_op<Mix<Base, Uses...>, N>,
       typename detail::mix::op_in<Mix<Base, Uses...>,
-                                 typename detail::mix::override_of<layer_kind::pooled_dense, Uses...>::type, N>::type,
-      std::conditional_t<kLayerUsed, generic::pooled_dense_op<Mix<Base, Uses...>, N>, backend::op_of<Base, N>>>;
+                                 typename detail::mix::override_of<layer_kind::pooled_dense, Uses...>::type, N>::type>;
 };
 
 }  // namespace sinew::backend

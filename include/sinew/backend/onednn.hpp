@@ -3,6 +3,7 @@
 #pragma once
 
 #include "sinew/backend/backend_spec.hpp"
+#include "sinew/backend/generic/pooled_dense.hpp"
 #include "sinew/backend/generic/residual.hpp"
 #include "sinew/backend/onednn/activation.hpp"
 #include "sinew/backend/onednn/adaptive_pooling.hpp"
@@ -13,7 +14,6 @@
 #include "sinew/backend/onednn/dropout.hpp"
 #include "sinew/backend/onednn/flatten.hpp"
 #include "sinew/backend/onednn/lowered_conv2d.hpp"
-#include "sinew/backend/onednn/pooled_dense.hpp"
 #include "sinew/backend/onednn/pooling.hpp"
 #include "sinew/backend/onednn/small_conv2d.hpp"
 #include "sinew/backend/onednn/thin_conv2d.hpp"

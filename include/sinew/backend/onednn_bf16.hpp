@@ -148,18 +148,6 @@ class dense_bf16_op : public dense_op {
   }
 };
 
-/// pooled_dense_op with bf16 input and folded matrix (the fold and the spread in f32, on the master weights).
-class pooled_dense_bf16_op : public pooled_dense_op {
- public:
-  /// The op contract's setup (backend_spec.hpp).
-  template <NodeType N>
-  void setup(context& ctx, const desc& src_md, int batch, ParamSlots p, bool need_diff_src) {
-    using L = typename N::layer;
-    pooled_dense_op::setup(ctx, src_md, batch, L::kOutputs, L::kHasBias, activation_of<typename N::activation>(), p,
-                           need_diff_src, shape_of<N>(), dt::bf16);
-  }
-};
-
 }  // namespace sinew::backend::onednn
 
 namespace sinew::backend {
@@ -222,11 +210,12 @@ struct op_for<layer_kind::dense, OneDnnBf16> {
   using type = onednn::f32_input<onednn::dense_bf16_op>;
 };
 
-/// An enlarging adaptive pool, Flatten and Dense as one folded inner product in bf16, as the Dense alone.
+/// An enlarging adaptive pool, Flatten and Dense folded, as on every backend: the Dense in bf16 on the folded matrix.
 template <>
 struct op_for<layer_kind::pooled_dense, OneDnnBf16> {
-  /// see onednn::pooled_dense_bf16_op
-  using type = onednn::f32_input<onednn::pooled_dense_bf16_op>;
+  /// see generic::pooled_dense_op
+  template <NodeType N>
+  using type_for = generic::pooled_dense_op<OneDnnBf16, N>;
 };
 
 /// Batch norm in the type of its input (oneDNN's, with f32 statistics, scale and shift), fused ReLU included;

@@ -1,12 +1,33 @@
-// sinew/backend/generic/pooled_dense.hpp: a PooledDense node (layers/detail/pooled_dense.hpp) on any backend
-// without an op of its own for it: the adaptive pool, Flatten and the Dense run as written, each on the backend's
-// own op, so the results are the unfolded layers' exactly. OneDnn folds the Dense's matrix instead
-// (backend/onednn/pooled_dense.hpp).
+// sinew/backend/generic/pooled_dense.hpp: a PooledDense node (an enlarging adaptive pool, Flatten and a Dense;
+// layers/detail/pooled_dense.hpp) as one product on the pool's input, with the Dense's matrix folded, on every
+// backend: the backend's own Flatten and Dense ops run on the folded matrix.
+//
+// The Dense's matrix W is [Out, C x OH x OW] (PyTorch's layout, in the flat buffer); the pool's input is
+// C x H x W with fewer pixels. The folded matrix F [Out, C x H x W] holds, for each input pixel, the sum of W's
+// columns of the cells whose bins cover it, each divided by its bin's size; y = F x + b is the Dense's output on
+// the pooled x. Backward computes dF = dy^T x and dx = dy F on the small product, and spreads dF back: the
+// gradient of W's column for cell (i, j) is the mean of dF over the cell's bin. On VGG-16 at 32 x 32 (1 x 1 ->
+// 7 x 7) that is a 4096 x 512 product in place of 4096 x 25088, and one pass over W at memory speed each way (the
+// fold before the forward, the spread after the backward) in place of three products that read it (figures:
+// bench/README.md, "Why the kernels are as they are"). The fold is redone only where the weights changed since the
+// last forward (weight_cache.hpp): inference folds once.
+//
+// Every backend folds, so that swapping the backend under a VGG changes the operator library and nothing else; the
+// pool itself runs nowhere (a Mix's Use of adaptive_pooling does not reach this node), and the Flatten and the
+// Dense follow a Mix's Uses as written layers do.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
+#include <span>
+#include <vector>
+
 #include "sinew/backend/generic/chain.hpp"
+#include "sinew/backend/generic/weight_cache.hpp"
 #include "sinew/backend/op_table.hpp"
+#include "sinew/core/parallel.hpp"
 #include "sinew/layers/detail/pooled_dense.hpp"
+#include "sinew/tensor/buffer.hpp"
 
 namespace sinew::backend::generic {
 
@@ -14,11 +35,27 @@ template <class B, NodeType N>
 class pooled_dense_op {
   using tensor = typename B::tensor;
   using tensor_desc = typename B::tensor_desc;
+  using In = typename N::input;
+  using Pooled = typename N::layer::template pooled<In>;
+  // Flatten and the Dense on the pool's input, reading the folded matrix.
+  using DenseNode = Node<typename N::layer::dense, Flat<int(In::kSize)>, typename N::activation, 0, 1, 0>;
+  using Nodes = type_list<Node<Flatten, In, NoActivation, 0, 0, 0>, DenseNode>;
+
+  static constexpr std::size_t kOutputs = std::size_t(N::layer::kOutputs), kChannels = std::size_t(In::kChannels);
+  static constexpr std::size_t kPixels = std::size_t(In::kHeight * In::kWidth);
+  static constexpr std::size_t kCells = std::size_t(Pooled::kHeight * Pooled::kWidth);
 
  public:
   template <NodeType M>
   void setup(typename B::context& ctx, const tensor_desc& src_desc, int batch, ParamSlots slots, bool need_diff_src) {
-    layers_.setup(ctx, src_desc, batch, slots, need_diff_src);
+    user_ = slots;
+    build_bins();
+    // [F | b] and [dF | db]: the chain finds a node's bias after its weights, as in the flat buffer.
+    folded_ = AlignedBuffer<float>(DenseNode::kWeights + DenseNode::kBias);
+    diff_folded_ = AlignedBuffer<float>(DenseNode::kWeights + DenseNode::kBias);
+    layers_.setup(ctx, src_desc, batch,
+                  ParamSlots{folded_.data(), nullptr, diff_folded_.data(), nullptr, nullptr, slots.sum_over_workers},
+                  need_diff_src);
   }
 
   tensor_desc dst_desc() const { return layers_.dst_desc(); }
@@ -26,30 +63,127 @@ class pooled_dense_op {
   tensor_desc diff_src_desc() const { return layers_.diff_src_desc(); }
   const tensor& diff_src() const { return layers_.diff_src(); }
   void bind_diff_dst(typename B::context& ctx, const tensor_desc& d) { layers_.bind_diff_dst(ctx, d); }
-  void set_mode(ForwardMode mode) { layers_.set_mode(mode); }
+  void set_mode(ForwardMode mode) {
+    cache_.set_mode(mode);
+    layers_.set_mode(mode);
+  }
 
   void forward(typename B::context& ctx, const tensor& src) { forward(ctx, src, metrics::no_probe); }
   void backward(typename B::context& ctx, const tensor& src, const tensor& diff_dst) {
     backward(ctx, src, diff_dst, metrics::no_probe);
   }
-  /// Each layer's time in its own kind (pooling, flatten, fully_connected).
+  /// The fold counts as the Dense's forward, the spread as its backward weights; Flatten and the Dense in theirs.
   template <class Probe>
   void forward(typename B::context& ctx, const tensor& src, Probe& probe) {
+    if (cache_.take()) {
+      probe.begin(metrics::OpKind::fully_connected);
+      fold();
+    }
     layers_.forward(ctx, src, probe);
   }
   template <class Probe>
   void backward(typename B::context& ctx, const tensor& src, const tensor& diff_dst, Probe& probe) {
     layers_.backward(ctx, src, diff_dst, probe);
+    probe.begin(metrics::OpKind::fully_connected_backward_weights);
+    spread();
   }
 
+  /// The folded matrix [Out, C x H x W] the Dense reads (what tests check).
+  std::span<const float> folded() const noexcept { return {folded_.data(), DenseNode::kWeights}; }
+
  private:
-  chain<B, typename N::applied::template nodes<typename N::activation>> layers_;
+  // F[o][c][p] = the sum over the cells whose bins cover pixel p of W[o][c][cell] / |bin(cell)|; the bias copied
+  // after F. Both passes stream W (or its gradient) once, at memory speed; on a 1x1 input (VGG's case) every bin is
+  // the one pixel, and the fold is a plain sum over each plane's cells, the spread a fill.
+  void fold() {
+    const float* w = user_.weights;
+    float* f = folded_.data();
+    parallel_ranges(kOutputs * kChannels, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t plane = begin; plane < end; ++plane) {
+        const float* cells = w + plane * kCells;
+        if constexpr (kPixels == 1) {
+          f[plane] = sum(cells, kCells);
+        } else {
+          float* pixels = f + plane * kPixels;
+          std::fill_n(pixels, kPixels, 0.0f);
+          for (std::size_t cell = 0; cell < kCells; ++cell) {
+            const float v = cells[cell] * inv_area_[cell];
+            for (const int p : bin_pixels(cell)) pixels[std::size_t(p)] += v;
+          }
+        }
+      }
+    }, 1, 1);
+    if constexpr (DenseNode::kBias > 0) std::copy_n(user_.bias, DenseNode::kBias, f + DenseNode::kWeights);
+  }
+
+  // dW[o][c][cell] = the mean of dF[o][c] over the cell's bin; every cell written (gradients are overwritten).
+  void spread() {
+    const float* df = diff_folded_.data();
+    float* dw = user_.diff_weights;
+    parallel_ranges(kOutputs * kChannels, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t plane = begin; plane < end; ++plane) {
+        float* cells = dw + plane * kCells;
+        if constexpr (kPixels == 1) {
+          std::fill_n(cells, kCells, df[plane]);
+        } else {
+          const float* pixels = df + plane * kPixels;
+          for (std::size_t cell = 0; cell < kCells; ++cell) {
+            float total = 0;
+            for (const int p : bin_pixels(cell)) total += pixels[std::size_t(p)];
+            cells[cell] = total * inv_area_[cell];
+          }
+        }
+      }
+    }, 1, 1);
+    if constexpr (DenseNode::kBias > 0) std::copy_n(df + DenseNode::kWeights, DenseNode::kBias, user_.diff_bias);
+  }
+
+  // The sum of n floats in eight independent chains (a plane's 49 cells: the adds overlap instead of waiting on
+  // each other).
+  static float sum(const float* x, std::size_t n) {
+    float acc[8] = {};
+    std::size_t k = 0;
+    for (; k + 8 <= n; k += 8)
+      for (std::size_t l = 0; l < 8; ++l) acc[l] += x[k + l];
+    for (; k < n; ++k) acc[0] += x[k];
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  }
+
+  std::span<const int> bin_pixels(std::size_t cell) const noexcept {
+    return std::span<const int>(bin_pixels_).subspan(bin_begin_[cell], bin_begin_[cell + 1] - bin_begin_[cell]);
+  }
+
+  // The input pixels of each cell's bin (row-major positions), one list after another, and 1 / the bin's size.
+  void build_bins() {
+    bin_begin_.assign(1, 0);
+    bin_pixels_.clear();
+    inv_area_.clear();
+    for (int i = 0; i < Pooled::kHeight; ++i)
+      for (int j = 0; j < Pooled::kWidth; ++j) {
+        const int top = adaptive_bin_begin(i, In::kHeight, Pooled::kHeight);
+        const int bottom = adaptive_bin_end(i, In::kHeight, Pooled::kHeight);
+        const int left = adaptive_bin_begin(j, In::kWidth, Pooled::kWidth);
+        const int right = adaptive_bin_end(j, In::kWidth, Pooled::kWidth);
+        for (int y = top; y < bottom; ++y)
+          for (int x = left; x < right; ++x) bin_pixels_.push_back(y * In::kWidth + x);
+        bin_begin_.push_back(bin_pixels_.size());
+        inv_area_.push_back(1.0f / float((bottom - top) * (right - left)));
+      }
+  }
+
+  ParamSlots user_;  // the Dense's weights, bias and gradients in the flat buffers (PyTorch's layout)
+  chain<B, Nodes> layers_;
+  weight_cache cache_;
+  std::vector<std::size_t> bin_begin_;  // cell k's pixels: bin_pixels_[bin_begin_[k], bin_begin_[k + 1])
+  std::vector<int> bin_pixels_;
+  std::vector<float> inv_area_;
+  AlignedBuffer<float> folded_, diff_folded_;
 };
 
 }  // namespace sinew::backend::generic
 
 namespace sinew::backend {
-/// Every backend runs a PooledDense node as its three layers unless it maps the kind itself (OneDnn does).
+/// Every backend runs a PooledDense node folded, with its own Flatten and Dense ops.
 template <class B>
 struct op_for<layer_kind::pooled_dense, B> {
   template <NodeType N>

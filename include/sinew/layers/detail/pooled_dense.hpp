@@ -7,25 +7,22 @@
 // so the Dense's matrix summed over the cells that read one input pixel (each cell's column divided by its bin's
 // size) gives the same outputs from the 512 values: a 4096 x 512 product instead of 4096 x 25088, 49 times fewer
 // multiplications, in the forward and both backward passes. The weights stay the Dense's, in PyTorch's layout
-// (the optimizer, checkpoints and the distribution strategy see the Dense); only the backend folds them before a
-// forward and spreads the folded gradient back over the Dense's columns after a backward.
+// (the optimizer, checkpoints and the distribution strategy see the Dense); the op folds them before a forward and
+// spreads the folded gradient back over the Dense's columns after a backward (backend/generic/pooled_dense.hpp,
+// on every backend alike, so that swapping the backend changes the operator library and nothing else).
 //
 // The lowering (lower.hpp) forms this node where a backend fuses (B::kFuseActivations), an AdaptiveAvgPool or
 // GlobalAvgPool has more output cells than input pixels, and Flatten and a Dense follow it directly (the
 // activation after the Dense joins as it joins a Dense). Anything between them (AlexNet's Dropout before its
 // first Dense) keeps the three layers apart: dropout on the copies breaks the sum. Where the pool does not
-// enlarge, the folded matrix would not be smaller, and the layers stay apart too.
-//
-// A backend that has no op of its own for the kind runs the three layers as they are written with its own ops
-// (backend/generic/pooled_dense.hpp); the profile counts the multiply-adds of the folded product (kMacs), the
-// work the node does where it is folded.
+// enlarge, the folded matrix would not be smaller, and the layers stay apart too. The profile counts the
+// multiply-adds of the folded product (kMacs); metrics::forward_macs, the network's, counts the Dense's.
 #pragma once
 
 #include <concepts>
 #include <cstddef>
 #include <string_view>
 
-#include "sinew/core/type_list.hpp"
 #include "sinew/layers/dense.hpp"
 #include "sinew/layers/flatten.hpp"
 #include "sinew/layers/global_pooling.hpp"
@@ -91,11 +88,6 @@ struct PooledDense {
     static_assert(pool_enlarges<Pool, In>(), "PooledDense: the pool does not enlarge its input (a sinew bug)");
     /// multiply-adds per sample of the folded product: input values x outputs
     static constexpr double kMacs = double(In::kSize) * D::kOutputs;
-    /// The three layers as written, with Act fused into the Dense; offsets relative to the node's (for a backend
-    /// that runs them apart: backend/generic/pooled_dense.hpp).
-    template <class Act>
-    using nodes = type_list<Node<Pool, In, NoActivation, 0, 0, 0>, Node<Flatten, pooled<In>, NoActivation, 0, 1, 0>,
-                            Node<D, Flat<int(pooled<In>::kSize)>, Act, 0, 2, 0>>;
   };
 };
 
