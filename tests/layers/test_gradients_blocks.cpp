@@ -163,6 +163,21 @@ TYPED_TEST(group_norm, profiles_under_the_kind_its_header_declares) {
   EXPECT_EQ(model.profile().total(OpKind::other_backward).calls, 0u);
 }
 
+// Two models compared from the same seed (SyncBatchNorm2d against BatchNorm2d, a folded PooledDense against its
+// layers kept apart): a batch of 5 samples drawn from N(1, 4) with fixed labels, and spans equal within 2e-5.
+std::vector<float> batch_of_5(std::size_t sample_size) {
+  Rng rng(4);
+  std::vector<float> x(5 * sample_size);
+  for (float& v : x) v = 2 * rng.normal() + 1;
+  return x;
+}
+const std::vector<std::int32_t> kLabelsOf5{0, 3, 1, 2, 1};
+void expect_close(std::span<const float> a, std::span<const float> b, const char* what) {
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i)
+    EXPECT_NEAR(a[i], b[i], 2e-5f * std::max(1.0f, std::abs(b[i]))) << what << " [" << i << "]";
+}
+
 // SyncBatchNorm2d in a Model of its own (one worker) computes BatchNorm2d: outputs, gradients of parameters and
 // input, running statistics after two training passes, then evaluation with them, within rounding.
 template <class B>
@@ -175,15 +190,9 @@ TYPED_TEST(sync_batch_norm, on_one_worker_equals_batch_norm2d) {
   typename TypeParam::context ctx({.threads = 2});
   Model<Plain, TypeParam> plain(ctx, {.seed = 9, .input_gradient = true});
   Model<Sync, TypeParam> sync(ctx, {.seed = 9, .input_gradient = true});
-  Rng rng(4);
-  std::vector<float> x(5 * Plain::input_shape::kSize);
-  for (float& v : x) v = 2 * rng.normal() + 1;
-  const std::vector<std::int32_t> labels{0, 3, 1, 2, 1};
-  const auto close = [](std::span<const float> a, std::span<const float> b, const char* what) {
-    ASSERT_EQ(a.size(), b.size());
-    for (std::size_t i = 0; i < a.size(); ++i)
-      EXPECT_NEAR(a[i], b[i], 2e-5f * std::max(1.0f, std::abs(b[i]))) << what << " [" << i << "]";
-  };
+  const std::vector<float> x = batch_of_5(Plain::input_shape::kSize);
+  const auto& labels = kLabelsOf5;
+  const auto close = expect_close;
   for (int pass = 0; pass < 2; ++pass) {
     const auto ys = sync.forward(x, 5);
     const std::vector<float> y_sync(ys.begin(), ys.end());
@@ -214,15 +223,9 @@ TYPED_TEST(pooled_dense, equals_the_layers_kept_apart) {
   typename TypeParam::context ctx({.threads = 2});
   Model<Folded, TypeParam> folded(ctx, {.seed = 9, .input_gradient = true});
   Model<Apart, TypeParam> apart(ctx, {.seed = 9, .input_gradient = true});
-  Rng rng(4);
-  std::vector<float> x(5 * Folded::input_shape::kSize);
-  for (float& v : x) v = 2 * rng.normal() + 1;
-  const std::vector<std::int32_t> labels{0, 3, 1, 2, 1};
-  const auto close = [](std::span<const float> a, std::span<const float> b, const char* what) {
-    ASSERT_EQ(a.size(), b.size());
-    for (std::size_t i = 0; i < a.size(); ++i)
-      EXPECT_NEAR(a[i], b[i], 2e-5f * std::max(1.0f, std::abs(b[i]))) << what << " [" << i << "]";
-  };
+  const std::vector<float> x = batch_of_5(Folded::input_shape::kSize);
+  const auto& labels = kLabelsOf5;
+  const auto close = expect_close;
   const auto forward = [&](const char* what) {
     const auto yf = folded.forward(x, 5);
     const std::vector<float> y(yf.begin(), yf.end());
