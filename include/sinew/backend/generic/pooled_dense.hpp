@@ -88,9 +88,6 @@ class pooled_dense_op {
     spread();
   }
 
-  /// The folded matrix [Out, C x H x W] the Dense reads (what tests check).
-  std::span<const float> folded() const noexcept { return {folded_.data(), DenseNode::kWeights}; }
-
  private:
   // F[o][c][p] = the sum over the cells whose bins cover pixel p of W[o][c][cell] / |bin(cell)|; the bias copied
   // after F. Both passes stream W (or its gradient) once, at memory speed; on a 1x1 input (VGG's case) every bin is
