@@ -621,6 +621,38 @@ TEST(onednn_conv2d, small_image_op_reads_a_kernel_that_is_its_matrix_in_place) {
   EXPECT_FALSE(expanded.reads_kernel_in_place());
 }
 
+// A 3x3 kernel onto an output of at most 8x8 is lowered (an inner product over the input's patches,
+// lowered_conv2d.hpp) where oneDNN runs its AVX2 kernels and stays oneDNN's convolution where it runs AVX-512 ones:
+// the choice is made at set-up from oneDNN's effective ISA, so `ctest --preset numerics-avx2`
+// (ONEDNN_MAX_CPU_ISA=AVX2) takes the lowered form on an AVX-512 machine too. The form chosen, and the lowered
+// op asked for directly on any machine, compute the convolution (the layer cases check their gradients).
+TEST(onednn_conv2d, small_output_3x3_is_lowered_only_where_onednn_runs_avx2_kernels) {
+  using namespace backend::onednn;
+  OneDnn::context ctx{BackendOptions{}};
+  constexpr int kBatch = 3, kIn = 6, kOut = 7, kH = 5, kW = 4;
+  const backend::Conv2dConfig c{kBatch, kIn, kH, kW, kOut, kH, kW, 3, 1, 1, true, simd::activation::none};
+  std::vector<float> x = DenseOnFlatParams::normals(kBatch * kIn * kH * kW, 1),
+                     w = DenseOnFlatParams::normals(kOut * kIn * 9, 2), b = DenseOnFlatParams::normals(kOut, 3),
+                     dw(w.size()), db(b.size()), y(std::size_t(kBatch) * kOut * kH * kW);
+  const desc src({kBatch, kIn, kH, kW}, dt::f32, tag::nchw);
+  const memory xm(src, ctx.engine(), x.data());
+  const auto want = ref::conv2d(x, w.data(), b.data(), kBatch, kIn, kH, kW, kOut, 3, 1, 1);
+  auto check = [&](auto& op) {
+    op.setup(ctx, src, c, ParamSlots{w.data(), b.data(), dw.data(), db.data()}, false);
+    op.forward(ctx, xm);
+    to_plain(ctx, op.dst(), y.data());
+    expect_close(y, want);
+  };
+  lowered_on_avx2_conv2d_op chosen;
+  check(chosen);
+  EXPECT_EQ(chosen.lowered(), !onednn_runs_avx512()) << (onednn_runs_avx512() ? "AVX-512" : "AVX2") << " kernels";
+  if (const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA"); cap && std::string(cap) == "AVX2")
+    EXPECT_TRUE(chosen.lowered()) << "ONEDNN_MAX_CPU_ISA=AVX2";
+  lowered_conv2d_op lowered;
+  check(lowered);
+  static_assert(conv_lowering_follows_isa(3) && conv_lowering_follows_isa(2) && !conv_lowering_follows_isa(1));
+}
+
 // The plain form's own kernels refuse a grouped or a dilated convolution given to them directly, with a sentence
 // (conv2d_op_for gives those to conv2d_op, oneDNN's grouped primitive).
 TEST(onednn_conv2d, thin_and_small_image_ops_refuse_grouped_or_dilated_configurations) {

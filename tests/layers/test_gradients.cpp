@@ -36,13 +36,11 @@ SINEW_LAYER_CASE(conv2d_lowered_k3_s2_p1_odd_7x5_without_bias_batch_3, ({.batch 
 SINEW_LAYER_CASE(conv2d_lowered_k1_s2_from_2x2_to_1x1_fused_relu, ({.seed = 9}), Net<Input<20, 2, 2>, Conv2d<24, 1, 2, 0>, ReLU>)
 SINEW_LAYER_CASE(conv2d_lowered_pair_k3_then_k2_s2, ({}), Net<Input<17, 4, 4>, Conv2d<18, 3, 1, 1>, ReLU, Conv2d<5, 2, 2, 0>>)
 static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<18, 3, 3>, Conv2d<20, 3, 1, 1>>::nodes<true>>::type>,
-                             std::conditional_t<backend::onednn::kLowersConvolutions, backend::onednn::lowered_conv2d_op,
-                                                backend::onednn::conv2d_op>>);
+                             backend::onednn::lowered_on_avx2_conv2d_op>);
 static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<20, 2, 2>, Conv2d<24, 1, 2, 0>>::nodes<true>>::type>,
                              backend::onednn::lowered_conv2d_op>);
 static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<3, 16, 16>, Conv2d<20, 3, 2, 1>>::nodes<true>>::type>,
-                             std::conditional_t<backend::onednn::kLowersConvolutions, backend::onednn::lowered_conv2d_op,
-                                                backend::onednn::conv2d_op>>);
+                             backend::onednn::lowered_on_avx2_conv2d_op>);
 static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<3, 18, 18>, Conv2d<20, 3, 2, 1>>::nodes<true>>::type>,
                              backend::onednn::conv2d_op>);
 static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<20, 8, 8>, Conv2d<24, 1, 2, 0>>::nodes<true>>::type>,

@@ -200,7 +200,7 @@ struct op_for<layer_kind::conv2d, OneDnnBf16> {
   /// the small-image form, else the direct convolution (also for thin and lowered layers)
   template <NodeType N>
   using type_for = onednn::conv2d_op_for<N, onednn::f32_input<onednn::small_conv2d_bf16_op>, onednn::conv2d_bf16_op,
-                                         onednn::conv2d_bf16_op, onednn::conv2d_bf16_op>;
+                                         onednn::conv2d_bf16_op, onednn::conv2d_bf16_op, onednn::conv2d_bf16_op>;
 };
 
 /// Inner products in bf16, on f32 input (the matmul form of the forward reads plain f32).

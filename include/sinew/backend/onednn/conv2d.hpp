@@ -12,10 +12,12 @@
 // the work. oneDNN computes every tap otherwise (and picks a slow gemm-based backward weights kernel for such
 // shapes: bench/README.md, "Why the kernels are as they are"). An image no larger than the kernel (ResNet's last
 // stage on 32x32 inputs: 1x1 and 2x2) is small_conv2d_op's, an inner product; a small output image (up to 8x8)
-// is lowered_conv2d_op's, an inner product over the input's patches.
+// is lowered_conv2d_op's, an inner product over the input's patches, where oneDNN runs its AVX2 kernels
+// (lowered_on_avx2_conv2d_op).
 #pragma once
 
 #include <algorithm>
+#include <variant>
 
 #include "sinew/backend/onednn/lowered_conv2d.hpp"
 #include "sinew/backend/onednn/small_conv2d.hpp"
@@ -118,17 +120,74 @@ class conv2d_op : public weighted_layer<dnnl::convolution_forward, dnnl::convolu
   }
 };
 
+/// A 2x2 or 3x3 convolution onto a small output image: lowered_conv2d_op where oneDNN runs its AVX2 kernels,
+/// conv2d_op where it runs AVX-512 ones (lowers_small_kernels()), chosen once at set-up. The two forms differ in
+/// layout (the lowered output is NHWC); every later op reads the layout it is handed at its own set-up.
+class lowered_on_avx2_conv2d_op {
+ public:
+  template <NodeType N>
+  void setup(context& ctx, const desc& src_md, int batch, ParamSlots p, bool need_diff_src) {
+    setup(ctx, src_md, conv2d_config<N>(batch), p, need_diff_src);
+  }
+  void setup(context& ctx, const desc& src_md, const Conv2dConfig& c, ParamSlots p, bool need_diff_src) {
+    if (lowers_small_kernels())
+      op_.emplace<lowered_conv2d_op>();
+    else
+      op_.emplace<conv2d_op>();
+    std::visit([&](auto& op) { op.setup(ctx, src_md, c, p, need_diff_src); }, op_);
+  }
+
+  /// Whether set-up chose the lowered form (what tests check).
+  bool lowered() const noexcept { return std::holds_alternative<lowered_conv2d_op>(op_); }
+
+  desc dst_desc() const {
+    return std::visit([](const auto& op) { return op.dst_desc(); }, op_);
+  }
+  const memory& dst() const noexcept {
+    return std::visit([](const auto& op) -> const memory& { return op.dst(); }, op_);
+  }
+  desc diff_src_desc() const {
+    return std::visit([](const auto& op) { return op.diff_src_desc(); }, op_);
+  }
+  const memory& diff_src() const noexcept {
+    return std::visit([](const auto& op) -> const memory& { return op.diff_src(); }, op_);
+  }
+  void bind_diff_dst(context& ctx, const desc& d) {
+    std::visit([&](auto& op) { op.bind_diff_dst(ctx, d); }, op_);
+  }
+  void set_mode(const ForwardMode& mode) noexcept {
+    std::visit([&](auto& op) { op.set_mode(mode); }, op_);
+  }
+
+  void forward(context& ctx, const memory& src) { forward(ctx, src, metrics::no_probe); }
+  void backward(context& ctx, const memory& src, const memory& diff_dst) {
+    backward(ctx, src, diff_dst, metrics::no_probe);
+  }
+  template <class Probe>
+  void forward(context& ctx, const memory& src, Probe& probe) {
+    std::visit([&](auto& op) { op.forward(ctx, src, probe); }, op_);
+  }
+  template <class Probe>
+  void backward(context& ctx, const memory& src, const memory& diff_dst, Probe& probe) {
+    std::visit([&](auto& op) { op.backward(ctx, src, diff_dst, probe); }, op_);
+  }
+
+ private:
+  std::variant<conv2d_op, lowered_conv2d_op> op_;
+};
+
 }  // namespace sinew::backend::onednn
 
 namespace sinew::backend {
 namespace onednn {
 /// The op of a convolution node N, one rule for every precision: Small over an image smaller than its kernel,
-/// Thin for a stride-1 layer of at most 16 channels on each side (thin_conv2d.hpp), Lowered for a small output
-/// image (lowered_conv2d.hpp), else General on oneDNN's primitives. Small, Thin and Lowered compute the plain
+/// Thin for a stride-1 layer of at most 16 channels on each side (thin_conv2d.hpp), for a small output image
+/// (lowered_conv2d.hpp) Lowered (a strided 1x1 kernel) or LoweredOnAvx2 (a 2x2 or 3x3 kernel: lowered where
+/// oneDNN runs AVX2 kernels), else General on oneDNN's primitives. Small, Thin and Lowered compute the plain
 /// convolution only: a grouped or dilated one (depthwise included) is General's, oneDNN's grouped convolution.
 /// OneDnn's ops are the defaults; OneDnnBf16 passes its own (onednn_bf16.hpp).
 template <NodeType N, class Small = small_conv2d_op, class Thin = thin_conv2d_op, class General = conv2d_op,
-          class Lowered = lowered_conv2d_op>
+          class Lowered = lowered_conv2d_op, class LoweredOnAvx2 = lowered_on_avx2_conv2d_op>
 using conv2d_op_for = std::conditional_t<
     N::layer::kGroups != 1 || N::layer::kDilation != 1, General,
     std::conditional_t<
@@ -139,7 +198,8 @@ using conv2d_op_for = std::conditional_t<
             conv_is_thin(N::input::kChannels, N::output::kChannels, N::layer::kStride), Thin,
             std::conditional_t<conv_is_lowered(N::output::kHeight, N::output::kWidth, N::layer::kKernel,
                                                N::layer::kStride),
-                               Lowered, General>>>>;
+                               std::conditional_t<conv_lowering_follows_isa(N::layer::kKernel), LoweredOnAvx2, Lowered>,
+                               General>>>>;
 }  // namespace onednn
 
 /// A convolution's op is chosen from its node's shape (onednn::conv2d_op_for).

@@ -10,8 +10,9 @@
 // oneDNN's inner product on it with the kernel as the weights (reordered from PyTorch's [Out, In, K, K] to
 // [Out, K, K, In], the patch's order); backward data's patch gradients are added back onto the input pixels
 // they came from. Taps that meet padding stay zero in the matrix, written once at set-up. The output is NHWC:
-// the product's rows are the batch's output pixels in order. The node picks this op at compile time
-// (conv2d.hpp's conv2d_op_for); results equal the direct convolution's up to summation order.
+// the product's rows are the batch's output pixels in order. The node picks this op by its shape at compile time
+// (conv2d.hpp's conv2d_op_for) and, for 2x2 and 3x3 kernels, by the kernels oneDNN runs at set-up
+// (lowered_on_avx2_conv2d_op); results equal the direct convolution's up to summation order.
 #pragma once
 
 #include <algorithm>
@@ -25,31 +26,32 @@
 
 namespace sinew::backend::onednn {
 
-/// Whether this build lowers small 2x2 and 3x3 kernels: not when compiled for AVX-512. There a VGG-16-BN step
-/// whose stage-4 convolutions ran lowered (NHWC between them) came out with BatchNorm's gradients about 1% off
-/// torchvision's, from the BatchNorm between two lowered convolutions backwards (tests/nets' golden comparison,
-/// on oneDNN 2.6 and 3.7 alike; the lowered op's own backward data and its scatter were checked exact), and the
-/// cause is not found; the lowering was made for oneDNN's AVX2 convolutions, whose late layers are slow. An AVX-512
-/// build capped to AVX2 at run time (ONEDNN_MAX_CPU_ISA) runs those kernels unlowered too. A strided 1x1 kernel
-/// is lowered on every build: its patches are a copy of the pixels it reads, and oneDNN 2.6's AVX-512 kernels
-/// (jit_1x1, brgconv_1x1) ran ResNet-50's projection from 2x2 to 1x1 at batch 42 at 60-100 GFLOP/s each way
-/// against about 190 for the product (Zen 4, two threads).
-#if defined(__AVX512F__)
-inline constexpr bool kLowersConvolutions = false;
-#else
-inline constexpr bool kLowersConvolutions = true;
-#endif
+/// Whether small 2x2 and 3x3 kernels are lowered in this process: where oneDNN runs its AVX2 kernels (an AVX2 CPU,
+/// or oneDNN capped by ONEDNN_MAX_CPU_ISA=AVX2), not where it runs AVX-512 ones. The lowering was made for oneDNN
+/// 2.6's AVX2 direct convolutions, whose late layers are slow; its AVX-512 ones ran AlexNet, ResNet-18, ResNet-50
+/// and VGG-16-BN 4-17% faster unlowered (bench/results/2026-11-30-zen4-avx512-unlowered). The choice follows
+/// the kernels oneDNN runs, not the instructions sinew was compiled for, so a portable build on an AVX-512 CPU
+/// and an AVX-512 build capped to AVX2 each take the faster form. (An AVX-512 build once lowered too, and VGG-16-BN's
+/// golden comparison then failed by 1.4e-2: float32 rounding in another summation order flipped a max pool's
+/// near-tie in the golden batch, tests/nets/test_lenet5_alexnet_vgg.cpp. That was no fault of the lowering.)
+inline bool lowers_small_kernels() { return !onednn_runs_avx512(); }
 
-/// Whether a convolution with an out_h x out_w output runs as lowered_conv2d_op: a 2x2 or 3x3 kernel on an output
-/// of at most 8x8 pixels (where kLowersConvolutions), or a 1x1 kernel with a stride on an output of at most 2x2. A
-/// plain 1x1 kernel already is a matrix product, which oneDNN's 1x1 kernels run at their best; strided, they ran
-/// at 40 GFLOP/s from 2x2 to 1x1 but as fast as the product from 8x8 to 4x4. A larger kernel copies each input
-/// pixel into more patches (25 for 5x5), and oneDNN ran AlexNet's 5x5 kernel on 7x7 as fast as the product.
-/// Asked after small_conv2d_op's test.
+/// Whether a convolution with an out_h x out_w output may run as lowered_conv2d_op: a 2x2 or 3x3 kernel on an
+/// output of at most 8x8 pixels (where lowers_small_kernels(), at set-up: lowered_on_avx2_conv2d_op), or a 1x1
+/// kernel with a stride on an output of at most 2x2 (always). A plain 1x1 kernel already is a matrix product,
+/// which oneDNN's 1x1 kernels run at their best; strided, they ran at 40 GFLOP/s from 2x2 to 1x1 but as fast as
+/// the product from 8x8 to 4x4, and oneDNN 2.6's AVX-512 kernels (jit_1x1, brgconv_1x1) ran ResNet-50's projection
+/// from 2x2 to 1x1 at batch 42 at 60-100 GFLOP/s each way against about 190 for the product (Zen 4, two threads):
+/// its patches are a copy of the pixels it reads. A larger kernel copies each input pixel into more patches (25
+/// for 5x5), and oneDNN ran AlexNet's 5x5 kernel on 7x7 as fast as the product. Asked after small_conv2d_op's test.
 constexpr bool conv_is_lowered(int out_h, int out_w, int kernel, int stride) noexcept {
   const int pixels = out_h * out_w;
-  return kernel > 1 ? kLowersConvolutions && kernel <= 3 && pixels <= 64 : stride > 1 && pixels <= 4;
+  return kernel > 1 ? kernel <= 3 && pixels <= 64 : stride > 1 && pixels <= 4;
 }
+
+/// Whether conv_is_lowered's choice is made at set-up by the kernels oneDNN runs (lowers_small_kernels()): for
+/// 2x2 and 3x3 kernels; a strided 1x1 kernel is lowered wherever conv_is_lowered says so.
+constexpr bool conv_lowering_follows_isa(int kernel) noexcept { return kernel > 1; }
 
 class lowered_conv2d_op : public conv_as_inner_product {
   using base = conv_as_inner_product;
