@@ -30,8 +30,9 @@ namespace sinew::backend::onednn {
 /// or oneDNN capped by ONEDNN_MAX_CPU_ISA=AVX2), not where it runs AVX-512 ones. The lowering was made for oneDNN
 /// 2.6's AVX2 direct convolutions, whose late layers are slow; its AVX-512 ones ran AlexNet, ResNet-18, ResNet-50
 /// and VGG-16-BN 4-17% faster unlowered (bench/results/2026-11-30-zen4-avx512-unlowered). The choice follows
-/// the kernels oneDNN runs, not the instructions sinew was compiled for, so a portable build on an AVX-512 CPU
-/// and an AVX-512 build capped to AVX2 each take the faster form. (An AVX-512 build once lowered too, and VGG-16-BN's
+/// the kernels oneDNN runs, not the instructions sinew was compiled for: a portable build on an AVX-512 CPU runs
+/// direct, and an AVX-512 build capped to AVX2 lowers as an AVX2 CPU does (on a Zen 4 so capped the two forms
+/// tied: bench/results/2026-12-01-zen4-lowering-by-isa). (An AVX-512 build once lowered too, and VGG-16-BN's
 /// golden comparison then failed by 1.4e-2: float32 rounding in another summation order flipped a max pool's
 /// near-tie in the golden batch, tests/nets/test_lenet5_alexnet_vgg.cpp. That was no fault of the lowering.)
 inline bool lowers_small_kernels() { return !onednn_runs_avx512(); }
