@@ -646,8 +646,9 @@ TEST(onednn_conv2d, small_output_3x3_is_lowered_only_where_onednn_runs_avx2_kern
   lowered_on_avx2_conv2d_op chosen;
   check(chosen);
   EXPECT_EQ(chosen.lowered(), !onednn_runs_avx512()) << (onednn_runs_avx512() ? "AVX-512" : "AVX2") << " kernels";
-  if (const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA"); cap && std::string(cap) == "AVX2")
+  if (const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA"); cap && std::string(cap) == "AVX2") {
     EXPECT_TRUE(chosen.lowered()) << "ONEDNN_MAX_CPU_ISA=AVX2";
+  }
   lowered_conv2d_op lowered;
   check(lowered);
   static_assert(conv_lowering_follows_isa(3) && conv_lowering_follows_isa(2) && !conv_lowering_follows_isa(1));
