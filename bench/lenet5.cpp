@@ -9,7 +9,9 @@
 // backend::OneDnnBf16 and compares it with PyTorch in f32 and with PyTorch under
 // torch.autocast("cpu", dtype=torch.bfloat16), both in the same run. Each row shows sinew's GFLOP/s (6 x forward
 // multiply-adds x images / s: sinew/metrics/flops.hpp) and its share of its precision's peak on the same threads,
-// measured in this run with oneDNN's matmul before the steps (bench/support/peak.hpp).
+// measured in this run with oneDNN's matmul before the steps (bench/support/peak.hpp). The header names how far
+// apart the host had placed the first two CPUs before and after the runs (bench/support/core_latency.hpp): on 2
+// threads LeNet-5's speed follows it.
 #include <cstdio>
 #include <map>
 #include <string>
@@ -18,6 +20,7 @@
 
 #include "sinew/sinew.hpp"
 #include "support/anchor.hpp"
+#include "support/core_latency.hpp"
 #include "support/peak.hpp"
 #include "cli/cli.hpp"
 
@@ -108,6 +111,7 @@ int main(int argc, char** argv) try {
   sinew::cli::parse(app, argc, argv);
   const bool pytorch = !no_pytorch;
 
+  const double round_trip_before = sinew::bench::cache_line_round_trip_ns();
   // Each precision's results, batch by batch; OneDnnBf16's context refuses with a sentence on a CPU without bf16.
   std::map<std::string, std::vector<Result>> results;
   std::map<std::string, double> peaks;  // GFLOP/s of oneDNN's matmul in each precision, on the same threads
@@ -146,8 +150,10 @@ int main(int argc, char** argv) try {
     return it != anchors.end() && it->second.images_per_second.count(b) ? it->second.images_per_second[b] : 0.0;
   };
 
-  std::printf("LeNet-5 3x32x32 training, %d threads, %d warm-up + %d timed steps, best of %d\n", context_threads,
-              warmup, steps, repeats);
+  const double round_trip_after = sinew::bench::cache_line_round_trip_ns();
+  std::printf("LeNet-5 3x32x32 training, %d threads, %d warm-up + %d timed steps, best of %d; a cache line's round "
+              "trip between the first two CPUs %.0f ns before, %.0f ns after\n",
+              context_threads, warmup, steps, repeats, round_trip_before, round_trip_after);
   std::printf("%6s %5s %12s %12s %7s %13s %9s %8s %5s   %s\n", "batch", "prec", "sinew img/s", "torch img/s", "ratio",
               "torch bf16/s", "ratio", "GFLOP/s", "peak", "sinew ms/step: fwd bwd upd");
   constexpr double kFlopsPerImage = 6.0 * sinew::metrics::forward_macs<Net>;
@@ -168,6 +174,7 @@ int main(int argc, char** argv) try {
       j["input"] = "3x32x32";
       j["batch"] = b;
       j["threads"] = context_threads;
+      j["core_round_trip_ns"] = sinew::metrics::Json::array({round_trip_before, round_trip_after});
       j["precision"] = precision;
       j["backend"] = precision == "bf16" ? Bf16::kName : Backend::kName;
       j["images_per_second"] = r.images_per_second;
