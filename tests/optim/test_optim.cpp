@@ -1,6 +1,7 @@
 // Optimizers against scalar transcriptions of torch.optim's update rules, over several steps and on
 // sizes that exercise both the SIMD body and the scalar tail (and the multi-threaded split).
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <vector>
@@ -156,6 +157,37 @@ TEST(step_range, pieces_in_any_order_equal_whole_steps_bit_for_bit) {
   expect_pieces_equal_whole_steps<optim::Adam>({.lr = 0.01f, .weight_decay = 0.01f});
   expect_pieces_equal_whole_steps<optim::AdamW>({});
   expect_pieces_equal_whole_steps<optim::RmsProp>({.lr = 0.01f, .momentum = 0.9f});
+}
+
+// An update of more than 2 x kUpdateGrain floats is split over the threads (core/parallel.hpp); the split must
+// cover every float once, the uneven tail included, and give one thread's floats.
+template <class O>
+void expect_threads_equal_one_thread(const typename O::options& o) {
+  const std::size_t n = 2 * kUpdateGrain + 13;
+  Problem one(n), two(n);
+  O a(o, n), b(o, n);
+  const int threads = omp_get_max_threads();
+  for (int step = 0; step < 3; ++step) {
+    one.new_gradient(step), two.new_gradient(step);
+    omp_set_num_threads(1);
+    a.step(one.p, one.g);
+    omp_set_num_threads(2);
+    b.step(two.p, two.g);
+  }
+  omp_set_num_threads(threads);
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(one.p[i], two.p[i]) << i;
+  const optim::StateView sa = a.state(), sb = b.state();
+  for (std::size_t k = 0; k < sa.buffers.size(); ++k)
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(sa.buffers[k].second[i], sb.buffers[k].second[i]) << k << " " << i;
+}
+
+TEST(step, on_two_threads_equals_one_thread_bit_for_bit) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "two OpenMP threads under TSan: libgomp is not built with it (tests/sanitize/CMakeLists.txt)";
+#endif
+  expect_threads_equal_one_thread<optim::Sgd>({.lr = 0.1f, .momentum = 0.9f, .weight_decay = 0.01f});
+  expect_threads_equal_one_thread<optim::Adam>({.lr = 0.01f, .weight_decay = 0.01f});
+  expect_threads_equal_one_thread<optim::RmsProp>({.lr = 0.01f, .momentum = 0.9f});
 }
 
 TEST(schedule, step_decay_and_warmup_cosine) {

@@ -29,6 +29,12 @@ void parallel_ranges(std::size_t n, F&& f, std::size_t align = 16, std::size_t m
   }
 }
 
+/// The smallest share of an optimizer's update (optim/) worth a thread of its own. An element reads three or four
+/// arrays and writes two, and the backward pass left half of the gradients in the other core's cache, so the
+/// split pays from a few thousand elements: LeNet-5's 62,006 parameters update in 0.013 ms on 2 threads against
+/// 0.022 on one (bench/results/2026-12-01-zen4-lenet5-vcpu-placement).
+inline constexpr std::size_t kUpdateGrain = std::size_t(1) << 12;
+
 /// Starts `threads` OpenMP threads and binds thread t > 0 to cpus[t % cpus.size()]; the calling thread (thread
 /// 0) keeps its mask. Later parallel regions of at most `threads` threads reuse the bound threads (libgomp keeps
 /// its pool). Nothing is bound when `cpus` is empty.

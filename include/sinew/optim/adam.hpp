@@ -85,7 +85,7 @@ class Adam {
         const V denom = simd::fma(simd::sqrt(v), V(inv_sqrt_bc2), V(eps));
         simd::store(pp + i, w - V(step_size) * m / denom);
       });
-    });
+    }, 16, kUpdateGrain);
   }
   /// Counts the step whose ranges step_range() updated.
   void end_step() noexcept { ++t_; }

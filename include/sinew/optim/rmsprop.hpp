@@ -64,7 +64,7 @@ class RmsProp {
         }
         simd::store(pp + i, simd::fma(V(-lr), u, w));
       });
-    });
+    }, 16, kUpdateGrain);
   }
   /// Counts the step whose ranges step_range() updated.
   void end_step() noexcept { ++steps_; }

@@ -64,7 +64,7 @@ class Sgd {
         }
         simd::store(pp + i, simd::fma(V(-lr), d, simd::load<V>(pp + i)));
       });
-    });
+    }, 16, kUpdateGrain);
   }
   /// Counts the step whose ranges step_range() updated.
   void end_step() noexcept { ++steps_; }
