@@ -24,6 +24,8 @@
 // SyncBatchNorm2d (the trainer refuses it), so its rows get none.
 // --trace FILE writes the timed steps of every rank as a Chrome trace (metrics/timeline.hpp), one file per
 // configuration: FILE with the configuration's name before its extension (trace.json -> trace-ring.json).
+// Each row ends with a cache line's round trip between the first two CPUs before and after its run
+// (bench/support/core_latency.hpp): where the host placed the vCPUs, which moves the ranks' exchanges.
 #include <mpi.h>
 
 #include <algorithm>
@@ -37,6 +39,7 @@
 
 #include "sinew/sinew.hpp"
 #include "support/child.hpp"
+#include "support/core_latency.hpp"
 #include "cli/cli.hpp"
 
 namespace {
@@ -231,14 +234,16 @@ int main(int argc, char** argv) try {
               "load", "forward", "backward", "exposed", "hidden", "update", "exposed comm");
   std::map<std::string, double> ddp;
   if (pytorch) {
+    const double ddp_trip_before = sinew::bench::cache_line_round_trip_ns();
     ddp = run_child("/usr/bin/python3 " SINEW_SOURCE_DIR "/bench/pytorch/ddp.py --ranks " + std::to_string(ranks) +
                         " --threads " + std::to_string(s.threads) + " --batch " + std::to_string(s.batch) +
                         " --bind " + (bind == "none" ? "none" : "core") + " --warmup " + std::to_string(s.warmup) + " --steps " +
                         std::to_string(s.steps));
     if (!ddp.empty())
-      std::printf("%-15s %8.1f %7s | step %.1f ms, of which %.1f%% waiting for the all-reduce (no_sync difference)\n",
+      std::printf("%-15s %8.1f %7s | step %.1f ms, of which %.1f%% waiting for the all-reduce (no_sync difference)"
+                  "; round trip %.0f / %.0f ns\n",
                   "pytorch-ddp", ddp["images_per_second"], "1.00", 1e3 * ddp["step_seconds"],
-                  100 * ddp["exposed_comm_fraction"]);
+                  100 * ddp["exposed_comm_fraction"], ddp_trip_before, sinew::bench::cache_line_round_trip_ns());
   }
   auto out = sinew::metrics::Json::array();
   struct row {
@@ -264,7 +269,9 @@ int main(int argc, char** argv) try {
                                " --allow-run-as-root --oversubscribe --bind-to " + (bind == "core" ? "core" : "none") + " " +
                                self + " --run " + config + " --compress " + compressor + common + trace +
                                (synced ? " --sync-bn" : "");
+    const double trip_before = sinew::bench::cache_line_round_trip_ns();
     auto r = run_child(mpirun);
+    const double trip_after = sinew::bench::cache_line_round_trip_ns();
     if (r.empty()) continue;
     const double step = r["load"] + r["forward"] + r["backward"] + r["comm_exposed"] + r["update"];
     const double vs = ddp.count("images_per_second") ? r["images_per_second"] / ddp["images_per_second"] : 0;
@@ -275,7 +282,7 @@ int main(int argc, char** argv) try {
     if (r.count("bytes_per_step")) std::printf(", %.3f MB sent per step", r["bytes_per_step"] / 1e6);
     std::printf(", %.2f ms per image", 1e3 * r["seconds_per_image"]);
     if (r.count("bytes_per_image")) std::printf(", %.1f kB sent per image", r["bytes_per_image"] / 1e3);
-    std::printf("\n");
+    std::printf("; round trip %.0f / %.0f ns\n", trip_before, trip_after);
     std::fflush(stdout);
     auto j = sinew::metrics::Json::object();
     j["strategy"] = config;
@@ -298,6 +305,7 @@ int main(int argc, char** argv) try {
     for (const char* k : {"load", "forward", "backward", "comm_exposed", "comm_hidden", "update"}) ph[k] = r[k];
     j["seconds_per_step"] = ph;
     j["exposed_comm_share"] = step > 0 ? r["comm_exposed"] / step : 0.0;
+    j["core_round_trip_ns"] = sinew::metrics::Json::array({trip_before, trip_after});
     out.push_back(std::move(j));
   }
   if (!json.empty()) sinew::metrics::save_json(out, json);
