@@ -20,7 +20,9 @@
 // precision on its thread count, which a process of its own measures once per run with oneDNN's matmul
 // (bench/support/peak.hpp), and the memory traffic a step implies (GB/s by sinew/metrics/traffic.hpp's count) as a
 // share of the bandwidth STREAM's triad measures on the same threads (bench/support/bandwidth.hpp), the denominator
-// for memory-bound nets. The JSON also has PyTorch's GFLOP/s and GB/s.
+// for memory-bound nets. The JSON also has PyTorch's GFLOP/s and GB/s. The last column is a cache line's round
+// trip between the first two CPUs before and after sinew's run (bench/support/core_latency.hpp): where the host
+// placed the vCPUs, which moves small nets' training on 2 threads.
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,6 +34,7 @@
 #include "support/anchor.hpp"
 #include "support/bandwidth.hpp"
 #include "support/child.hpp"
+#include "support/core_latency.hpp"
 #include "support/peak.hpp"
 #include "cli/cli.hpp"
 #include "zoo/measure.hpp"
@@ -201,7 +204,7 @@ int main(int argc, char** argv) try {
   };
   fmt::print("{:<15} {:<9} {:>6} {:>3} {:<7} {:<4} {:>10} {:>10} {:>6} {:>9} {:>9} {:>8} {:>5} {:>6} {:>4}{}\n", "net",
              "mode", "batch", "thr", "backend", "prec", "sinew/s", "torch/s", "ratio", "RSS MiB", "torch MiB", "GFLOP/s",
-             "peak", "GB/s", "bw", bf16 ? " torch bf16/s ratio" : "");
+             "peak", "GB/s", "bw", bf16 ? " torch bf16/s ratio trip ns" : " trip ns");
   auto out = Json::array();
   for (const zoo::Config& c : configs) {
     // PyTorch in f32 (every ratio's anchor) and, when bf16 is measured, under bf16 autocast.
@@ -219,7 +222,9 @@ int main(int argc, char** argv) try {
     for (const auto& backend : backends) {
       for (const auto& precision : precisions) {
         if (precision == "bf16" && backend != "onednn") continue;  // only OneDnn has a bf16 policy
+        const double trip_before = sinew::bench::cache_line_round_trip_ns();
         const Measurement m = run_child(child_command(c, backend, precision));
+        const double trip_after = sinew::bench::cache_line_round_trip_ns();
         if (!m.failure.empty()) {
           fmt::print(stderr, "zoo: {} on {} ({}) failed: {}\n", c.net, backend, precision, m.failure);
           continue;
@@ -246,7 +251,7 @@ int main(int argc, char** argv) try {
                    get(m, "peak_rss_bytes") / 1048576.0, get(torch, "peak_rss_bytes") / 1048576.0, gflops,
                    peak > 0 ? 100.0 * gflops / peak : 0.0, gbps, bandwidth > 0 ? 100.0 * gbps / bandwidth : 0.0);
         if (bf16) fmt::print(" {:>12.1f} {:>5.2f}", tips_bf16, ratio_bf16);
-        fmt::print("\n");
+        fmt::print(" {:>4.0f}/{:.0f}\n", trip_before, trip_after);
         for (const auto& op : m.operators) fmt::print("    {}\n", op);
         std::fflush(stdout);
         auto j = Json::object();
@@ -254,6 +259,7 @@ int main(int argc, char** argv) try {
         j["mode"] = c.inference ? "inference" : "train";
         j["batch"] = c.batch;
         j["threads"] = c.threads;
+        j["core_round_trip_ns"] = Json::array({trip_before, trip_after});
         j["backend"] = backend;
         j["precision"] = precision;
         j["parameters"] = get(m, "parameters");
