@@ -345,7 +345,7 @@ std::vector<Row> run_on(typename B::context& ctx, const Task& t, const Timing& t
       namespace od = sinew::backend::onednn;
       thin = od::conv_is_thin(c.in_c, c.out_c, c.stride);
       lowered = !thin && !od::conv_is_small_image(c.in_h, c.in_w, c.out_h, c.out_w, c.kernel) &&
-                od::conv_is_lowered(c.out_h, c.out_w, c.kernel, c.stride);
+                od::conv_is_lowered(c.out_h, c.out_w, c.kernel, c.stride, c.out_c);
     }
     if (thin)
       run(thin_conv_op<B>{}, "conv", "sinew Conv2d op");

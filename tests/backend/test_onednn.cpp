@@ -621,11 +621,12 @@ TEST(onednn_conv2d, small_image_op_reads_a_kernel_that_is_its_matrix_in_place) {
   EXPECT_FALSE(expanded.reads_kernel_in_place());
 }
 
-// A 3x3 kernel onto an output of at most 8x8 is lowered (an inner product over the input's patches,
-// lowered_conv2d.hpp) where oneDNN runs its AVX2 kernels and stays oneDNN's convolution where it runs AVX-512 ones:
-// the choice is made at set-up from oneDNN's effective ISA, so `ctest --preset numerics-avx2`
-// (ONEDNN_MAX_CPU_ISA=AVX2) takes the lowered form on an AVX-512 machine too. The form chosen, and the lowered
-// op asked for directly on any machine, compute the convolution (the layer cases check their gradients).
+// A 3x3 kernel onto a small output (conv_is_lowered: to 4x4, or 8x8 from 128 channels) is lowered (an inner
+// product over the input's patches, lowered_conv2d.hpp) where oneDNN runs its AVX2 kernels and stays oneDNN's
+// convolution where it runs AVX-512 ones: the choice is made at set-up from oneDNN's effective ISA, so
+// `ctest --preset numerics-avx2` (ONEDNN_MAX_CPU_ISA=AVX2) takes the lowered form on an AVX-512 machine too. The
+// form chosen, and the lowered op asked for directly on any machine, compute the convolution (the layer cases
+// check their gradients).
 TEST(onednn_conv2d, small_output_3x3_is_lowered_only_where_onednn_runs_avx2_kernels) {
   using namespace backend::onednn;
   OneDnn::context ctx{BackendOptions{}};
@@ -652,6 +653,10 @@ TEST(onednn_conv2d, small_output_3x3_is_lowered_only_where_onednn_runs_avx2_kern
   lowered_conv2d_op lowered;
   check(lowered);
   static_assert(conv_lowering_follows_isa(3) && conv_lowering_follows_isa(2) && !conv_lowering_follows_isa(1));
+  // Which shapes take that choice: every output to 4x4, an 8x8 one from 128 output channels (ResNet-18's and
+  // ResNet-50's 64-channel layer1 stays direct), no larger one, no 5x5 kernel.
+  static_assert(conv_is_lowered(4, 4, 3, 1, 64) && conv_is_lowered(8, 8, 3, 1, 128) && conv_is_lowered(3, 3, 3, 1, 384));
+  static_assert(!conv_is_lowered(8, 8, 3, 1, 64) && !conv_is_lowered(16, 16, 3, 1, 256) && !conv_is_lowered(4, 4, 5, 1, 256));
 }
 
 // The plain form's own kernels refuse a grouped or a dilated convolution given to them directly, with a sentence

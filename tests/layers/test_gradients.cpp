@@ -27,7 +27,8 @@ SINEW_LAYER_CASE(conv2d_trimmed_rows_kept_columns, ({}), Net<Input<3, 1, 6>, Con
 SINEW_LAYER_CASE(conv2d_trimmed_rows_on_onednn_primitives, ({.seed = 5}), Net<Input<3, 1, 140>, Conv2d<4, 3, 2, 1>, ReLU>)
 static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<3, 1, 140>, Conv2d<4, 3, 2, 1>>::nodes<true>>::type>,
                              backend::onednn::conv2d_op>);
-// A 2x2 or 3x3 kernel on a small output image (at most 8x8; a strided 1x1 kernel, at most 2x2) is an inner product
+// A 2x2 or 3x3 kernel on a small output image (at most 4x4, or 8x8 from 128 channels; a strided 1x1 kernel, at
+// most 2x2) is an inner product
 // over the input's patches (onednn/lowered_conv2d.hpp): AlexNet's last three layers, VGG's and ResNet's late
 // stages; a 5x5 kernel stays on oneDNN's convolution. Padding on both sides at stride 1 and 2, an odd image, 17 channels, a fused activation, no bias, a 1x1 kernel at stride 2
 // (ResNet's projection from 2x2 to 1x1), and two in a row (NHWC from one to the next).
@@ -39,8 +40,10 @@ static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<1
                              backend::onednn::lowered_on_avx2_conv2d_op>);
 static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<20, 2, 2>, Conv2d<24, 1, 2, 0>>::nodes<true>>::type>,
                              backend::onednn::lowered_conv2d_op>);
-static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<3, 16, 16>, Conv2d<20, 3, 2, 1>>::nodes<true>>::type>,
+static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<3, 16, 16>, Conv2d<128, 3, 2, 1>>::nodes<true>>::type>,
                              backend::onednn::lowered_on_avx2_conv2d_op>);
+static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<3, 16, 16>, Conv2d<20, 3, 2, 1>>::nodes<true>>::type>,
+                             backend::onednn::conv2d_op>);
 static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<3, 18, 18>, Conv2d<20, 3, 2, 1>>::nodes<true>>::type>,
                              backend::onednn::conv2d_op>);
 static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<20, 8, 8>, Conv2d<24, 1, 2, 0>>::nodes<true>>::type>,

@@ -197,7 +197,7 @@ using conv2d_op_for = std::conditional_t<
         std::conditional_t<
             conv_is_thin(N::input::kChannels, N::output::kChannels, N::layer::kStride), Thin,
             std::conditional_t<conv_is_lowered(N::output::kHeight, N::output::kWidth, N::layer::kKernel,
-                                               N::layer::kStride),
+                                               N::layer::kStride, N::output::kChannels),
                                std::conditional_t<conv_lowering_follows_isa(N::layer::kKernel), LoweredOnAvx2, Lowered>,
                                General>>>>;
 }  // namespace onednn
