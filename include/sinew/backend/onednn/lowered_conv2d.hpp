@@ -2,7 +2,7 @@
 // input's patches (im2col).
 //
 // oneDNN 2.6's AVX2 direct convolutions run the late layers of CIFAR-sized and 64x64 inputs (3x3 kernels on 3x3 to
-// 8x8 images: AlexNet's last three, VGG's and ResNet's 4x4 and 8x8 stages) at 40-90 GFLOP/s at batch 42, and the
+// 8x8 images: AlexNet's last three, VGG's and ResNet's 4x4 and wide 8x8 stages) at 40-90 GFLOP/s at batch 42, and the
 // 1x1 stride-2 projection from 2x2 to 1x1 at about 40; the same work as one matrix product, a row per output pixel
 // of the batch and a column per (tap, input channel), runs on its gemm at 105-150 (figures: bench/README.md, "Why
 // the kernels are as they are"). So such a layer gathers, before each forward, every output pixel's patch of the
