@@ -655,8 +655,10 @@ TEST(onednn_conv2d, small_output_3x3_is_lowered_only_where_onednn_runs_avx2_kern
   static_assert(conv_lowering_follows_isa(3) && conv_lowering_follows_isa(2) && !conv_lowering_follows_isa(1));
   // Which shapes take that choice: every output to 4x4, an 8x8 one from 128 output channels (ResNet-18's and
   // ResNet-50's 64-channel layer1 stays direct), no larger one, no 5x5 kernel.
-  static_assert(conv_is_lowered(4, 4, 3, 1, 64) && conv_is_lowered(8, 8, 3, 1, 128) && conv_is_lowered(3, 3, 3, 1, 384));
-  static_assert(!conv_is_lowered(8, 8, 3, 1, 64) && !conv_is_lowered(16, 16, 3, 1, 256) && !conv_is_lowered(4, 4, 5, 1, 256));
+  static_assert(conv_is_lowered(4, 4, 3, 1, 64) && conv_is_lowered(8, 8, 3, 1, 128) &&
+                conv_is_lowered(3, 3, 3, 1, 384));
+  static_assert(!conv_is_lowered(8, 8, 3, 1, 64) && !conv_is_lowered(16, 16, 3, 1, 256) &&
+                !conv_is_lowered(4, 4, 5, 1, 256));
 }
 
 // The plain form's own kernels refuse a grouped or a dilated convolution given to them directly, with a sentence

@@ -37,19 +37,19 @@ namespace sinew::backend::onednn {
 /// near-tie in the golden batch, tests/nets/test_lenet5_alexnet_vgg.cpp. That was no fault of the lowering.)
 inline bool lowers_small_kernels() { return !onednn_runs_avx512(); }
 
-/// Whether a convolution with an out_h x out_w output and out_c channels may run as lowered_conv2d_op: a 2x2 or
-/// 3x3 kernel on an output of at most 4x4 pixels, or of at most 8x8 with 128 output channels or more (where
-/// lowers_small_kernels(), at set-up: lowered_on_avx2_conv2d_op), or a 1x1 kernel with a stride on an output of
-/// at most 2x2 (always). The patches cost a copy per input pixel and tap whatever the output channels, the product
-/// a multiply-add per output channel, so with few channels the copy weighs: under oneDNN 2.6's AVX2 kernels (a
-/// Zen 4 capped to them) ResNet-18's 64-channel blocks on 8x8 took 8.1 ms a step lowered against 6.4 direct, and
-/// keeping them direct made ResNet-18 2% and ResNet-50 3% faster
-/// (bench/results/2026-12-01-zen4-avx2-lowering-by-channels); 256 channels on 8x8 gained lowered on a Zen 3. A plain 1x1 kernel already is a matrix product,
-/// which oneDNN's 1x1 kernels run at their best; strided, they ran at 40 GFLOP/s from 2x2 to 1x1 but as fast as
-/// the product from 8x8 to 4x4, and oneDNN 2.6's AVX-512 kernels (jit_1x1, brgconv_1x1) ran ResNet-50's projection
-/// from 2x2 to 1x1 at batch 42 at 60-100 GFLOP/s each way against about 190 for the product (Zen 4, two threads):
-/// its patches are a copy of the pixels it reads. A larger kernel copies each input pixel into more patches (25
-/// for 5x5), and oneDNN ran AlexNet's 5x5 kernel on 7x7 as fast as the product. Asked after small_conv2d_op's test.
+/// Whether a convolution with an out_h x out_w output and out_c channels may run as lowered_conv2d_op: a 2x2 or 3x3
+/// kernel on an output of at most 4x4 pixels, or of at most 8x8 with 128 output channels or more (where
+/// lowers_small_kernels(), at set-up: lowered_on_avx2_conv2d_op), or a 1x1 kernel with a stride on an output of at most
+/// 2x2 (always). The patches cost a copy per input pixel and tap whatever the output channels, the product a
+/// multiply-add per output channel, so with few channels the copy weighs: under oneDNN 2.6's AVX2 kernels (a Zen 4
+/// capped to them) ResNet-18's 64-channel blocks on 8x8 took 8.1 ms a step lowered against 6.4 direct, and keeping them
+/// direct made ResNet-18 2-3.5% and ResNet-50 1.4-3% faster (bench/results/2026-12-01-zen4-avx2-lowering-by-channels);
+/// 256 channels on 8x8 gained lowered on a Zen 3. A plain 1x1 kernel already is a matrix product, which oneDNN's 1x1
+/// kernels run at their best; strided, they ran at 40 GFLOP/s from 2x2 to 1x1 but as fast as the product from 8x8 to
+/// 4x4, and oneDNN 2.6's AVX-512 kernels (jit_1x1, brgconv_1x1) ran ResNet-50's projection from 2x2 to 1x1 at batch 42
+/// at 60-100 GFLOP/s each way against about 190 for the product (Zen 4, two threads): its patches are a copy of the
+/// pixels it reads. A larger kernel copies each input pixel into more patches (25 for 5x5), and oneDNN ran AlexNet's
+/// 5x5 kernel on 7x7 as fast as the product. Asked after small_conv2d_op's test.
 constexpr bool conv_is_lowered(int out_h, int out_w, int kernel, int stride, int out_c) noexcept {
   const int pixels = out_h * out_w;
   return kernel > 1 ? kernel <= 3 && (pixels <= 16 || (pixels <= 64 && out_c >= 128)) : stride > 1 && pixels <= 4;
