@@ -1,7 +1,8 @@
 #!/bin/bash
 # Issue 34's AVX2 rows for AlexNet and ResNet-18 on Debian 12 at the commit that added the round trip to bench/zoo:
 # 5 interleaved rounds (ROUNDS="1 2 3", then ROUNDS="4 5" right after) on the idle machine, each the two nets'
-# training against PyTorch (batch 42, 2 threads) and then sinew alone with oneDNN held to AVX2 (ONEDNN_MAX_CPU_ISA=AVX2; its ratio is to the round's PyTorch).
+# training against PyTorch (batch 42, 2 threads) and then sinew alone with oneDNN held to AVX2
+# (ONEDNN_MAX_CPU_ISA=AVX2; its ratio is to the round's PyTorch).
 set -u
 out=$(dirname "$0")
 for r in ${ROUNDS:-1 2 3 4 5}; do
