@@ -6,39 +6,22 @@
 // in sinew.
 #pragma once
 
-#include <pthread.h>
-#include <sched.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <span>
 #include <thread>
-#include <utility>
 #include <vector>
 
-namespace sinew::bench {
+#include "sinew/core/affinity.hpp"
 
-/// The first two CPUs this process may run on, or {-1, -1} where it may run on one only.
-inline std::pair<int, int> first_two_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return {-1, -1};
-  int found[2] = {-1, -1}, n = 0;
-  for (int c = 0; c < CPU_SETSIZE && n < 2; ++c)
-    if (CPU_ISSET(c, &set)) found[n++] = c;
-  return n == 2 ? std::pair{found[0], found[1]} : std::pair{-1, -1};
-}
+namespace sinew::bench {
 
 /// Median nanoseconds of a cache line's round trip between threads bound to `a` and `b` (each of `batches`
 /// timed batches passes it there and back `trips` times), or 0 where a thread cannot be bound. Two threads of
 /// its own do it; the caller's affinity is untouched.
 inline double cache_line_round_trip_ns(int a, int b, int batches = 9, long trips = 10000) {
-  const auto bind = [](int cpu) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
-  };
+  const auto bind = [](int cpu) { return bind_this_thread(std::span<const int>(&cpu, 1)); };
   alignas(64) std::atomic<long> line{0};
   std::atomic<bool> bound_ok{true};
   std::vector<double> ns;
@@ -69,10 +52,10 @@ inline double cache_line_round_trip_ns(int a, int b, int batches = 9, long trips
   return ns[ns.size() / 2];
 }
 
-/// The round trip between this process's first two CPUs (0 where it has one).
+/// The round trip between the first two CPUs the calling thread may run on (0 where it has one).
 inline double cache_line_round_trip_ns() {
-  const auto [a, b] = first_two_cpus();
-  return a < 0 ? 0 : cache_line_round_trip_ns(a, b);
+  const std::vector<int> cpus = allowed_cpus();
+  return cpus.size() < 2 ? 0 : cache_line_round_trip_ns(cpus[0], cpus[1]);
 }
 
 }  // namespace sinew::bench
