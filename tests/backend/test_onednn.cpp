@@ -661,6 +661,37 @@ TEST(onednn_conv2d, small_output_3x3_is_lowered_only_where_onednn_runs_avx2_kern
                 !conv_is_lowered(4, 4, 5, 1, 256));
 }
 
+// AlexNet's first layer (3 channels, 11x11 at stride 4) is one oneDNN runs on its gemm-based convolution where it
+// runs AVX2 kernels; where it also has AVX2 brgemm convolutions (oneDNN 3) conv2d_op runs it NHWC on those
+// (nhwc_where_gemm), elsewhere in oneDNN's layout. Output against the reference either way; the gradients are
+// tests/layers/test_gradients.cpp's (conv2d_k11_s4_three_channels_first_layer).
+TEST(onednn_conv2d, a_layer_on_onednns_gemm_convolution_runs_nhwc_where_avx2_brgemm_kernels_exist) {
+  using namespace backend::onednn;
+  OneDnn::context ctx{BackendOptions{}};
+  constexpr int kBatch = 2, kIn = 3, kH = 64, kOut = 16, kK = 11, kOutH = 15;
+  const backend::Conv2dConfig c{kBatch, kIn, kH, kH, kOut, kOutH, kOutH, kK, 4, 2, true, simd::activation::none};
+  std::vector<float> x = DenseOnFlatParams::normals(kBatch * kIn * kH * kH, 1),
+                     w = DenseOnFlatParams::normals(kOut * kIn * kK * kK, 2), b = DenseOnFlatParams::normals(kOut, 3),
+                     dw(w.size()), db(b.size()), y(std::size_t(kBatch) * kOut * kOutH * kOutH);
+  const desc src({kBatch, kIn, kH, kH}, dt::f32, tag::nchw);
+  conv2d_op op;
+  op.setup(ctx, src, c, ParamSlots{w.data(), b.data(), dw.data(), db.data()}, true);
+  op.forward(ctx, memory(src, ctx.engine(), x.data()));
+  to_plain(ctx, op.dst(), y.data());
+  expect_close(y, ref::conv2d(x, w.data(), b.data(), kBatch, kIn, kH, kH, kOut, kK, 4, 2));
+  const bool nhwc = op.dst_desc() == desc({kBatch, kOut, kOutH, kOutH}, dt::f32, tag::nhwc);
+  EXPECT_EQ(nhwc, onednn_runs_avx2_brgemm_convolutions())
+      << (onednn_runs_avx512() ? "AVX-512" : "AVX2") << " kernels, oneDNN " << DNNL_VERSION_MAJOR << "."
+      << DNNL_VERSION_MINOR;
+#if DNNL_VERSION_MAJOR > 3 || (DNNL_VERSION_MAJOR == 3 && DNNL_VERSION_MINOR >= 7)
+  if (const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA"); cap && std::string(cap) == "AVX2") {
+    EXPECT_TRUE(onednn_runs_avx2_brgemm_convolutions()) << "oneDNN 3.7 has brg_conv_fwd:avx2";
+  }
+#endif
+  EXPECT_FALSE(nhwc_where_gemm("jit:avx2", false));
+  EXPECT_FALSE(nhwc_where_gemm("x64:gemm:jit", true));
+}
+
 // The plain form's own kernels refuse a grouped or a dilated convolution given to them directly, with a sentence
 // (conv2d_op_for gives those to conv2d_op, oneDNN's grouped primitive).
 TEST(onednn_conv2d, thin_and_small_image_ops_refuse_grouped_or_dilated_configurations) {

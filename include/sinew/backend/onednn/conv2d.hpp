@@ -1,8 +1,9 @@
 // sinew/backend/onednn/conv2d.hpp: Conv2d (+ fused activation) on oneDNN primitives.
 //
 // As oneDNN's cnn_training_f32 example: every descriptor is format_tag::any so each primitive picks its
-// layout; reorders exist only where two layouts differ (input, PyTorch-layout weights, gradients) and are
-// created at set-up (weighted_layer.hpp); the forward primitive descriptor is the hint of both backward ones.
+// layout (but NHWC where oneDNN's pick is its gemm-based convolution and it has AVX2 brgemm ones:
+// nhwc_where_gemm); reorders exist only where two layouts differ (input, PyTorch-layout weights, gradients) and
+// are created at set-up (weighted_layer.hpp); the forward primitive descriptor is the hint of both backward ones.
 // Grouped convolutions (depthwise included) and dilated ones run here too, as oneDNN describes them: weights with a
 // leading groups dimension (goihw, the same floats as PyTorch's [Out, In/G, K, K]) and dilation counted as the gap
 // between taps (PyTorch's dilation - 1).
@@ -17,6 +18,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstring>
 #include <variant>
 
 #include "sinew/backend/onednn/lowered_conv2d.hpp"
@@ -42,6 +44,37 @@ constexpr tap_window used_taps(int in, int out, int kernel, int stride, int padd
   w.pad_r = (out - 1) * stride + w.count - in - w.pad_l;
   if (w.count <= 0 || w.count >= kernel || w.pad_r < 0) return {0, kernel, padding, padding};  // keep every tap
   return w;
+}
+
+/// Whether oneDNN runs AVX2 kernels here (onednn_runs_avx512() false) and has brgemm convolutions for them, which
+/// take NHWC tensors: oneDNN 3's brg_conv_fwd:avx2; oneDNN 2.6 has none. Asked once, of a small NHWC convolution.
+inline bool onednn_runs_avx2_brgemm_convolutions() {
+  static const bool yes = [] {
+    if (onednn_runs_avx512()) return false;
+    try {
+      const dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+      const desc src({2, 16, 8, 8}, dt::f32, tag::acdb), w({16, 16, 3, 3}, dt::f32, tag::any),
+          dst({2, 16, 8, 8}, dt::f32, tag::acdb);
+      const auto pd = compat::forward<dnnl::convolution_forward>(
+          eng, dnnl::primitive_attr(), dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src, w,
+          desc(), dst, dims{1, 1}, dims{0, 0}, dims{1, 1}, dims{1, 1});
+      return std::strncmp(pd.impl_info_str(), "brg", 3) == 0;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return yes;
+}
+
+/// Whether an f32 convolution for which oneDNN chose `impl` in the layouts of its choice runs NHWC instead: where
+/// that choice is oneDNN's gemm-based convolution (an im2col and a product, its fallback for a plain input its
+/// blocked AVX2 kernels do not take, such as AlexNet's first layer: 3 channels, an 11x11 kernel at stride 4) and
+/// oneDNN has brgemm convolutions for AVX2, which take NHWC. Only there: on the blocked direct kernels' shapes
+/// NHWC ran the forward faster but the backward weights slower, and AlexNet no faster as a whole; the
+/// first layer's forward ran in half the time (bench/results/2026-12-01-zen4-avx2-nhwc-first-layer-debian13).
+/// `excluded`: bf16, grouped or dilated convolutions, which keep oneDNN's choice.
+inline bool nhwc_where_gemm(const char* impl, bool excluded) {
+  return !excluded && impl && std::strstr(impl, "gemm") && onednn_runs_avx2_brgemm_convolutions();
 }
 
 class conv2d_op : public weighted_layer<dnnl::convolution_forward, dnnl::convolution_backward_data,
@@ -87,9 +120,7 @@ class conv2d_op : public weighted_layer<dnnl::convolution_forward, dnnl::convolu
     const bool bf16 = compute == dt::bf16;
     const dt out = bf16 && c.act == simd::activation::none ? dt::bf16 : dt::f32;
     const dt diff_in = bf16 && compat::data_type_of(src_md) == dt::bf16 ? dt::bf16 : dt::f32;
-    const desc src_any(src_dims, compute, tag::any), dst_any(dst_dims, out, tag::any);
     const desc w_any(w_dims, compute, tag::any), diff_w_any(w_dims, dt::f32, tag::any);
-    const desc diff_src_any(src_dims, diff_in, tag::any), diff_dst_any(dst_dims, compute, tag::any);
     // The weights as they lie in the flat buffer: all of them, or the block of taps that are used. The unused
     // taps' gradients are zero; they are set once here and nothing else writes them.
     desc user_w(full_w_dims, dt::f32, grouped ? tag::goihw : tag::oihw);
@@ -100,12 +131,24 @@ class conv2d_op : public weighted_layer<dnnl::convolution_forward, dnnl::convolu
     }
     const desc bias = c.bias ? desc({c.out_c}, dt::f32, tag::x) : desc();
     const auto alg = algorithm::convolution_direct;
-
-    const auto fwd = checked("conv2d forward", [&] {
-      return compat::forward<convolution_forward>(eng, fused_activation::attr(c.act), prop_kind::forward_training, alg,
-                                                  src_any, w_any, bias, dst_any, strides, dilates, pad,
-                                                  pad_r);
-    });
+    // The input's and output's layout: oneDNN's choice (any), or NHWC where its choice is its gemm-based
+    // convolution and NHWC gets a brgemm kernel (nhwc_where_gemm).
+    const auto forward_in = [&](tag layout) {
+      return compat::forward<convolution_forward>(eng, fused_activation::attr(c.act), prop_kind::forward_training,
+                                                  alg, desc(src_dims, compute, layout), w_any, bias,
+                                                  desc(dst_dims, out, layout), strides, dilates, pad, pad_r);
+    };
+    auto fwd = checked("conv2d forward", [&] { return forward_in(tag::any); });
+    tag layout = tag::any;
+    if (nhwc_where_gemm(fwd.impl_info_str(), bf16 || grouped || dilated)) {
+      try {
+        if (auto nhwc = forward_in(tag::acdb); std::strncmp(nhwc.impl_info_str(), "brg", 3) == 0)
+          fwd = nhwc, layout = tag::acdb;
+      } catch (const dnnl::error&) {  // keep oneDNN's choice
+      }
+    }
+    const desc src_any(src_dims, compute, layout), diff_dst_any(dst_dims, compute, layout);
+    const desc diff_src_any(src_dims, diff_in, layout);
     const auto bww = checked("conv2d backward weights", [&] {
       return compat::backward<convolution_backward_weights>(eng, fwd, alg, src_any, diff_w_any, bias, diff_dst_any,
                                                             strides, dilates, pad, pad_r);
