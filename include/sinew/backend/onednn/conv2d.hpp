@@ -69,9 +69,10 @@ inline bool onednn_runs_avx2_brgemm_convolutions() {
 /// Whether an f32 convolution for which oneDNN chose `impl` in the layouts of its choice runs NHWC instead: where
 /// that choice is oneDNN's gemm-based convolution (an im2col and a product, its fallback for a plain input its
 /// blocked AVX2 kernels do not take, such as AlexNet's first layer: 3 channels, an 11x11 kernel at stride 4) and
-/// oneDNN has brgemm convolutions for AVX2, which take NHWC. Only there: on the blocked direct kernels' shapes
-/// NHWC ran the forward faster but the backward weights slower, and AlexNet no faster as a whole; the
-/// first layer's forward ran in half the time (bench/results/2026-12-01-zen4-avx2-nhwc-first-layer-debian13).
+/// oneDNN has brgemm convolutions for AVX2, which take NHWC. Only there: with every AlexNet layer NHWC (its 3x3
+/// ones unlowered too) the forwards ran faster but the backward weights slower, and the step no faster; NHWC on
+/// the first layer alone ran its forward in half the time
+/// (bench/results/2026-12-01-zen4-avx2-nhwc-first-layer-debian13).
 /// `excluded`: bf16, grouped or dilated convolutions, which keep oneDNN's choice.
 inline bool nhwc_where_gemm(const char* impl, bool excluded) {
   return !excluded && impl && std::strstr(impl, "gemm") && onednn_runs_avx2_brgemm_convolutions();
