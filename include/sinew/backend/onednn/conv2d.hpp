@@ -1,7 +1,7 @@
 // sinew/backend/onednn/conv2d.hpp: Conv2d (+ fused activation) on oneDNN primitives.
 //
 // As oneDNN's cnn_training_f32 example: every descriptor is format_tag::any so each primitive picks its
-// layout (but NHWC where oneDNN's pick is its gemm-based convolution and it has AVX2 brgemm ones:
+// layout (but NHWC where oneDNN's pick is its gemm-based convolution and NHWC gets an AVX2 brgemm one:
 // nhwc_where_gemm); reorders exist only where two layouts differ (input, PyTorch-layout weights, gradients) and
 // are created at set-up (weighted_layer.hpp); the forward primitive descriptor is the hint of both backward ones.
 // Grouped convolutions (depthwise included) and dilated ones run here too, as oneDNN describes them: weights with a
@@ -46,36 +46,17 @@ constexpr tap_window used_taps(int in, int out, int kernel, int stride, int padd
   return w;
 }
 
-/// Whether oneDNN runs AVX2 kernels here (onednn_runs_avx512() false) and has brgemm convolutions for them, which
-/// take NHWC tensors: oneDNN 3's brg_conv_fwd:avx2; oneDNN 2.6 has none. Asked once, of a small NHWC convolution.
-inline bool onednn_runs_avx2_brgemm_convolutions() {
-  static const bool yes = [] {
-    if (onednn_runs_avx512()) return false;
-    try {
-      const dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-      const desc src({2, 16, 8, 8}, dt::f32, tag::acdb), w({16, 16, 3, 3}, dt::f32, tag::any),
-          dst({2, 16, 8, 8}, dt::f32, tag::acdb);
-      const auto pd = compat::forward<dnnl::convolution_forward>(
-          eng, dnnl::primitive_attr(), dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src, w,
-          desc(), dst, dims{1, 1}, dims{0, 0}, dims{1, 1}, dims{1, 1});
-      return std::strncmp(pd.impl_info_str(), "brg", 3) == 0;
-    } catch (const dnnl::error&) {
-      return false;
-    }
-  }();
-  return yes;
-}
-
-/// Whether an f32 convolution for which oneDNN chose `impl` in the layouts of its choice runs NHWC instead: where
-/// that choice is oneDNN's gemm-based convolution (an im2col and a product, its fallback for a plain input its
-/// blocked AVX2 kernels do not take, such as AlexNet's first layer: 3 channels, an 11x11 kernel at stride 4) and
-/// oneDNN has brgemm convolutions for AVX2, which take NHWC. Only there: with every AlexNet layer NHWC (its 3x3
-/// ones unlowered too) the forwards ran faster but the backward weights slower, and the step no faster; NHWC on
-/// the first layer alone ran its forward in half the time
+/// Whether an f32 convolution for which oneDNN chose `impl` in the layouts of its choice asks for NHWC instead:
+/// where that choice is oneDNN's gemm-based convolution (an im2col and a product, its fallback for a plain input
+/// its blocked AVX2 kernels do not take, such as AlexNet's first layer: 3 channels, an 11x11 kernel at stride 4)
+/// and oneDNN runs AVX2 kernels, whose brgemm convolutions (oneDNN 3's brg_conv_fwd:avx2) take NHWC. conv2d_op
+/// keeps NHWC only where it gets such a kernel: oneDNN 2.6 has none and gives its gemm convolution again. Only
+/// there: with every AlexNet layer NHWC (its 3x3 ones unlowered too) the forwards ran faster but the backward
+/// weights slower, and the step no faster; NHWC on the first layer alone ran its forward in half the time
 /// (bench/results/2026-12-01-zen4-avx2-nhwc-first-layer-debian13).
 /// `excluded`: bf16, grouped or dilated convolutions, which keep oneDNN's choice.
 inline bool nhwc_where_gemm(const char* impl, bool excluded) {
-  return !excluded && impl && std::strstr(impl, "gemm") && onednn_runs_avx2_brgemm_convolutions();
+  return !excluded && impl && std::strstr(impl, "gemm") && !onednn_runs_avx512();
 }
 
 class conv2d_op : public weighted_layer<dnnl::convolution_forward, dnnl::convolution_backward_data,
