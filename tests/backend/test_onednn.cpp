@@ -680,11 +680,13 @@ TEST(onednn_conv2d, a_layer_on_onednns_gemm_convolution_runs_nhwc_where_avx2_brg
   to_plain(ctx, op.dst(), y.data());
   expect_close(y, ref::conv2d(x, w.data(), b.data(), kBatch, kIn, kH, kH, kOut, kK, 4, 2));
   const bool nhwc = op.dst_desc() == desc({kBatch, kOut, kOutH, kOutH}, dt::f32, tag::nhwc);
-  if (onednn_runs_avx512() || DNNL_VERSION_MAJOR < 3)
+  if (onednn_runs_avx512() || DNNL_VERSION_MAJOR < 3) {
     EXPECT_FALSE(nhwc) << "AVX-512 kernels, or oneDNN 2 (no AVX2 brgemm convolutions): oneDNN's layout";
+  }
 #if DNNL_VERSION_MAJOR > 3 || (DNNL_VERSION_MAJOR == 3 && DNNL_VERSION_MINOR >= 7)
-  if (const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA"); cap && std::string(cap) == "AVX2")
+  if (const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA"); cap && std::string(cap) == "AVX2") {
     EXPECT_TRUE(nhwc) << "oneDNN 3.7 runs the layer on brg_conv_fwd:avx2 in NHWC";
+  }
 #endif
   EXPECT_EQ(nhwc_where_gemm("x64:gemm:jit", false), !onednn_runs_avx512());
   EXPECT_FALSE(nhwc_where_gemm("jit:avx2", false));
