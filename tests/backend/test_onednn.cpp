@@ -646,9 +646,9 @@ TEST(onednn_conv2d, small_output_3x3_is_lowered_only_where_onednn_runs_avx2_kern
   };
   lowered_on_avx2_conv2d_op chosen;
   check(chosen);
-  EXPECT_EQ(chosen.lowered(), !onednn_runs_avx512()) << (onednn_runs_avx512() ? "AVX-512" : "AVX2") << " kernels";
+  EXPECT_EQ(chosen.avx2_form(), !onednn_runs_avx512()) << (onednn_runs_avx512() ? "AVX-512" : "AVX2") << " kernels";
   if (const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA"); cap && std::string(cap) == "AVX2") {
-    EXPECT_TRUE(chosen.lowered()) << "ONEDNN_MAX_CPU_ISA=AVX2";
+    EXPECT_TRUE(chosen.avx2_form()) << "ONEDNN_MAX_CPU_ISA=AVX2";
   }
   lowered_conv2d_op lowered;
   check(lowered);
@@ -745,8 +745,9 @@ struct conv_run {
   }
 };
 
-template <class Arch>
-void expect_thin_conv_matches_onednn(const backend::Conv2dConfig& c, bool need_diff_src) {
+// Op against oneDNN's conv2d_op (see conv_run), within 1e-5 of the largest value of each result.
+template <class Op>
+void expect_conv_op_matches_onednn(const backend::Conv2dConfig& c, bool need_diff_src) {
   using namespace backend::onednn;
   OneDnn::context ctx{BackendOptions{}};
   Rng rng(17);
@@ -757,7 +758,7 @@ void expect_thin_conv_matches_onednn(const backend::Conv2dConfig& c, bool need_d
   for (float& v : x) v = rng.normal();
   for (float& v : dy) v = rng.normal();
   conv_run<conv2d_op> want;
-  conv_run<basic_thin_conv2d_op<Arch>> got;
+  conv_run<Op> got;
   want.run(ctx, c, need_diff_src, w, b, x, dy);
   got.run(ctx, c, need_diff_src, w, b, x, dy);
   const auto near = [](const std::vector<float>& g, const std::vector<float>& e, const char* what) {
@@ -770,6 +771,11 @@ void expect_thin_conv_matches_onednn(const backend::Conv2dConfig& c, bool need_d
   near(got.dw, want.dw, "weights' gradient");
   if (c.bias) near(got.db, want.db, "bias' gradient");
   if (need_diff_src) near(got.dx, want.dx, "input gradient");
+}
+
+template <class Arch>
+void expect_thin_conv_matches_onednn(const backend::Conv2dConfig& c, bool need_diff_src) {
+  expect_conv_op_matches_onednn<backend::onednn::basic_thin_conv2d_op<Arch>>(c, need_diff_src);
 }
 
 using Act = simd::activation;
@@ -807,6 +813,79 @@ TEST(onednn_thin_conv2d, avx2_kernels_match_onednn) {
   expect_thin_conv_matches_onednn<xsimd::avx2>(kChannels16Short, true);
 }
 #endif
+
+// A 3x3 convolution at stride 1 with padding 1 onto a small image, without bias or fused activation, runs as
+// Winograd's F(2x2, 3x3) (onednn/winograd_conv2d.hpp). Against oneDNN's direct convolution: output, weights' and
+// input gradients on ResNet-18's 8x8 layer (narrower), on odd sides (last tiles half outside the image) with more
+// than the transforms' 64 channels a chunk on each side, and without the input gradient.
+const backend::Conv2dConfig kWinogradResNet{3, 32, 8, 8, 32, 8, 8, 3, 1, 1, false, Act::none};
+const backend::Conv2dConfig kWinogradOddWide{2, 70, 5, 7, 66, 5, 7, 3, 1, 1, false, Act::none};
+
+TEST(onednn_winograd_conv2d, matches_onednns_direct_convolution) {
+  using backend::onednn::winograd_conv2d_op;
+  expect_conv_op_matches_onednn<winograd_conv2d_op>(kWinogradResNet, true);
+  expect_conv_op_matches_onednn<winograd_conv2d_op>(kWinogradOddWide, true);
+  expect_conv_op_matches_onednn<winograd_conv2d_op>(kWinogradOddWide, false);
+}
+
+// conv2d_op_for's choice for such layers runs the Winograd form where oneDNN runs AVX2 kernels and oneDNN's direct
+// convolution where it runs AVX-512 ones, at set-up: `ctest --preset numerics-avx2` takes the Winograd form on an
+// AVX-512 machine too.
+TEST(onednn_winograd_conv2d, is_chosen_where_onednn_runs_avx2_kernels) {
+  using namespace backend::onednn;
+  expect_conv_op_matches_onednn<winograd_on_avx2_conv2d_op>(kWinogradResNet, true);
+  OneDnn::context ctx{BackendOptions{}};
+  const backend::Conv2dConfig& c = kWinogradResNet;
+  std::vector<float> w(std::size_t(c.out_c * c.in_c * 9)), dw(w.size());
+  winograd_on_avx2_conv2d_op chosen;
+  chosen.setup(ctx, plain_desc(c.batch, c.in_c, c.in_h, c.in_w), c, ParamSlots{w.data(), nullptr, dw.data(), nullptr},
+               true);
+  EXPECT_EQ(chosen.avx2_form(), !onednn_runs_avx512()) << (onednn_runs_avx512() ? "AVX-512" : "AVX2") << " kernels";
+  if (const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA"); cap && std::string(cap) == "AVX2") {
+    EXPECT_TRUE(chosen.avx2_form()) << "ONEDNN_MAX_CPU_ISA=AVX2";
+  }
+}
+
+// What it does not compute it refuses with a sentence; conv_is_winograd sends such layers elsewhere.
+TEST(onednn_winograd_conv2d, refuses_other_kernels_strides_bias_and_activations_with_a_sentence) {
+  using namespace backend::onednn;
+  OneDnn::context ctx{BackendOptions{}};
+  const backend::Conv2dConfig plain = kWinogradResNet;
+  backend::Conv2dConfig strided = plain, five = plain, biased = plain, fused = plain, grouped = plain;
+  strided.stride = 2, strided.out_h = strided.out_w = 4;
+  five.kernel = 5, five.padding = 2;
+  biased.bias = true;
+  fused.act = Act::relu;
+  grouped.groups = 2;
+  std::vector<float> w(std::size_t(32 * 32 * 25)), b(32), dw(w.size()), db(b.size());
+  const ParamSlots p{w.data(), b.data(), dw.data(), db.data()};
+  const desc src = plain_desc(3, 32, 8, 8);
+  const std::pair<const backend::Conv2dConfig*, const char*> cases[] = {
+      {&strided, "it computes 3x3 kernels at stride 1 with padding 1 only"},
+      {&five, "it computes 3x3 kernels at stride 1 with padding 1 only"},
+      {&biased, "it computes neither"},
+      {&fused, "it computes neither"},
+      {&grouped, "it computes ungrouped, undilated convolutions only"}};
+  for (const auto& [c, sentence] : cases) {
+    winograd_conv2d_op op;
+    try {
+      op.setup(ctx, src, *c, p, true);
+      ADD_FAILURE() << "winograd_conv2d_op accepted a configuration it does not compute: " << sentence;
+    } catch (const backend_error& e) {
+      EXPECT_NE(std::string(e.what()).find(sentence), std::string::npos) << e.what();
+    }
+  }
+  // The rule: ResNet's 3x3 layers on 8x8 and 4x4 images, not 512 channels, 2x2 or 16x16 images, bias or activation.
+  static_assert(conv_is_winograd(3, 1, 1, false, false, 8, 8, 64, 64) &&
+                conv_is_winograd(3, 1, 1, false, false, 4, 4, 128, 128) &&
+                conv_is_winograd(3, 1, 1, false, false, 8, 8, 256, 256));
+  static_assert(!conv_is_winograd(3, 1, 1, false, false, 4, 4, 512, 512) &&
+                !conv_is_winograd(3, 1, 1, false, false, 2, 2, 256, 256) &&
+                !conv_is_winograd(3, 1, 1, false, false, 16, 16, 128, 128) &&
+                !conv_is_winograd(3, 1, 1, true, false, 8, 8, 64, 64) &&
+                !conv_is_winograd(3, 1, 1, false, true, 8, 8, 64, 64) &&
+                !conv_is_winograd(3, 2, 1, false, false, 8, 8, 64, 64));
+}
 
 // LeNet-5's two convolutions take the thin op, chosen from their shapes (conv2d.hpp's conv2d_op_for).
 template <class... N>

@@ -45,6 +45,10 @@ using ConvNode = Node<Conv2d<4, 3>, Shape<2, 8, 8>, NoActivation, 0, 0>;
 using NormNode = Node<BatchNorm2d, Shape<2, 8, 8>, NoActivation, 0, 0>;
 static_assert(std::is_same_v<OneDnnBf16::op<ConvNode>, backend::onednn::conv2d_bf16_op>);
 static_assert(std::is_same_v<OneDnnBf16::op<NormNode>, OneDnn::op<NormNode>>);
+// A layer OneDnn runs as Winograd's (f32 only: onednn/winograd_conv2d.hpp) is bf16's direct convolution.
+using WinogradNode = Node<Conv2d<64, 3, 1, 1, false>, Shape<64, 8, 8>, NoActivation, 0, 0>;
+static_assert(std::is_same_v<OneDnn::op<WinogradNode>, backend::onednn::winograd_on_avx2_conv2d_op>);
+static_assert(std::is_same_v<OneDnnBf16::op<WinogradNode>, backend::onednn::conv2d_bf16_op>);
 // Between layers the tensors are bf16 where the next op reads bf16 (a convolution without an activation in its layer
 // writes bf16; batch norm with or without its ReLU, the ReLU after a residual addition and the addition keep the
 // type they are given) and f32 where the op reads f32 only (sinew's SIMD activations, pooling, inner products).

@@ -55,6 +55,22 @@ static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<2
                              backend::onednn::conv2d_op>);
 static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<20, 7, 7>, Conv2d<24, 5, 1, 2>>::nodes<true>>::type>,
                              backend::onednn::conv2d_op>);
+// A 3x3 kernel at stride 1 with padding 1 and neither bias nor fused activation onto a small image (4x4 to 8x8
+// pixels, at most 256 channels; ResNet's 3x3 layers on 32x32 inputs) runs as Winograd's F(2x2, 3x3)
+// where oneDNN runs AVX2 kernels (onednn/winograd_conv2d.hpp; oneDNN's direct convolution where it runs AVX-512
+// ones, so `ctest --preset numerics-avx2` runs these on the Winograd form): 4x4, and an odd 5x7 image (last tiles half outside) through batch norm and ReLU
+// into a second one (NHWC from one to the next). Bias, a fused activation or a stride keep the other ops.
+SINEW_LAYER_CASE(conv2d_winograd_k3_p1_4x4_17_to_20_channels, ({.seed = 13}), Net<Input<17, 4, 4>, Conv2d<20, 3, 1, 1, false>>)
+SINEW_LAYER_CASE(conv2d_winograd_pair_odd_5x7_through_batch_norm, ({.batch = 3, .seed = 14}),
+                 Net<Input<18, 5, 7>, Conv2d<17, 3, 1, 1, false>, BatchNorm2d, ReLU, Conv2d<19, 3, 1, 1, false>>)
+static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<17, 4, 4>, Conv2d<20, 3, 1, 1, false>>::nodes<true>>::type>,
+                             backend::onednn::winograd_on_avx2_conv2d_op>);
+static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<64, 8, 8>, Conv2d<64, 3, 1, 1, false>>::nodes<true>>::type>,
+                             backend::onednn::winograd_on_avx2_conv2d_op>);
+static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<17, 4, 4>, Conv2d<20, 3, 1, 1, true>>::nodes<true>>::type>,
+                             backend::onednn::lowered_on_avx2_conv2d_op>);
+static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<512, 4, 4>, Conv2d<512, 3, 1, 1, false>>::nodes<true>>::type>,
+                             backend::onednn::lowered_on_avx2_conv2d_op>);
 // One output pixel from an image no larger than the kernel is an inner product with the taps that meet it
 // (onednn/small_conv2d.hpp): ResNet's last stage on 32x32 inputs.
 SINEW_LAYER_CASE(conv2d_k1_on_a_1x1_image_fused_relu, ({.seed = 7}), Net<Input<6, 1, 1>, Conv2d<5, 1>, ReLU>)

@@ -193,14 +193,15 @@ struct op_for<Kind, OneDnnBf16> {
 
 /// Convolutions in bf16, chosen by OneDnn's rule (onednn::conv2d_op_for). There are no bf16 thin kernels, so a thin
 /// layer takes the direct convolution (sinew's thin kernels are f32 only), and so does a small output image (the
-/// lowered form is f32 only; its speed-up was measured on AVX2, where oneDNN has no bf16 kernels). The small-image
-/// form reads f32.
+/// lowered and Winograd forms are f32 only; the lowering's speed-up was measured on AVX2, where oneDNN has no bf16
+/// kernels). The small-image form reads f32.
 template <>
 struct op_for<layer_kind::conv2d, OneDnnBf16> {
   /// the small-image form, else the direct convolution (also for thin and lowered layers)
   template <NodeType N>
   using type_for = onednn::conv2d_op_for<N, onednn::f32_input<onednn::small_conv2d_bf16_op>, onednn::conv2d_bf16_op,
-                                         onednn::conv2d_bf16_op, onednn::conv2d_bf16_op, onednn::conv2d_bf16_op>;
+                                         onednn::conv2d_bf16_op, onednn::conv2d_bf16_op, onednn::conv2d_bf16_op,
+                                         onednn::conv2d_bf16_op>;
 };
 
 /// Inner products in bf16, on f32 input (the matmul form of the forward reads plain f32).

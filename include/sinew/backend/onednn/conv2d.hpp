@@ -25,6 +25,7 @@
 #include "sinew/backend/onednn/small_conv2d.hpp"
 #include "sinew/backend/onednn/thin_conv2d.hpp"
 #include "sinew/backend/onednn/weighted_layer.hpp"
+#include "sinew/backend/onednn/winograd_conv2d.hpp"
 
 namespace sinew::backend::onednn {
 
@@ -145,25 +146,28 @@ class conv2d_op : public weighted_layer<dnnl::convolution_forward, dnnl::convolu
   }
 };
 
-/// A 2x2 or 3x3 convolution onto a small output image: lowered_conv2d_op where oneDNN runs its AVX2 kernels,
-/// conv2d_op where it runs AVX-512 ones (lowers_small_kernels()), chosen once at set-up. The two forms differ in
-/// layout (the lowered output is NHWC); every later op reads the layout it is handed at its own set-up.
-class lowered_on_avx2_conv2d_op {
+/// A convolution computed by Avx2Form (lowered_conv2d_op, winograd_conv2d_op) where oneDNN runs its AVX2 kernels
+/// and by conv2d_op where it runs AVX-512 ones (onednn_runs_avx512()), chosen once at set-up: both forms were
+/// measured faster than oneDNN's AVX2 direct kernels and slower than, or no faster than, its AVX-512 ones
+/// (lowered_conv2d.hpp, winograd_conv2d.hpp). The forms differ in layout (Avx2Form's output is NHWC); every later
+/// op reads the layout it is handed at its own set-up.
+template <class Avx2Form>
+class on_avx2_conv2d_op {
  public:
   template <NodeType N>
   void setup(context& ctx, const desc& src_md, int batch, ParamSlots p, bool need_diff_src) {
     setup(ctx, src_md, conv2d_config<N>(batch), p, need_diff_src);
   }
   void setup(context& ctx, const desc& src_md, const Conv2dConfig& c, ParamSlots p, bool need_diff_src) {
-    if (lowers_small_kernels())
-      op_.emplace<lowered_conv2d_op>();
+    if (onednn_runs_avx512())
+      op_.template emplace<conv2d_op>();
     else
-      op_.emplace<conv2d_op>();
+      op_.template emplace<Avx2Form>();
     std::visit([&](auto& op) { op.setup(ctx, src_md, c, p, need_diff_src); }, op_);
   }
 
-  /// Whether set-up chose the lowered form (what tests check).
-  bool lowered() const noexcept { return std::holds_alternative<lowered_conv2d_op>(op_); }
+  /// Whether set-up chose Avx2Form (what tests check).
+  bool avx2_form() const noexcept { return std::holds_alternative<Avx2Form>(op_); }
 
   desc dst_desc() const {
     return std::visit([](const auto& op) { return op.dst_desc(); }, op_);
@@ -198,21 +202,29 @@ class lowered_on_avx2_conv2d_op {
   }
 
  private:
-  std::variant<conv2d_op, lowered_conv2d_op> op_;
+  std::variant<conv2d_op, Avx2Form> op_;
 };
+
+/// A 2x2 or 3x3 convolution onto a small output image: lowered where oneDNN runs AVX2 kernels (lowered_conv2d.hpp).
+using lowered_on_avx2_conv2d_op = on_avx2_conv2d_op<lowered_conv2d_op>;
+/// A convolution conv_is_winograd takes: Winograd's F(2x2, 3x3) where oneDNN runs AVX2 kernels.
+using winograd_on_avx2_conv2d_op = on_avx2_conv2d_op<winograd_conv2d_op>;
 
 }  // namespace sinew::backend::onednn
 
 namespace sinew::backend {
 namespace onednn {
 /// The op of a convolution node N, one rule for every precision: Small over an image smaller than its kernel,
-/// Thin for a stride-1 layer of at most 16 channels on each side (thin_conv2d.hpp), for a small output image
-/// (lowered_conv2d.hpp) Lowered (a strided 1x1 kernel) or LoweredOnAvx2 (a 2x2 or 3x3 kernel: lowered where
-/// oneDNN runs AVX2 kernels), else General on oneDNN's primitives. Small, Thin and Lowered compute the plain
-/// convolution only: a grouped or dilated one (depthwise included) is General's, oneDNN's grouped convolution.
-/// OneDnn's ops are the defaults; OneDnnBf16 passes its own (onednn_bf16.hpp).
+/// Thin for a stride-1 layer of at most 16 channels on each side (thin_conv2d.hpp), Winograd for a 3x3 layer at
+/// stride 1 without bias or fused activation onto a small image (winograd_conv2d.hpp: Winograd's F(2x2, 3x3) where
+/// oneDNN runs AVX2 kernels), for another small output
+/// image (lowered_conv2d.hpp) Lowered (a strided 1x1 kernel) or LoweredOnAvx2 (a 2x2 or 3x3 kernel: lowered where
+/// oneDNN runs AVX2 kernels), else General on oneDNN's primitives. Small, Thin, Winograd and Lowered compute the
+/// plain convolution only: a grouped or dilated one (depthwise included) is General's, oneDNN's grouped
+/// convolution. OneDnn's ops are the defaults; OneDnnBf16 passes its own (onednn_bf16.hpp).
 template <NodeType N, class Small = small_conv2d_op, class Thin = thin_conv2d_op, class General = conv2d_op,
-          class Lowered = lowered_conv2d_op, class LoweredOnAvx2 = lowered_on_avx2_conv2d_op>
+          class Lowered = lowered_conv2d_op, class LoweredOnAvx2 = lowered_on_avx2_conv2d_op,
+          class Winograd = winograd_on_avx2_conv2d_op>
 using conv2d_op_for = std::conditional_t<
     N::layer::kGroups != 1 || N::layer::kDilation != 1, General,
     std::conditional_t<
@@ -221,10 +233,16 @@ using conv2d_op_for = std::conditional_t<
         Small,
         std::conditional_t<
             conv_is_thin(N::input::kChannels, N::output::kChannels, N::layer::kStride), Thin,
-            std::conditional_t<conv_is_lowered(N::output::kHeight, N::output::kWidth, N::layer::kKernel,
-                                               N::layer::kStride, N::output::kChannels),
-                               std::conditional_t<conv_lowering_follows_isa(N::layer::kKernel), LoweredOnAvx2, Lowered>,
-                               General>>>>;
+            std::conditional_t<
+                conv_is_winograd(N::layer::kKernel, N::layer::kStride, N::layer::kPadding, N::layer::kHasBias,
+                                 activation_of<typename N::activation>() != simd::activation::none,
+                                 N::output::kHeight, N::output::kWidth, N::input::kChannels, N::output::kChannels),
+                Winograd,
+                std::conditional_t<conv_is_lowered(N::output::kHeight, N::output::kWidth, N::layer::kKernel,
+                                                   N::layer::kStride, N::output::kChannels),
+                                   std::conditional_t<conv_lowering_follows_isa(N::layer::kKernel), LoweredOnAvx2,
+                                                      Lowered>,
+                                   General>>>>>;
 }  // namespace onednn
 
 /// A convolution's op is chosen from its node's shape (onednn::conv2d_op_for).

@@ -26,20 +26,19 @@
 
 namespace sinew::backend::onednn {
 
-/// Whether small 2x2 and 3x3 kernels are lowered in this process: where oneDNN runs its AVX2 kernels (an AVX2 CPU,
-/// or oneDNN capped by ONEDNN_MAX_CPU_ISA=AVX2), not where it runs AVX-512 ones. The lowering was made for oneDNN
-/// 2.6's AVX2 direct convolutions, whose late layers are slow; its AVX-512 ones ran AlexNet, ResNet-18, ResNet-50
-/// and VGG-16-BN 4-17% faster unlowered (bench/results/2026-11-30-zen4-avx512-unlowered). The choice follows
-/// the kernels oneDNN runs, not the instructions sinew was compiled for: a portable build on an AVX-512 CPU runs
-/// direct, and an AVX-512 build capped to AVX2 lowers as an AVX2 CPU does (on a Zen 4 so capped the two forms
-/// tied: bench/results/2026-12-01-zen4-lowering-by-isa). (An AVX-512 build once lowered too, and VGG-16-BN's
-/// golden comparison then failed by 1.4e-2: float32 rounding in another summation order flipped a max pool's
-/// near-tie in the golden batch, tests/nets/test_lenet5_alexnet_vgg.cpp. That was no fault of the lowering.)
-inline bool lowers_small_kernels() { return !onednn_runs_avx512(); }
+// Small 2x2 and 3x3 kernels are lowered (conv2d.hpp: lowered_on_avx2_conv2d_op) where oneDNN runs its AVX2
+// kernels (an AVX2 CPU, or oneDNN capped by ONEDNN_MAX_CPU_ISA=AVX2), not where it runs AVX-512 ones. The lowering was made for oneDNN
+// 2.6's AVX2 direct convolutions, whose late layers are slow; its AVX-512 ones ran AlexNet, ResNet-18, ResNet-50
+// and VGG-16-BN 4-17% faster unlowered (bench/results/2026-11-30-zen4-avx512-unlowered). The choice follows
+// the kernels oneDNN runs, not the instructions sinew was compiled for: a portable build on an AVX-512 CPU runs
+// direct, and an AVX-512 build capped to AVX2 lowers as an AVX2 CPU does (on a Zen 4 so capped the two forms
+// tied: bench/results/2026-12-01-zen4-lowering-by-isa). (An AVX-512 build once lowered too, and VGG-16-BN's
+// golden comparison then failed by 1.4e-2: float32 rounding in another summation order flipped a max pool's
+// near-tie in the golden batch, tests/nets/test_lenet5_alexnet_vgg.cpp. That was no fault of the lowering.)
 
 /// Whether a convolution with an out_h x out_w output and out_c channels may run as lowered_conv2d_op: a 2x2 or 3x3
-/// kernel on an output of at most 4x4 pixels, or of at most 8x8 with 128 output channels or more (where
-/// lowers_small_kernels(), at set-up: lowered_on_avx2_conv2d_op), or a 1x1 kernel with a stride on an output of at most
+/// kernel on an output of at most 4x4 pixels, or of at most 8x8 with 128 output channels or more (where oneDNN
+/// runs AVX2 kernels, at set-up: lowered_on_avx2_conv2d_op), or a 1x1 kernel with a stride on an output of at most
 /// 2x2 (always). The patches cost a copy per input pixel and tap whatever the output channels, the product a
 /// multiply-add per output channel, so with few channels the copy weighs: under oneDNN 2.6's AVX2 kernels (a Zen 4
 /// capped to them) ResNet-18's 64-channel blocks on 8x8 took 8.1 ms a step lowered against 6.4 direct, and keeping them
@@ -55,7 +54,7 @@ constexpr bool conv_is_lowered(int out_h, int out_w, int kernel, int stride, int
   return kernel > 1 ? kernel <= 3 && (pixels <= 16 || (pixels <= 64 && out_c >= 128)) : stride > 1 && pixels <= 4;
 }
 
-/// Whether conv_is_lowered's choice is made at set-up by the kernels oneDNN runs (lowers_small_kernels()): for
+/// Whether conv_is_lowered's choice is made at set-up by the kernels oneDNN runs (onednn_runs_avx512() false): for
 /// 2x2 and 3x3 kernels; a strided 1x1 kernel is lowered wherever conv_is_lowered says so.
 constexpr bool conv_lowering_follows_isa(int kernel) noexcept { return kernel > 1; }
 
