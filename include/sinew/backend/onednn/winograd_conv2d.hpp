@@ -6,8 +6,8 @@
 // only (convolution_winograd); oneDNN 3 removed it. Here the products run on oneDNN's matmul and the transforms are
 // a few additions per value, each a pass over the transformed tiles (16 floats per tile and channel, 2.75 MB for
 // a 64-channel layer on 8x8 at batch 42), so what the products save the passes partly spend. Against oneDNN's
-// AVX2 direct kernels that left a clear gain: ResNet-18 (32x32 input) trained 19-43% faster under
-// ONEDNN_MAX_CPU_ISA=AVX2 on a Zen 4 with oneDNN 3.7, against its AVX-512 kernels none (within 2%, either way).
+// AVX2 direct kernels that left a clear gain: ResNet-18 (32x32 input) trained 1.13 times as fast with oneDNN 2.6
+// and 1.15 with oneDNN 3.7 (medians of 5 rounds, a Zen 4 capped to AVX2), against its AVX-512 kernels none.
 // So conv2d_op_for runs it only where oneDNN runs AVX2 kernels (conv2d.hpp: winograd_on_avx2_conv2d_op);
 // bench/results/2026-12-01-zen4-avx2-winograd has the figures. Results differ from the direct convolution's by float
 // rounding in another order (about 1e-6 relative on those layers).
