@@ -1,5 +1,5 @@
 // bench/results/2026-12-01-zen4-issue34-levers/blocked_weights.cpp, a scratch program (not library code; built by
-// hand: g++ -O3 -std=c++20 blocked_weights.cpp -ldnnl against oneDNN 3, run as `./a.out IN OUT`): the three passes
+// hand: g++ -O2 -std=c++20 blocked_weights.cpp -ldnnl against oneDNN 3, run as `./a.out IN OUT`): the three passes
 // of one inner product at batch 42 with its weights in oneDNN's own layout (tag::any) and in PyTorch's row-major
 // one (tag::ab), and the reorder between the two, each the best of 5 x 5 calls.
 #include <dnnl.hpp>
