@@ -13,6 +13,7 @@
 
 #include "sinew/backend/backend_spec.hpp"
 #include "sinew/backend/generic/node_config.hpp"
+#include "sinew/backend/generic/weight_cache.hpp"
 #include "sinew/backend/onednn/compat.hpp"
 #include "sinew/backend/op_table.hpp"
 #include "sinew/backend/simd/activation.hpp"
@@ -299,6 +300,20 @@ class op_base {
   bool need_diff_src_ = false;
   memory dst_, diff_src_;
   converter diff_dst_;
+};
+
+/// op_base for an op on sinew's own kernels that derives its weights from the flat buffer (thin_conv2d_op,
+/// winograd_conv2d_op): it reads the output gradient whether or not the input gradient is asked (the weights'
+/// gradient needs it), and keeps the weights it derived while the Model says they are unchanged.
+class own_kernel_op_base : public op_base {
+ public:
+  /// The output gradient in dst's layout, always.
+  void bind_diff_dst(context& ctx, const desc& d) { diff_dst_.setup(ctx, d, dst_.get_desc()); }
+  /// Whether the next forward may keep the weights it derived last time (backend/generic/weight_cache.hpp).
+  void set_mode(const ForwardMode& mode) noexcept { weights_cache_.set_mode(mode); }
+
+ protected:
+  weight_cache weights_cache_;
 };
 
 /// dst = a + b, in a's layout and type (b is reordered first when its layout or type differs): residual additions

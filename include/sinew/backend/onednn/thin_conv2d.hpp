@@ -33,7 +33,6 @@
 
 #include "sinew/backend/generic/node_config.hpp"
 #include "sinew/backend/generic/probe.hpp"
-#include "sinew/backend/generic/weight_cache.hpp"
 #include "sinew/backend/onednn/common.hpp"
 #include "sinew/backend/simd/thin_conv2d.hpp"
 #include "sinew/core/elementwise.hpp"
@@ -51,7 +50,7 @@ constexpr bool conv_is_thin(int in_c, int out_c, int stride) noexcept {
 /// The op of a thin convolution (see the file comment); Arch is the xsimd architecture of its kernels (the tests
 /// also run xsimd::avx2 on an AVX-512 machine).
 template <class Arch = simd::thin_conv::default_arch>
-class basic_thin_conv2d_op : public op_base {
+class basic_thin_conv2d_op : public own_kernel_op_base {
  public:
   template <NodeType N>
   void setup(context& ctx, const desc& src_md, int batch, ParamSlots p, bool need_diff_src) {
@@ -130,13 +129,6 @@ class basic_thin_conv2d_op : public op_base {
     if (need_diff_src) diff_src_ = memory(plain_src, eng);
   }
 
-  /// The output gradient is read in dst's layout even when the input gradient is not computed (the weights'
-  /// gradient needs it).
-  void bind_diff_dst(context& ctx, const desc& d) { diff_dst_.setup(ctx, d, dst_.get_desc()); }
-
-  /// Whether the next forward may keep the weights it packed last time (backend/generic/weight_cache.hpp).
-  void set_mode(const ForwardMode& mode) noexcept { weights_cache_.set_mode(mode); }
-
   void forward(context& ctx, const memory& src) { forward(ctx, src, metrics::no_probe); }
   void backward(context& ctx, const memory& src, const memory& diff_dst) {
     backward(ctx, src, diff_dst, metrics::no_probe);
@@ -195,7 +187,6 @@ class basic_thin_conv2d_op : public op_base {
   }
 
  private:
-  weight_cache weights_cache_;
   static constexpr std::size_t kVector = simd::thin_conv::kWidth<Arch>;
   // The bytes of padded images and output gradients a thread's weights pass sums over at once (within L2).
   static constexpr std::size_t kGroupBytes = std::size_t(384) << 10;

@@ -24,7 +24,6 @@
 #include <string>
 
 #include "sinew/backend/generic/node_config.hpp"
-#include "sinew/backend/generic/weight_cache.hpp"
 #include "sinew/backend/onednn/common.hpp"
 #include "sinew/backend/simd/winograd.hpp"
 #include "sinew/core/parallel.hpp"
@@ -46,7 +45,7 @@ constexpr bool conv_is_winograd(int kernel, int stride, int padding, bool bias, 
          in_c <= 256 && out_c <= 256;
 }
 
-class winograd_conv2d_op : public op_base {
+class winograd_conv2d_op : public own_kernel_op_base {
  public:
   template <NodeType N>
   void setup(context& ctx, const desc& src_md, int batch, ParamSlots p, bool need_diff_src) {
@@ -99,13 +98,6 @@ class winograd_conv2d_op : public op_base {
     dst_ = memory(desc({c.batch, c.out_c, c.out_h, c.out_w}, dt::f32, tag::nhwc), eng);
     diff_src_ = need_diff_src ? memory(image_in, eng) : memory();
   }
-
-  /// The output gradient is read in dst's layout even when the input gradient is not computed (the weights'
-  /// gradient needs it).
-  void bind_diff_dst(context& ctx, const desc& d) { diff_dst_.setup(ctx, d, dst_.get_desc()); }
-
-  /// Whether the next forward may keep the weights it transformed last time (backend/generic/weight_cache.hpp).
-  void set_mode(const ForwardMode& mode) noexcept { weights_cache_.set_mode(mode); }
 
   void forward(context& ctx, const memory& src) { forward(ctx, src, metrics::no_probe); }
   void backward(context& ctx, const memory& src, const memory& diff_dst) {
@@ -184,7 +176,6 @@ class winograd_conv2d_op : public op_base {
   dnnl::matmul forward_, weights_, data_;
   bound_args forward_args_, weights_args_, data_args_;
   converter src_;
-  weight_cache weights_cache_;
 };
 
 }  // namespace sinew::backend::onednn
