@@ -1,0 +1,116 @@
+#!/usr/bin/python3
+"""Prints the markdown table of a results folder's interleaved rounds: for every net, mode, batch and precision the
+runs' images/s, PyTorch's, the ratios and their median (next to a goal where one is given), the bf16 autocast
+ratios and the share of the peak; then ResNet-50's bf16 against f32 where the folder has it.
+
+The folder holds what the issue rounds' run.sh scripts write (bench/results/*-issue34-debian*): lenet5-rN.json,
+zoo-rN.json, zoo-cifar-rN.json, resnet50-bf16-rN.json, and avx2-lenet5-rN.json and avx2-zoo-rN.json (sinew alone
+under ONEDNN_MAX_CPU_ISA=AVX2, set against the same round's PyTorch). Every file is optional; N counts from 1.
+
+Usage: rounds_table.py DIR [--goal NET=RATIO ...] [--batch1-goal RATIO]
+  --goal NET=RATIO     the training goal of NET (f32; the bf16 row of resnet18_cifar as resnet18_cifar_bf16)
+  --batch1-goal RATIO  the goal of every single-thread inference row at batch 1
+"""
+import argparse
+import json
+import os
+import statistics
+
+
+def rounds(folder, pattern):
+    """The JSON rows of pattern's rounds, in round order, as long as they run unbroken from 1."""
+    out = []
+    while os.path.exists(path := os.path.join(folder, pattern.format(len(out) + 1))):
+        with open(path) as f:
+            out.append(json.load(f))
+    return out
+
+
+def row_of(rows, net, mode="train", batch=None, precision="f32"):
+    for r in rows:
+        if (r["net"] == net and r.get("mode", "train") == mode and r["precision"] == precision
+                and (batch is None or r["batch"] == batch)):
+            return r
+    return None
+
+
+def listed(values, digits):
+    return ", ".join(f"{v:.{digits}f}" for v in values)
+
+
+def table_row(name, mode, precision, runs, anchors, goal, same_round_anchor=False, autocast=None):
+    ours = [r["images_per_second"] for r in runs]
+    ratios = [a / b if b else 0.0 for a, b in zip(ours, anchors)]
+    shares = [100 * (r.get("share_of_peak") or 0.0) for r in runs]
+    median = statistics.median(ratios)
+    verdict = "" if goal is None else f"{goal}x: {'met' if median >= goal else 'missed'}"
+    autocast_cell = "" if not autocast else f"{listed(autocast, 2)} -> {statistics.median(autocast):.2f}"
+    anchor_cell = "(same round)" if same_round_anchor else listed(anchors, 1)
+    return (f"| {name} | {mode} | {runs[0]['batch']} x {runs[0]['threads']} | {precision} | {listed(ours, 1)} | "
+            f"{anchor_cell} | {listed(ratios, 2)} | **{median:.2f}x** | {verdict} | {autocast_cell} | "
+            f"{statistics.median(shares):.0f}% ({listed(shares, 0)}) |")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("folder")
+    parser.add_argument("--goal", action="append", default=[], metavar="NET=RATIO")
+    parser.add_argument("--batch1-goal", type=float)
+    args = parser.parse_args()
+    goals = {}
+    for g in args.goal:
+        net, _, ratio = g.partition("=")
+        goals[net] = float(ratio)
+
+    lenet, lenet_avx2 = rounds(args.folder, "lenet5-r{}.json"), rounds(args.folder, "avx2-lenet5-r{}.json")
+    zoo, zoo_avx2 = rounds(args.folder, "zoo-r{}.json"), rounds(args.folder, "avx2-zoo-r{}.json")
+    cifar, resnet50 = rounds(args.folder, "zoo-cifar-r{}.json"), rounds(args.folder, "resnet50-bf16-r{}.json")
+    if not (lenet or zoo or cifar or resnet50):
+        print(f"rounds_table.py: {args.folder} holds no round files (lenet5-r1.json, zoo-r1.json, ...)")
+        return 1
+
+    print("| net | mode | batch x thr | prec | sinew img/s (runs) | PyTorch best (runs) | ratio (runs) | median | goal "
+          "| autocast ratio (runs) | share of peak (runs) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    if lenet:
+        runs = [r[0] for r in lenet]
+        anchors = [r["pytorch_images_per_second"] for r in runs]
+        print(table_row("lenet5", "train", "f32", runs, anchors, goals.get("lenet5")))
+        if len(lenet_avx2) == len(lenet):
+            print(table_row("lenet5 AVX2", "train", "f32", [r[0] for r in lenet_avx2], anchors, goals.get("lenet5"),
+                            same_round_anchor=True))
+    nets = sorted({r["net"] for r in zoo[0]}) if zoo else []
+    for net in nets:
+        for mode, batch in (("train", None), ("inference", 1), ("inference", 42)):
+            runs = [row_of(z, net, mode, batch) for z in zoo]
+            if None in runs:
+                continue
+            anchors = [r["pytorch_images_per_second"] for r in runs]
+            goal = goals.get(net) if mode == "train" else (args.batch1_goal if batch == 1 else None)
+            print(table_row(net, mode, "f32", runs, anchors, goal))
+            if mode == "train" and len(zoo_avx2) == len(zoo):
+                capped = [row_of(z, net) for z in zoo_avx2]
+                if None not in capped:
+                    print(table_row(f"{net} AVX2", mode, "f32", capped, anchors, goal, same_round_anchor=True))
+    for precision in ("f32", "bf16"):
+        runs = [row_of(c, "resnet18_cifar", precision=precision) for c in cifar]
+        if not runs or None in runs:
+            continue
+        autocast = [r["ratio_to_pytorch_bf16_autocast"] for r in runs] if precision == "bf16" else None
+        goal = goals.get("resnet18_cifar" + ("_bf16" if precision == "bf16" else ""))
+        print(table_row("resnet18_cifar", "train", precision, runs, [r["pytorch_images_per_second"] for r in runs],
+                        goal, autocast=autocast))
+    if resnet50:
+        f32 = [row_of(r, "resnet50")["images_per_second"] for r in resnet50]
+        bf16 = [row_of(r, "resnet50", precision="bf16")["images_per_second"] for r in resnet50]
+        m32, m16 = statistics.median(f32), statistics.median(bf16)
+        print(f"\nResNet-50, sinew alone: f32 {listed(f32, 1)} img/s; bf16 {listed(bf16, 1)} (median {m16:.1f} against "
+              f"{m32:.1f}: bf16 {m16 / m32:.2f}x; per round {listed([b / f for f, b in zip(f32, bf16)], 2)})")
+    peaks = [r[0]["peak_gflops"] for r in lenet] + [r["peak_gflops"] for z in zoo for r in z if r["mode"] == "train"]
+    if peaks:
+        print(f"\nf32 peak read in the runs: {min(peaks):.0f}-{max(peaks):.0f} GFLOP/s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
