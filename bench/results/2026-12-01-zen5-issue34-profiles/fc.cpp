@@ -1,6 +1,7 @@
 // The fully connected layers of AlexNet at batch 42 on oneDNN's matmul, in the forms that read the weights where they
 // lie (row-major, what sinew runs) and in oneDNN's blocked layout (reordered once, not timed; the reorder timed apart);
-// the backward data also from 4 floats past the weights' start (weighted_layer.hpp: inner_product_split_backward_data).
+// the backward data also from 4 floats past the weights' start (weighted_layer.hpp: inner_product_split_backward_data), and the
+// forward with the weights as the A operand (y^T = W x^T, then y^T transposed into y).
 // Build: g++ -O2 -std=c++20 fc.cpp -o fc -ldnnl; run: OMP_NUM_THREADS=2 OMP_PROC_BIND=close OMP_PLACES=cores ./fc
 #include <dnnl.hpp>
 #include <chrono>
@@ -61,6 +62,18 @@ int main(int argc, char** argv) {
         double t5 = med([&] { mh.execute(s, {{DNNL_ARG_SRC, xhm}, {DNNL_ARG_WEIGHTS, whm}, {DNNL_ARG_DST, y}});
                               mr.execute(s, {{DNNL_ARG_SRC, xrm}, {DNNL_ARG_WEIGHTS, wrm}, {DNNL_ARG_DST, y}}); });
         printf("K=%ld N=%ld fwd offset4   %-22s %7.2f ms %6.1f GF/s\n", K, N, pr.impl_info_str(), t5*1e3, fl/t5/1e9);
+      }
+      {
+        // weights as the A operand: y^T [N, M] = W [N, K] x^T [K, M], then y^T transposed into y
+        memory::desc xt2({K, M}, dt::f32, tag::ba), yt2({N, M}, dt::f32, tag::ab);
+        auto p6 = mk(W.get_desc(), xt2, yt2);
+        matmul m6(p6); memory xv(xt2, eng, x.get_data_handle()), ytm(yt2, eng);
+        memory ytv(memory::desc({N, M}, dt::f32, tag::ab), eng, ytm.get_data_handle());
+        memory yview(memory::desc({N, M}, dt::f32, tag::ba), eng, y.get_data_handle());
+        reorder tr(ytv, yview);
+        double t6 = med([&] { m6.execute(s, {{DNNL_ARG_SRC, W}, {DNNL_ARG_WEIGHTS, xv}, {DNNL_ARG_DST, ytm}}); });
+        double t7 = med([&] { tr.execute(s, ytv, yview); });
+        printf("K=%ld N=%ld fwd W as A    %-22s %7.2f ms %6.1f GF/s (+ transpose %.3f ms)\n", K, N, p6.impl_info_str(), t6*1e3, fl/t6/1e9, t7*1e3);
       }
       // transposed formulation: y^T [N,M] = W [N,K] x^T [K,M]
       memory::desc xt({K, M}, dt::f32, tag::ba), yt({N, M}, dt::f32, tag::ba);
