@@ -273,25 +273,36 @@ TEST(onednn_bf16, two_epochs_reach_the_f32_accuracy_within_3_points) {
 // results are the f32 sums of the bf16-rounded operands: the output of x and W, the weights' gradient of dy and x,
 // the input gradient of dy and W. oneDNN accumulates in f32 in another order, so they agree to f32's rounding of
 // sums of 144 products (1e-4 of the largest entry), and a bf16 output to one rounding more (2^-8 of the value);
-// reading dy unconverted, or another layer's gradient, would be off by the whole value.
-void check_bf16_convolution(simd::activation act) {
+// reading dy unconverted, or another layer's gradient, would be off by the whole value. On a small output image
+// (4x4, as ResNet-18's last stage on CIFAR) the weights' gradient is lowered_backward_weights' product over the
+// gathered patches, also strided: a patch gathered from the wrong pixel, a tap left unzeroed on the padding or a
+// transposed product is off by the whole value too.
+struct bf16_conv_case {
+  simd::activation act;
+  int in = 6, stride = 1;
+  bool lowered = false;  // whether backward weights must run as the lowered product
+};
+
+void check_bf16_convolution(const bf16_conv_case& t) {
   using namespace backend::onednn;
   OneDnnBf16::context ctx({.threads = 2});
-  constexpr int N = 3, C = 16, O = 16, H = 6, K = 3;
-  const bool relu = act == simd::activation::relu;
-  const backend::Conv2dConfig c{N, C, H, H, O, H, H, K, 1, 1, false, act};
+  constexpr int N = 3, C = 16, O = 16, K = 3;
+  const int H = t.in, S = t.stride, OH = (H + 2 - K) / S + 1;
+  const bool relu = t.act == simd::activation::relu;
+  const backend::Conv2dConfig c{N, C, H, H, O, OH, OH, K, S, 1, false, t.act};
   Rng rng(11);
-  std::vector<float> x(N * C * H * H), w(O * C * K * K), dw(w.size(), -1.0f), dy(N * O * H * H);
+  std::vector<float> x(N * C * H * H), w(O * C * K * K), dw(w.size(), -1.0f), dy(N * O * OH * OH);
   for (float& v : x) v = rng.normal();
   for (float& v : w) v = 0.2f * rng.normal();
   for (float& v : dy) v = rng.normal();
   conv2d_bf16_op op;
-  const desc src_md = plain_desc(N, C, H, H), dst_md = plain_desc(N, O, H, H);
+  const desc src_md = plain_desc(N, C, H, H), dst_md = plain_desc(N, O, OH, OH);
   op.conv2d_op::setup(ctx, src_md, c, ParamSlots{w.data(), nullptr, dw.data(), nullptr}, true, dt::bf16);
   using backend::onednn::compat::data_type_of;
   EXPECT_EQ(data_type_of(op.dst_desc()), relu ? dt::f32 : dt::bf16);
   EXPECT_EQ(data_type_of(op.diff_src_desc()), dt::f32) << "the input gradient takes the input's type";
   EXPECT_EQ(op.backward_data_shares_diff_dst(), relu);
+  EXPECT_EQ(op.backward_weights_lowered(), t.lowered);
   op.bind_diff_dst(ctx, dst_md);
   const memory src(src_md, ctx.engine(), x.data()), diff_dst(dst_md, ctx.engine(), dy.data());
   for (int pass = 0; pass < 2; ++pass) {  // twice: the second reuses the bound conversions
@@ -302,20 +313,22 @@ void check_bf16_convolution(simd::activation act) {
   std::vector<float> y(dy.size()), dx(x.size());
   to_plain(ctx, op.dst(), y.data());
   to_plain(ctx, op.diff_src(), dx.data());
-  // References in double on the rounded operands; at(n, ch, i, j) is NCHW.
-  const auto at = [](int ch_count, int n, int ch, int i, int j) { return ((n * ch_count + ch) * H + i) * H + j; };
+  // References in double on the rounded operands; at(n, ch, i, j, side) is NCHW.
+  const auto at = [](int ch_count, int n, int ch, int i, int j, int side) {
+    return ((n * ch_count + ch) * side + i) * side + j;
+  };
   std::vector<double> want_y(y.size()), want_dx(x.size()), want_dw(w.size());
   const auto for_each_product = [&](auto&& f) {
     for (int n = 0; n < N; ++n)
       for (int o = 0; o < O; ++o)
-        for (int i = 0; i < H; ++i)
-          for (int j = 0; j < H; ++j)
+        for (int i = 0; i < OH; ++i)
+          for (int j = 0; j < OH; ++j)
             for (int ch = 0; ch < C; ++ch)
               for (int ki = 0; ki < K; ++ki)
                 for (int kj = 0; kj < K; ++kj) {
-                  const int ii = i + ki - 1, jj = j + kj - 1;
+                  const int ii = i * S + ki - 1, jj = j * S + kj - 1;
                   if (ii < 0 || ii >= H || jj < 0 || jj >= H) continue;
-                  f(at(O, n, o, i, j), at(C, n, ch, ii, jj), ((o * C + ch) * K + ki) * K + kj);
+                  f(at(O, n, o, i, j, OH), at(C, n, ch, ii, jj, H), ((o * C + ch) * K + ki) * K + kj);
                 }
   };
   for_each_product([&](int yi, int xi, int wi) { want_y[yi] += double(to_bf16(x[xi])) * to_bf16(w[wi]); });
@@ -342,12 +355,19 @@ void check_bf16_convolution(simd::activation act) {
 
 TEST(onednn_bf16, conv_without_activation_writes_bf16_output) {
   SKIP_WITHOUT_BF16();
-  check_bf16_convolution(simd::activation::none);
+  check_bf16_convolution({simd::activation::none});
 }
 
 TEST(onednn_bf16, conv_with_relu_writes_f32_and_backward_data_reads_the_shared_bf16_output_gradient) {
   SKIP_WITHOUT_BF16();
-  check_bf16_convolution(simd::activation::relu);
+  check_bf16_convolution({simd::activation::relu});
+}
+
+TEST(onednn_bf16, conv_onto_a_4x4_image_computes_the_weights_gradient_as_one_product_over_its_patches) {
+  SKIP_WITHOUT_BF16();
+  check_bf16_convolution({simd::activation::none, 4, 1, true});
+  check_bf16_convolution({simd::activation::relu, 4, 1, true});
+  check_bf16_convolution({simd::activation::none, 8, 2, true});
 }
 
 // ReLU6 on a bf16 tensor (a residual sum's, on OneDnnBf16) is oneDNN's clip_v2 in bf16, forward and backward from

@@ -194,7 +194,8 @@ struct op_for<Kind, OneDnnBf16> {
 /// Convolutions in bf16, chosen by OneDnn's rule (onednn::conv2d_op_for). There are no bf16 thin kernels, so a thin
 /// layer takes the direct convolution (sinew's thin kernels are f32 only), and so does a small output image (the
 /// lowered and Winograd forms are f32 only; the lowering's speed-up was measured on AVX2, where oneDNN has no bf16
-/// kernels). The small-image form reads f32.
+/// kernels), whose backward weights on outputs of at most 4x4 pixels runs as one product over the input's patches
+/// (onednn/lowered_backward_weights.hpp). The small-image form reads f32.
 template <>
 struct op_for<layer_kind::conv2d, OneDnnBf16> {
   /// the small-image form, else the direct convolution (also for thin and lowered layers)

@@ -71,7 +71,7 @@ class lowered_conv2d_op : public conv_as_inner_product {
     using namespace dnnl;
     c.require_dense("lowered_conv2d_op", "conv2d_op_for sends the others to conv2d_op");
     c_ = c;
-    build_sources();
+    sources_ = patch_sources(c);
     const auto& eng = ctx.engine();
     const memory::dim rows = memory::dim(c.batch) * c.out_h * c.out_w;  // one per output pixel of the batch
     const dims image{c.batch, c.in_c, c.in_h, c.in_w}, w_dims{c.out_c, c.in_c, c.kernel, c.kernel};
@@ -133,20 +133,6 @@ class lowered_conv2d_op : public conv_as_inner_product {
   }
 
  private:
-  // sources_[output pixel * K * K + tap]: the input pixel (row-major in its image) the tap reads, or -1 on padding.
-  void build_sources() {
-    const int k = c_.kernel;
-    sources_.assign(std::size_t(c_.out_h * c_.out_w * k * k), -1);
-    for (int oy = 0; oy < c_.out_h; ++oy)
-      for (int ox = 0; ox < c_.out_w; ++ox)
-        for (int ky = 0; ky < k; ++ky)
-          for (int kx = 0; kx < k; ++kx) {
-            const int iy = oy * c_.stride - c_.padding + ky, ix = ox * c_.stride - c_.padding + kx;
-            if (iy >= 0 && iy < c_.in_h && ix >= 0 && ix < c_.in_w)
-              sources_[std::size_t(((oy * c_.out_w + ox) * k + ky) * k + kx)] = iy * c_.in_w + ix;
-          }
-  }
-
   // patches[(n, output pixel)][tap][channel] = image[n][source pixel][channel], image NHWC; an image per range.
   void gather(const memory& image) {
     const std::size_t ch = std::size_t(c_.in_c), ihw = std::size_t(c_.in_h * c_.in_w),
@@ -183,7 +169,7 @@ class lowered_conv2d_op : public conv_as_inner_product {
   }
 
   Conv2dConfig c_{};
-  std::vector<int> sources_;
+  std::vector<int> sources_;  // patch_sources(c_)
   memory patches_;  // the forward's matrix, kept for backward weights
   memory diff_image_src_;
   converter image_in_;

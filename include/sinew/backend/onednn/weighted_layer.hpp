@@ -13,6 +13,7 @@
 #include "sinew/backend/generic/probe.hpp"
 #include "sinew/backend/generic/weight_cache.hpp"
 #include "sinew/backend/onednn/common.hpp"
+#include "sinew/backend/onednn/lowered_backward_weights.hpp"
 
 namespace sinew::backend::onednn {
 
@@ -208,11 +209,16 @@ class weighted_layer {
     act_.backward(dst_, dd);
     const memory& dz = act_.target_for(dd);
     probe.begin(kWeightsKind);
-    bww_src_.run(ctx, src_.target_for(src));
-    bww_diff_dst_.run(ctx, dz);
-    run(ctx, bww_, bww_args_);
-    diff_w_.commit(ctx);
-    if (has_bias_) diff_b_.commit(ctx);
+    if (lowered_bww_) {
+      lowered_bww_.run(ctx, src_.target_for(src), dz);
+      if (bwd_shares_diff_dst_) bww_diff_dst_.run(ctx, dz);
+    } else {
+      bww_src_.run(ctx, src_.target_for(src));
+      bww_diff_dst_.run(ctx, dz);
+      run(ctx, bww_, bww_args_);
+      diff_w_.commit(ctx);
+      if (has_bias_) diff_b_.commit(ctx);
+    }
     if (split_bwd_) {
       probe.begin(kDataKind);
       split_bwd_.run(ctx, dz);
@@ -296,7 +302,20 @@ class weighted_layer {
     }
   }
 
+  /// After finish_setup, for a bias-free convolution `c` in bf16 whose output image is small: backward weights
+  /// runs as lowered_backward_weights' product into `diff_weights` (the flat buffer's [Out, In, K, K]), and the
+  /// primitive's own conversions and staging are dropped, save the output gradient's bf16 copy where backward
+  /// data reads it.
+  void lower_backward_weights(context& ctx, const Conv2dConfig& c, float* diff_weights) {
+    lowered_bww_.setup(ctx, c, fwd_pd_.src_desc(), fwd_pd_.dst_desc(), diff_weights);
+    bww_src_ = {};
+    if (!bwd_shares_diff_dst_) bww_diff_dst_ = {};
+    diff_w_ = {};
+  }
+
  public:
+  /// Whether backward weights runs as lowered_backward_weights' product (what tests check).
+  bool backward_weights_lowered() const noexcept { return static_cast<bool>(lowered_bww_); }
   /// The primitive the forward pass executes: matmul where inner_product_matmul could take the inner product's
   /// place, else the layer's own forward primitive (what tests check to see the fast path taken).
   dnnl::primitive::kind forward_primitive_kind() const {
@@ -319,6 +338,7 @@ class weighted_layer {
     const memory& s = src_.target_for(src);
     fwd_args_ = {{DNNL_ARG_SRC, s}, {DNNL_ARG_WEIGHTS, w_.target_for(user_w_)}, {DNNL_ARG_DST, dst_}};
     if (has_bias_) fwd_args_.set(DNNL_ARG_BIAS, user_b_);
+    if (lowered_bww_) return;  // backward weights has arguments of its own
     bww_args_.set(DNNL_ARG_SRC, bww_src_.target_for(s));
     bww_args_.set(DNNL_ARG_DIFF_WEIGHTS, diff_w_.output());
     if (has_bias_) bww_args_.set(DNNL_ARG_DIFF_BIAS, diff_b_.output());
@@ -326,7 +346,7 @@ class weighted_layer {
   void bind_diff_dst_tensor(const memory& diff_dst) {
     bound_diff_dst_ = &diff_dst;
     const memory& dz = act_.target_for(diff_dst_.target_for(diff_dst));
-    bww_args_.set(DNNL_ARG_DIFF_DST, bww_diff_dst_.target_for(dz));
+    if (!lowered_bww_) bww_args_.set(DNNL_ARG_DIFF_DST, bww_diff_dst_.target_for(dz));
     if (bwd_)
       bwd_args_ = {{DNNL_ARG_DIFF_DST, bwd_shares_diff_dst_ ? bww_diff_dst_.target_for(dz) : bwd_diff_dst_.target_for(dz)},
                    {DNNL_ARG_WEIGHTS, bwd_w_.target_for(w_.target_for(user_w_))},
@@ -349,6 +369,7 @@ class weighted_layer {
   fused_activation act_;
   inner_product_matmul matmul_;
   inner_product_split_backward_data split_bwd_;
+  lowered_backward_weights lowered_bww_;
 };
 
 /// What the convolutions that run as one inner product (small_conv2d.hpp, lowered_conv2d.hpp) share: the product's
