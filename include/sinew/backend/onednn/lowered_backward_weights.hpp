@@ -1,9 +1,10 @@
 // sinew/backend/onednn/lowered_backward_weights.hpp: a bf16 convolution's weight gradient on a small output
 // image as one matrix product over the input's patches, written straight into the flat gradient buffer.
 //
-// oneDNN's bf16 backward weights (jit_bf16:avx512_core_bf16 in 2.6) runs ResNet-18's 512-channel 3x3 layers on 4x4
-// images at half the rate of its own forward on them (a reduction over only the batch's 672 output pixels). The same sums as one product, dW[O, C*K*K] = dy^T [O, pixels] x patches [pixels, C*K*K], run on
-// oneDNN's bf16 matmul (brgemm) near the forward's rate (figures: bench/README.md, "Why the kernels are as they
+// oneDNN's bf16 backward weights (jit_bf16:avx512_core_bf16 in 2.6 and 3.7) runs ResNet-18's 512-channel 3x3 layers
+// on 4x4 images at half the rate of its own forward on them (a reduction over only the batch's 672 output pixels).
+// The same sums as one product, dW[O, C*K*K] = dy^T [O, pixels] x patches [pixels, C*K*K], run on oneDNN's bf16
+// matmul (brgemm) in about three quarters of the time (figures: bench/README.md, "Why the kernels are as they
 // are"). The patches are gathered from the forward's input in bf16, a row per (input channel, tap) so that the
 // product's rows are PyTorch's [Out, In, K, K]: the gradient lands in the flat buffer with no reorder after it.
 // conv2d_op takes this form for bf16 layers onto outputs of at most 4x4 pixels (conv2d.hpp:
@@ -44,7 +45,8 @@ class lowered_backward_weights {
   /// and writes `dst_md` (the layouts oneDNN chose), its gradient written to `diff_weights` ([Out, In, K, K]).
   void setup(context& ctx, const Conv2dConfig& c, const desc& src_md, const desc& dst_md, float* diff_weights) {
     c.require_dense("lowered_backward_weights", "conv2d_op takes it for dense layers only");
-    if (c.bias) throw backend_error("lowered_backward_weights: a convolution with a bias keeps oneDNN's backward weights");
+    if (c.bias)
+      throw backend_error("lowered_backward_weights: a convolution with a bias keeps oneDNN's backward weights");
     c_ = c;
     sources_ = patch_sources(c);
     build_runs();
@@ -59,7 +61,8 @@ class lowered_backward_weights {
     const desc a({c.out_c, pixels}, dt::bf16, dims{1, c.out_c});   // dy^T, read from the NHWC gradient
     const desc b({pixels, columns}, dt::bf16, dims{1, pixels});    // the patches, read from their transpose
     const desc out({c.out_c, columns}, dt::f32, tag::ab);          // [Out, In * K * K]: PyTorch's weights
-    const auto pd = checked("conv2d backward weights as matmul", [&] { return compat::forward<dnnl::matmul>(eng, {}, a, b, out); });
+    const auto pd = checked("conv2d backward weights as matmul",
+                            [&] { return compat::forward<dnnl::matmul>(eng, {}, a, b, out); });
     matmul_ = dnnl::matmul(pd);
     dy_image_ = memory(a, eng, DNNL_MEMORY_NONE);
     args_ = {{DNNL_ARG_SRC, dy_image_},
@@ -114,7 +117,8 @@ class lowered_backward_weights {
             const bf16_bits* const plane = in + (n * channels + ch) * in_pixels;
             bf16_bits* const image_row = dst + n * out_pixels;
             for (const run_of_pixels& r : runs_[tap])
-              for (int i = 0; i < r.count; ++i) image_row[r.out + i] = plane[std::size_t(r.in) + std::size_t(i) * stride];
+              for (int i = 0; i < r.count; ++i)
+                image_row[r.out + i] = plane[std::size_t(r.in) + std::size_t(i) * stride];
           }
         }
     }, 1, 1);
