@@ -150,8 +150,8 @@ class conv2d_op : public weighted_layer<dnnl::convolution_forward, dnnl::convolu
         return compat::backward<convolution_backward_data>(eng, fwd, alg, diff_src_any, w_any, diff_dst_any, strides,
                                                            dilates, pad, pad_r);
       });
-    finish_setup(ctx, src_md, fwd, bww, bwd, user_w, bias, c.act, p);
-    if (bf16 && conv_lowers_backward_weights(c) && !trim) lower_backward_weights(ctx, c, p.diff_weights);
+    finish_setup(ctx, src_md, fwd, bww, bwd, user_w, bias, c.act, p,
+                 bf16 && conv_lowers_backward_weights(c) && !trim ? &c : nullptr);
   }
 };
 

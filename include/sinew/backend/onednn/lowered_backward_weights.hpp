@@ -48,7 +48,6 @@ class lowered_backward_weights {
     if (c.bias)
       throw backend_error("lowered_backward_weights: a convolution with a bias keeps oneDNN's backward weights");
     c_ = c;
-    sources_ = patch_sources(c);
     build_runs();
     const auto& eng = ctx.engine();
     const memory::dim pixels = memory::dim(c.batch) * c.out_h * c.out_w, taps = memory::dim(c.kernel) * c.kernel,
@@ -88,13 +87,14 @@ class lowered_backward_weights {
     int out, in, count;
   };
   void build_runs() {
+    const std::vector<int> sources = patch_sources(c_);
     const int k = c_.kernel, taps = k * k;
     runs_.assign(std::size_t(taps), {});
     for (int tap = 0; tap < taps; ++tap)
       for (int oy = 0; oy < c_.out_h; ++oy) {
         run_of_pixels r{-1, 0, 0};
         for (int ox = 0; ox < c_.out_w; ++ox)
-          if (const int s = sources_[std::size_t((oy * c_.out_w + ox) * taps + tap)]; s >= 0) {
+          if (const int s = sources[std::size_t((oy * c_.out_w + ox) * taps + tap)]; s >= 0) {
             if (r.count++ == 0) r.out = oy * c_.out_w + ox, r.in = s;
           }
         if (r.count > 0) runs_[std::size_t(tap)].push_back(r);
@@ -126,7 +126,6 @@ class lowered_backward_weights {
 
   bool taken_ = false;
   Conv2dConfig c_{};
-  std::vector<int> sources_;  // patch_sources(c_)
   std::vector<std::vector<run_of_pixels>> runs_;
   converter image_, dy_;
   memory patches_t_, dy_image_;

@@ -263,10 +263,14 @@ class weighted_layer {
   using backward_weights_pd = typename BackwardWeights::primitive_desc;
 
   /// Called by the layer's setup once it has chosen its primitives. `user_w` describes the weights as they
-  /// lie in the flat buffer (PyTorch's layout); `bias` is empty for a layer without one.
+  /// lie in the flat buffer (PyTorch's layout); `bias` is empty for a layer without one. `lower_bww`: a bias-free
+  /// convolution in bf16 whose output image is small (conv_lowers_backward_weights), whose backward weights runs as
+  /// lowered_backward_weights' product into the flat buffer's [Out, In, K, K]: oneDNN's primitive is not created
+  /// and its conversions and staging are not set up, save the output gradient's bf16 copy where backward data
+  /// reads it. `bww` still describes the layouts backward weights would read.
   void finish_setup(context& ctx, const desc& src_md, const forward_pd& fwd, const backward_weights_pd& bww,
                     const std::optional<backward_data_pd>& bwd, const desc& user_w, const desc& bias,
-                    simd::activation act, ParamSlots p) {
+                    simd::activation act, ParamSlots p, const Conv2dConfig* lower_bww = nullptr) {
     const auto& eng = ctx.engine();
     has_bias_ = !(bias == desc());
     fwd_pd_ = fwd;
@@ -279,11 +283,15 @@ class weighted_layer {
     act_.setup(ctx, act, fwd.dst_desc());
     if constexpr (kInnerProduct) matmul_.setup(ctx, fwd, user_w_, user_b_, dst_, act);
 
-    bww_ = BackwardWeights(bww);
-    bww_src_.setup(ctx, fwd.src_desc(), bww.src_desc());
+    if (lower_bww) {
+      lowered_bww_.setup(ctx, *lower_bww, fwd.src_desc(), fwd.dst_desc(), p.diff_weights);
+    } else {
+      bww_ = BackwardWeights(bww);
+      bww_src_.setup(ctx, fwd.src_desc(), bww.src_desc());
+      diff_w_.setup(ctx, bww.diff_weights_desc(), memory(user_w, eng, p.diff_weights));
+      if (has_bias_) diff_b_.setup(ctx, bww.diff_bias_desc(), memory(bias, eng, p.diff_bias));
+    }
     bww_diff_dst_.setup(ctx, fwd.dst_desc(), bww.diff_dst_desc());
-    diff_w_.setup(ctx, bww.diff_weights_desc(), memory(user_w, eng, p.diff_weights));
-    if (has_bias_) diff_b_.setup(ctx, bww.diff_bias_desc(), memory(bias, eng, p.diff_bias));
 
     if (bwd) {
       bwd_ = BackwardData(*bwd);
@@ -300,17 +308,7 @@ class weighted_layer {
       if constexpr (kInnerProduct)
         if (bwd->diff_dst_desc() == fwd.dst_desc()) split_bwd_.setup(ctx, *bwd, user_w_, diff_src_);
     }
-  }
-
-  /// After finish_setup, for a bias-free convolution `c` in bf16 whose output image is small: backward weights
-  /// runs as lowered_backward_weights' product into `diff_weights` (the flat buffer's [Out, In, K, K]), and the
-  /// primitive's own conversions and staging are dropped, save the output gradient's bf16 copy where backward
-  /// data reads it.
-  void lower_backward_weights(context& ctx, const Conv2dConfig& c, float* diff_weights) {
-    lowered_bww_.setup(ctx, c, fwd_pd_.src_desc(), fwd_pd_.dst_desc(), diff_weights);
-    bww_src_ = {};
-    if (!bwd_shares_diff_dst_) bww_diff_dst_ = {};
-    diff_w_ = {};
+    if (lowered_bww_ && !bwd_shares_diff_dst_) bww_diff_dst_ = {};  // the product reads the gradient itself
   }
 
  public:
