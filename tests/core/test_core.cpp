@@ -10,6 +10,7 @@
 #include "sinew/core.hpp"
 #include "sinew/core/affinity.hpp"
 #include "sinew/core/parallel.hpp"
+#include "sinew/core/streaming_store.hpp"
 #include "sinew/tensor.hpp"
 
 namespace {
@@ -74,6 +75,24 @@ TEST(aligned_buffer, is_64_byte_aligned_and_zeroed) {
 }
 
 // Splitting a host's cores between the ranks that share them (core/affinity.hpp).
+// Every float lands whatever the destination's alignment (the head up to its 16-byte boundary is written
+// plainly) and the tail's length, and nothing past n is touched.
+TEST(stream_copy, copies_every_float_from_any_alignment_and_length) {
+  std::vector<float> src(200);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = float(i) + 0.5f;
+  for (std::size_t offset = 0; offset < 4; ++offset)
+    for (const std::size_t n : {0, 1, 3, 4, 5, 17, 64, 131}) {
+      AlignedBuffer<float> dst(offset + n + 8);
+      std::fill_n(dst.data(), dst.size(), -1.0f);
+      simd::stream_copy(dst.data() + offset, src.data() + 1, n);
+      simd::stream_fence();
+      for (std::size_t i = 0; i < dst.size(); ++i) {
+        const bool inside = i >= offset && i < offset + n;
+        ASSERT_EQ(dst.data()[i], inside ? src[i - offset + 1] : -1.0f) << "offset " << offset << ", n " << n << ", i " << i;
+      }
+    }
+}
+
 TEST(affinity, ranks_take_contiguous_disjoint_shares_as_equal_as_the_count_allows) {
   const std::vector<int> cpus = {0, 1, 2, 3, 4};
   EXPECT_EQ(plan_cores(cpus, {0, 2}).compute, (std::vector<int>{0, 1, 2}));

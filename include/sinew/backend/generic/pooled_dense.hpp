@@ -26,6 +26,7 @@
 #include "sinew/backend/generic/weight_cache.hpp"
 #include "sinew/backend/op_table.hpp"
 #include "sinew/core/parallel.hpp"
+#include "sinew/core/streaming_store.hpp"
 #include "sinew/layers/detail/pooled_dense.hpp"
 #include "sinew/tensor/buffer.hpp"
 
@@ -113,27 +114,47 @@ class pooled_dense_op {
     if constexpr (DenseNode::kBias > 0) std::copy_n(user_.bias, DenseNode::kBias, f + DenseNode::kWeights);
   }
 
-  // dW[o][c][cell] = the mean of dF[o][c] over the cell's bin; every cell written (gradients are overwritten).
+  // dW[o][c][cell] = the mean of dF[o][c] over the cell's bin; every cell written (gradients are overwritten). It
+  // is written a block of planes at a time into a buffer on the stack and copied out; a gradient larger than the
+  // caches (VGG's 411 MB) is streamed out (core/streaming_store.hpp): nothing reads it before it has left them.
   void spread() {
     const float* df = diff_folded_.data();
     float* dw = user_.diff_weights;
     parallel_ranges(kOutputs * kChannels, [&](std::size_t begin, std::size_t end) {
-      for (std::size_t plane = begin; plane < end; ++plane) {
-        float* cells = dw + plane * kCells;
-        if constexpr (kPixels == 1) {
-          std::fill_n(cells, kCells, df[plane]);
-        } else {
-          const float* pixels = df + plane * kPixels;
-          for (std::size_t cell = 0; cell < kCells; ++cell) {
-            float total = 0;
-            for (const int p : bin_pixels(cell)) total += pixels[std::size_t(p)];
-            cells[cell] = total * inv_area_[cell];
-          }
-        }
+      alignas(64) float block[kBlockPlanes * kCells];
+      for (std::size_t first = begin; first < end; first += kBlockPlanes) {
+        const std::size_t planes = std::min(kBlockPlanes, end - first);
+        spread_planes(df, block, first, planes);
+        if constexpr (kStreamed)
+          simd::stream_copy(dw + first * kCells, block, planes * kCells);
+        else
+          std::copy_n(block, planes * kCells, dw + first * kCells);
       }
-    }, 1, 1);
+      if constexpr (kStreamed) simd::stream_fence();
+    }, 16, 1);
     if constexpr (DenseNode::kBias > 0) std::copy_n(df + DenseNode::kWeights, DenseNode::kBias, user_.diff_bias);
   }
+  // Planes [first, first + count)'s cells of dW, written to cells[0, count * kCells).
+  void spread_planes(const float* df, float* cells, std::size_t first, std::size_t count) const {
+    for (std::size_t k = 0; k < count; ++k, cells += kCells) {
+      if constexpr (kPixels == 1) {
+        std::fill_n(cells, kCells, df[first + k]);
+      } else {
+        const float* pixels = df + (first + k) * kPixels;
+        for (std::size_t cell = 0; cell < kCells; ++cell) {
+          float total = 0;
+          for (const int p : bin_pixels(cell)) total += pixels[std::size_t(p)];
+          cells[cell] = total * inv_area_[cell];
+        }
+      }
+    }
+  }
+  // Streamed from 32 MiB on: beyond a core's share of any cache here; a smaller gradient may still be cached when
+  // the optimizer reads it. Threads and blocks start at multiples of 16 planes, so that each block is whole 64-byte
+  // lines of the node's 64-byte aligned slice (a line streamed in part goes out in pieces); a block (VGG: 48 planes
+  // of 49 cells, 9.4 KB) stays in L1 between its write and its copy.
+  static constexpr bool kStreamed = kOutputs * kChannels * kCells * sizeof(float) >= (std::size_t(1) << 25);
+  static constexpr std::size_t kBlockPlanes = 16 * std::max<std::size_t>(1, 192 / kCells);
 
   // The sum of n floats in eight independent chains (a plane's 49 cells: the adds overlap instead of waiting on
   // each other).
