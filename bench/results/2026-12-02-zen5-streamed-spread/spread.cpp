@@ -5,6 +5,8 @@
 //   stream    each block of 48 planes (whole cache lines) filled in a stack buffer, then copied out with 16-byte non-temporal stores
 //             (simd::stream_copy: sinew after; 64-byte stores in this -march=native build)
 //   sse       the same with 16-byte non-temporal stores (what any x86-64 build has)
+// and the fold before the forward (sinew's eight-chain sum over each plane's 49 cells) against a plain sum of the
+// array:
 //   g++ -std=c++20 -O3 -march=native -fopenmp -I../../../include spread.cpp -o spread
 #include <omp.h>
 
@@ -13,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "sinew/core/elementwise.hpp"
 #include "sinew/core/parallel.hpp"
 #include "sinew/core/streaming_store.hpp"
 #include "sinew/tensor/buffer.hpp"
@@ -76,9 +79,32 @@ int main() {
   const double one = best_ms([&] {
     parallel_ranges(kPlanes * kCells, [&](std::size_t b, std::size_t e) { std::memset(w + b, 1, (e - b) * 4); }, 64, 1);
   });
+  // The fold: sinew's sum over a plane's cells (pooled_dense_op::sum), against one sum over the whole array.
+  float* folded = df.data();
+  const double fold = best_ms([&] {
+    parallel_ranges(kPlanes, [&](std::size_t b, std::size_t e) {
+      for (std::size_t p = b; p < e; ++p) {
+        const float* x = w + p * kCells;
+        float acc[8] = {};
+        std::size_t k = 0;
+        for (; k + 8 <= kCells; k += 8)
+          for (std::size_t l = 0; l < 8; ++l) acc[l] += x[k + l];
+        for (; k < kCells; ++k) acc[0] += x[k];
+        folded[p] = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+      }
+    }, 1, 1);
+  });
+  float sums[64] = {};
+  const double read = best_ms([&] {
+    parallel_ranges(kPlanes * kCells, [&](std::size_t b, std::size_t e) {
+      sums[omp_get_thread_num() % 64] = simd::sum(w + b, e - b);
+    }, 64, 1);
+  });
   const double mb = double(kPlanes * kCells * sizeof(float)) / 1e6;
   std::printf("fill %.2f ms (%.0f GB/s)  stream %.2f (%.0f)  sse %.2f (%.0f)  memset0 %.2f (%.0f)  memset1 %.2f (%.0f)%s\n",
               fill, mb / fill, stream, mb / stream, sse, mb / sse, zero, mb / zero, one, mb / one,
               ok ? "" : "  WRONG RESULT");
+  std::printf("            fold %.2f ms (%.0f GB/s)  plain sum %.2f (%.0f)%s\n", fold, mb / fold, read, mb / read,
+              sums[0] == 12345.0f ? " " : "");
   return ok ? 0 : 1;
 }
