@@ -38,6 +38,9 @@ SINEW_LAYER_CASE(adaptive_avg_pool_6x6_to_2x3_uniform, ({}), Net<Input<3, 6, 6>,
 SINEW_LAYER_CASE(adaptive_avg_pool_7x7_to_3x3_overlapping_bins, ({}), Net<Input<2, 7, 7>, Conv2d<16, 1>, AdaptiveAvgPool<3>>)
 SINEW_LAYER_CASE(adaptive_avg_pool_5x7_to_3x4_uneven, ({}), Net<Input<3, 5, 7>, Conv2d<8, 1>, AdaptiveAvgPool<3, 4>>)
 SINEW_LAYER_CASE(adaptive_avg_pool_1x1_to_6x6_replicates, ({}), Net<Input<4, 1, 1>, AdaptiveAvgPool<6>>)
+// One pixel per bin (OneDnn's gather and scatter): from 1x1 as AlexNet's, and from 2x3 with distinct sources.
+SINEW_LAYER_CASE(adaptive_avg_pool_1x1_to_6x6_after_conv, ({}), Net<Input<4, 1, 1>, Conv2d<5, 1>, AdaptiveAvgPool<6>>)
+SINEW_LAYER_CASE(adaptive_avg_pool_2x3_to_4x6_one_pixel_per_bin, ({}), Net<Input<3, 2, 3>, Conv2d<4, 1>, AdaptiveAvgPool<4, 6>>)
 SINEW_LAYER_CASE(adaptive_avg_pool_2x2_to_3x3_replicates_after_conv, ({}), Net<Input<2, 2, 2>, Conv2d<8, 1>, AdaptiveAvgPool<3>, Flatten, Dense<3>>)
 // An enlarging pool, Flatten and a Dense lower to one PooledDense node (layers/detail/pooled_dense.hpp), which every
 // backend computes as one product with the Dense's matrix folded onto the pool's input: the overlapping bins above

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <vector>
 
 #include "sinew/layers/global_pooling.hpp"
@@ -32,6 +33,42 @@ struct adaptive_axis {
   }
   /// The number of positions bin i averages.
   int size(int i) const { return end[std::size_t(i)] - begin[std::size_t(i)]; }
+};
+
+/// The bins of an in_h x in_w map pooled to out_h x out_w, cell by cell (row-major): each cell's input pixels
+/// (row-major positions in the map) and 1 / their count. Ops that walk a plane a cell at a time (NCHW pooling, a
+/// folded Dense) read these lists instead of the two axes' bounds, which cost a loop's set-up per cell.
+struct adaptive_cells {
+  adaptive_cells() = default;
+  adaptive_cells(int in_h, int in_w, int out_h, int out_w) : begin_(1, 0) {
+    for (int i = 0; i < out_h; ++i)
+      for (int j = 0; j < out_w; ++j) {
+        const int top = adaptive_bin_begin(i, in_h, out_h), bottom = adaptive_bin_end(i, in_h, out_h);
+        const int left = adaptive_bin_begin(j, in_w, out_w), right = adaptive_bin_end(j, in_w, out_w);
+        for (int y = top; y < bottom; ++y)
+          for (int x = left; x < right; ++x) pixels_.push_back(y * in_w + x);
+        begin_.push_back(pixels_.size());
+        inv_area_.push_back(1.0f / float((bottom - top) * (right - left)));
+      }
+  }
+  /// The number of cells.
+  std::size_t size() const noexcept { return inv_area_.size(); }
+  /// Cell k's input pixels.
+  std::span<const int> pixels(std::size_t k) const noexcept {
+    return std::span<const int>(pixels_).subspan(begin_[k], begin_[k + 1] - begin_[k]);
+  }
+  /// 1 / the number of cell k's pixels.
+  float inv_area(std::size_t k) const noexcept { return inv_area_[k]; }
+  /// Whether every cell averages one pixel (an enlarging pool such as AlexNet's 1x1 -> 6x6): the pool is then a
+  /// gather, cell k reading sources()[k].
+  bool single_pixels() const noexcept { return pixels_.size() == size(); }
+  /// Every cell's pixels, one list after another: with single_pixels(), cell k's one pixel at [k].
+  std::span<const int> sources() const noexcept { return pixels_; }
+
+ private:
+  std::vector<std::size_t> begin_;  // cell k's pixels: pixels_[begin_[k], begin_[k + 1])
+  std::vector<int> pixels_;
+  std::vector<float> inv_area_;
 };
 
 }  // namespace sinew::backend::generic

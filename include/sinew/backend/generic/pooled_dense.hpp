@@ -19,9 +19,8 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <span>
-#include <vector>
 
+#include "sinew/backend/generic/adaptive_bins.hpp"
 #include "sinew/backend/generic/chain.hpp"
 #include "sinew/backend/generic/weight_cache.hpp"
 #include "sinew/backend/op_table.hpp"
@@ -50,7 +49,7 @@ class pooled_dense_op {
   template <NodeType M>
   void setup(typename B::context& ctx, const tensor_desc& src_desc, int batch, ParamSlots slots, bool need_diff_src) {
     user_ = slots;
-    build_bins();
+    cells_ = adaptive_cells(In::kHeight, In::kWidth, Pooled::kHeight, Pooled::kWidth);
     // [F | b] and [dF | db]: the chain finds a node's bias after its weights, as in the flat buffer.
     folded_ = AlignedBuffer<float>(DenseNode::kWeights + DenseNode::kBias);
     diff_folded_ = AlignedBuffer<float>(DenseNode::kWeights + DenseNode::kBias);
@@ -105,8 +104,8 @@ class pooled_dense_op {
           float* pixels = f + plane * kPixels;
           std::fill_n(pixels, kPixels, 0.0f);
           for (std::size_t cell = 0; cell < kCells; ++cell) {
-            const float v = cells[cell] * inv_area_[cell];
-            for (const int p : bin_pixels(cell)) pixels[std::size_t(p)] += v;
+            const float v = cells[cell] * cells_.inv_area(cell);
+            for (const int p : cells_.pixels(cell)) pixels[std::size_t(p)] += v;
           }
         }
       }
@@ -143,8 +142,8 @@ class pooled_dense_op {
         const float* pixels = df + (first + k) * kPixels;
         for (std::size_t cell = 0; cell < kCells; ++cell) {
           float total = 0;
-          for (const int p : bin_pixels(cell)) total += pixels[std::size_t(p)];
-          cells[cell] = total * inv_area_[cell];
+          for (const int p : cells_.pixels(cell)) total += pixels[std::size_t(p)];
+          cells[cell] = total * cells_.inv_area(cell);
         }
       }
     }
@@ -167,34 +166,10 @@ class pooled_dense_op {
     return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
   }
 
-  std::span<const int> bin_pixels(std::size_t cell) const noexcept {
-    return std::span<const int>(bin_pixels_).subspan(bin_begin_[cell], bin_begin_[cell + 1] - bin_begin_[cell]);
-  }
-
-  // The input pixels of each cell's bin (row-major positions), one list after another, and 1 / the bin's size.
-  void build_bins() {
-    bin_begin_.assign(1, 0);
-    bin_pixels_.clear();
-    inv_area_.clear();
-    for (int i = 0; i < Pooled::kHeight; ++i)
-      for (int j = 0; j < Pooled::kWidth; ++j) {
-        const int top = adaptive_bin_begin(i, In::kHeight, Pooled::kHeight);
-        const int bottom = adaptive_bin_end(i, In::kHeight, Pooled::kHeight);
-        const int left = adaptive_bin_begin(j, In::kWidth, Pooled::kWidth);
-        const int right = adaptive_bin_end(j, In::kWidth, Pooled::kWidth);
-        for (int y = top; y < bottom; ++y)
-          for (int x = left; x < right; ++x) bin_pixels_.push_back(y * In::kWidth + x);
-        bin_begin_.push_back(bin_pixels_.size());
-        inv_area_.push_back(1.0f / float((bottom - top) * (right - left)));
-      }
-  }
-
   ParamSlots user_;  // the Dense's weights, bias and gradients in the flat buffers (PyTorch's layout)
   chain<B, Nodes> layers_;
   weight_cache cache_;
-  std::vector<std::size_t> bin_begin_;  // cell k's pixels: bin_pixels_[bin_begin_[k], bin_begin_[k + 1])
-  std::vector<int> bin_pixels_;
-  std::vector<float> inv_area_;
+  adaptive_cells cells_;  // the pool's bins
   AlignedBuffer<float> folded_, diff_folded_;
 };
 
