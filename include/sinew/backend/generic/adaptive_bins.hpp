@@ -36,8 +36,10 @@ struct adaptive_axis {
 };
 
 /// The bins of an in_h x in_w map pooled to out_h x out_w, cell by cell (row-major): each cell's input pixels
-/// (row-major positions in the map) and 1 / their count. Ops that walk a plane a cell at a time (NCHW pooling, a
-/// folded Dense) read these lists instead of the two axes' bounds, which cost a loop's set-up per cell.
+/// (row-major positions in the map) and 1 / their count, and the pool and its transpose on one plane through them.
+/// Ops that walk a plane a cell at a time (OneDnn's pooling on NCHW, the folded Dense on every backend) use these
+/// lists instead of the two axes' bounds, which cost a loop's set-up per cell (figures:
+/// bench/results/2026-12-02-zen5-adaptive-pool-cells).
 struct adaptive_cells {
   adaptive_cells() = default;
   adaptive_cells(int in_h, int in_w, int out_h, int out_w) : begin_(1, 0) {
@@ -57,13 +59,36 @@ struct adaptive_cells {
   std::span<const int> pixels(std::size_t k) const noexcept {
     return std::span<const int>(pixels_).subspan(begin_[k], begin_[k + 1] - begin_[k]);
   }
-  /// 1 / the number of cell k's pixels.
-  float inv_area(std::size_t k) const noexcept { return inv_area_[k]; }
-  /// Whether every cell averages one pixel (an enlarging pool such as AlexNet's 1x1 -> 6x6): the pool is then a
-  /// gather, cell k reading sources()[k].
+  /// Whether every cell averages one pixel (an enlarging pool such as AlexNet's 1x1 -> 6x6).
   bool single_pixels() const noexcept { return pixels_.size() == size(); }
-  /// Every cell's pixels, one list after another: with single_pixels(), cell k's one pixel at [k].
-  std::span<const int> sources() const noexcept { return pixels_; }
+
+  /// The pool on one plane: cells[k] = the mean of plane over cell k's pixels (a gather where each bin is one
+  /// pixel). The forward of an adaptive pool; the spread of a folded Dense's gradient onto its cells.
+  void pool(const float* plane, float* cells) const noexcept {
+    if (single_pixels()) {
+      const int* source = pixels_.data();
+      for (std::size_t k = 0, n = size(); k < n; ++k) cells[k] = plane[source[k]];
+      return;
+    }
+    for (std::size_t k = 0; k < size(); ++k) {
+      float sum = 0;
+      for (const int px : pixels(k)) sum += plane[px];
+      cells[k] = sum * inv_area_[k];
+    }
+  }
+  /// The pool's transpose on one plane, added: plane[px] += cells[k] / |cell k| for every pixel px of every cell
+  /// k (bins may overlap). The backward of an adaptive pool; the fold of a folded Dense's matrix onto its input.
+  void unpool_add(const float* cells, float* plane) const noexcept {
+    if (single_pixels()) {
+      const int* target = pixels_.data();
+      for (std::size_t k = 0, n = size(); k < n; ++k) plane[target[k]] += cells[k];
+      return;
+    }
+    for (std::size_t k = 0; k < size(); ++k) {
+      const float v = cells[k] * inv_area_[k];
+      for (const int px : pixels(k)) plane[px] += v;
+    }
+  }
 
  private:
   std::vector<std::size_t> begin_;  // cell k's pixels: pixels_[begin_[k], begin_[k + 1])

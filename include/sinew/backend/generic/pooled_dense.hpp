@@ -103,10 +103,7 @@ class pooled_dense_op {
         } else {
           float* pixels = f + plane * kPixels;
           std::fill_n(pixels, kPixels, 0.0f);
-          for (std::size_t cell = 0; cell < kCells; ++cell) {
-            const float v = cells[cell] * cells_.inv_area(cell);
-            for (const int p : cells_.pixels(cell)) pixels[std::size_t(p)] += v;
-          }
+          cells_.unpool_add(cells, pixels);
         }
       }
     }, 1, 1);
@@ -139,12 +136,7 @@ class pooled_dense_op {
       if constexpr (kPixels == 1) {
         std::fill_n(cells, kCells, df[first + k]);
       } else {
-        const float* pixels = df + (first + k) * kPixels;
-        for (std::size_t cell = 0; cell < kCells; ++cell) {
-          float total = 0;
-          for (const int p : cells_.pixels(cell)) total += pixels[std::size_t(p)];
-          cells[cell] = total * cells_.inv_area(cell);
-        }
+        cells_.pool(df + (first + k) * kPixels, cells);
       }
     }
   }

@@ -93,28 +93,14 @@ class adaptive_pool_op : public op_base {
     cells_ = generic::adaptive_cells(c.in_h, c.in_w, c.out_h, c.out_w);
   }
 
-  // Both passes walk each plane a cell at a time through cells_' lists; where every bin is one pixel (AlexNet's
-  // 1x1 -> 6x6) the forward is a gather and the backward a scatter. Looping over the two axes' bounds per cell
-  // took AlexNet's pool 1.0 ms forward and 1.5 backward at batch 42 for 1.5 MB of output (the loops' set-up per
-  // cell; bench/results/2026-12-02-zen5-adaptive-pool-cells).
+  // Both passes walk each plane through cells_' lists (generic::adaptive_cells): looping over the two axes'
+  // bounds per cell took AlexNet's pool (1x1 -> 6x6) 1.0 ms forward and 1.5 backward at batch 42 for 1.5 MB of
+  // output (bench/results/2026-12-02-zen5-adaptive-pool-cells).
   void bins_forward(const float* x, float* y) const {
     const std::size_t planes = std::size_t(config_.batch) * config_.channels, cells = cells_.size(),
                       pixels = std::size_t(config_.in_h) * config_.in_w;
-    const int* source = cells_.sources().data();
     parallel_ranges(planes, [&](std::size_t begin, std::size_t end) {
-      for (std::size_t p = begin; p < end; ++p) {
-        const float* in = x + p * pixels;
-        float* out = y + p * cells;
-        if (cells_.single_pixels()) {
-          for (std::size_t k = 0; k < cells; ++k) out[k] = in[source[k]];
-        } else {
-          for (std::size_t k = 0; k < cells; ++k) {
-            float sum = 0;
-            for (const int px : cells_.pixels(k)) sum += in[px];
-            out[k] = sum * cells_.inv_area(k);
-          }
-        }
-      }
+      for (std::size_t p = begin; p < end; ++p) cells_.pool(x + p * pixels, y + p * cells);
     }, 1, 64);
   }
 
@@ -122,21 +108,9 @@ class adaptive_pool_op : public op_base {
   void bins_backward(const float* dy, float* dx) const {
     const std::size_t planes = std::size_t(config_.batch) * config_.channels, cells = cells_.size(),
                       pixels = std::size_t(config_.in_h) * config_.in_w;
-    const int* source = cells_.sources().data();
     parallel_ranges(planes, [&](std::size_t begin, std::size_t end) {
       std::fill(dx + begin * pixels, dx + end * pixels, 0.0f);
-      for (std::size_t p = begin; p < end; ++p) {
-        const float* grad = dy + p * cells;
-        float* in = dx + p * pixels;
-        if (cells_.single_pixels()) {
-          for (std::size_t k = 0; k < cells; ++k) in[source[k]] += grad[k];
-        } else {
-          for (std::size_t k = 0; k < cells; ++k) {
-            const float g = grad[k] * cells_.inv_area(k);
-            for (const int px : cells_.pixels(k)) in[px] += g;
-          }
-        }
-      }
+      for (std::size_t p = begin; p < end; ++p) cells_.unpool_add(dy + p * cells, dx + p * pixels);
     }, 1, 64);
   }
 
