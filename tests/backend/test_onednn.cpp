@@ -659,6 +659,9 @@ TEST(onednn_conv2d, small_output_3x3_is_lowered_only_where_onednn_runs_avx2_kern
                 conv_is_lowered(3, 3, 3, 1, 384));
   static_assert(!conv_is_lowered(8, 8, 3, 1, 64) && !conv_is_lowered(16, 16, 3, 1, 256) &&
                 !conv_is_lowered(4, 4, 5, 1, 256));
+  // A 1x1 kernel: strided onto at most 2x2, at stride 1 onto at most 4x4 (ResNet-50's 8x8 stage stays direct).
+  static_assert(conv_is_lowered(2, 2, 1, 2, 1024) && conv_is_lowered(4, 4, 1, 1, 128) && conv_is_lowered(2, 2, 1, 1, 1024));
+  static_assert(!conv_is_lowered(4, 4, 1, 2, 512) && !conv_is_lowered(8, 8, 1, 1, 256));
 }
 
 // AlexNet's first layer (3 channels, 11x11 at stride 4) is one oneDNN runs on its gemm-based convolution where it

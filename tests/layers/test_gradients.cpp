@@ -51,7 +51,15 @@ static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<3
                              backend::onednn::conv2d_op>);
 static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<20, 8, 8>, Conv2d<24, 1, 2, 0>>::nodes<true>>::type>,
                              backend::onednn::conv2d_op>);
+// A 1x1 kernel at stride 1 onto at most 4x4 pixels (ResNet-50's and MobileNetV2's pointwise layers on small images)
+// is the inner product over the NHWC image read in place, its input gradient written in place too: from an NCHW
+// input (converted first), and two in a row with a fused ReLU between (the second reads the first's output).
+SINEW_LAYER_CASE(conv2d_lowered_k1_s1_4x4_fused_relu, ({.seed = 15}), Net<Input<20, 4, 4>, Conv2d<24, 1>, ReLU>)
+SINEW_LAYER_CASE(conv2d_lowered_k1_s1_pair_odd_3x2_without_bias, ({.batch = 3, .seed = 16}),
+                 Net<Input<18, 3, 2>, Conv2d<21, 1, 1, 0, false>, ReLU, Conv2d<17, 1, 1, 0, false>>)
 static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<20, 4, 4>, Conv2d<24, 1>>::nodes<true>>::type>,
+                             backend::onednn::lowered_conv2d_op>);
+static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<20, 8, 8>, Conv2d<24, 1>>::nodes<true>>::type>,
                              backend::onednn::conv2d_op>);
 static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<20, 7, 7>, Conv2d<24, 5, 1, 2>>::nodes<true>>::type>,
                              backend::onednn::conv2d_op>);

@@ -226,7 +226,7 @@ namespace onednn {
 /// The op of a convolution node N, one rule for every precision: Small over an image smaller than its kernel,
 /// Thin for a stride-1 layer of at most 16 channels on each side (thin_conv2d.hpp), Winograd for a 3x3 layer at
 /// stride 1 without bias or fused activation onto a small image (winograd_conv2d.hpp: Winograd's F(2x2, 3x3) where
-/// oneDNN runs AVX2 kernels), for another small output image (lowered_conv2d.hpp) Lowered (a strided 1x1 kernel)
+/// oneDNN runs AVX2 kernels), for another small output image (lowered_conv2d.hpp) Lowered (a 1x1 kernel)
 /// or LoweredOnAvx2 (a 2x2 or 3x3 kernel: lowered where oneDNN runs AVX2 kernels), else General on oneDNN's
 /// primitives. Small, Thin, Winograd and Lowered compute the plain convolution only: a grouped or dilated one
 /// (depthwise included) is General's, oneDNN's grouped convolution. OneDnn's ops are the defaults; OneDnnBf16

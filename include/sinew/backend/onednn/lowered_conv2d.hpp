@@ -9,7 +9,8 @@
 // input (NHWC, so that each tap is one contiguous copy of the input channels) into that matrix, and runs
 // oneDNN's inner product on it with the kernel as the weights (reordered from PyTorch's [Out, In, K, K] to
 // [Out, K, K, In], the patch's order); backward data's patch gradients are added back onto the input pixels
-// they came from. Taps that meet padding stay zero in the matrix, written once at set-up. The output is NHWC:
+// they came from. Taps that meet padding stay zero in the matrix, written once at set-up; a 1x1 kernel at stride 1
+// gathers nothing, its matrix being the NHWC image itself, nor adds back. The output is NHWC:
 // the product's rows are the batch's output pixels in order. The node picks this op by its shape at compile time
 // (conv2d.hpp's conv2d_op_for) and, for 2x2 and 3x3 kernels, by the kernels oneDNN runs at set-up
 // (lowered_on_avx2_conv2d_op); results equal the direct convolution's up to summation order.
@@ -38,24 +39,29 @@ namespace sinew::backend::onednn {
 
 /// Whether a convolution with an out_h x out_w output and out_c channels may run as lowered_conv2d_op: a 2x2 or 3x3
 /// kernel on an output of at most 4x4 pixels, or of at most 8x8 with 128 output channels or more (where oneDNN
-/// runs AVX2 kernels, at set-up: lowered_on_avx2_conv2d_op), or a 1x1 kernel with a stride on an output of at most
-/// 2x2 (always). The patches cost a copy per input pixel and tap whatever the output channels, the product a
-/// multiply-add per output channel, so with few channels the copy weighs: under oneDNN 2.6's AVX2 kernels (a Zen 4
-/// capped to them) ResNet-18's 64-channel blocks on 8x8 took 8.1 ms a step lowered against 6.4 direct, and keeping them
-/// direct made ResNet-18 2-3.5% and ResNet-50 1.4-3% faster (bench/results/2026-12-01-zen4-avx2-lowering-by-channels);
-/// 256 channels on 8x8 gained lowered on a Zen 3. A plain 1x1 kernel already is a matrix product, which oneDNN's 1x1
-/// kernels run at their best; strided, they ran at 40 GFLOP/s from 2x2 to 1x1 but as fast as the product from 8x8 to
-/// 4x4, and oneDNN 2.6's AVX-512 kernels (jit_1x1, brgconv_1x1) ran ResNet-50's projection from 2x2 to 1x1 at batch 42
-/// at 60-100 GFLOP/s each way against about 190 for the product (Zen 4, two threads): its patches are a copy of the
+/// runs AVX2 kernels, at set-up: lowered_on_avx2_conv2d_op), a 1x1 kernel with a stride on an output of at most
+/// 2x2, or at stride 1 on one of at most 4x4 (both always). The patches cost a copy per input pixel and tap whatever
+/// the output channels, the product a multiply-add per output channel, so with few channels the copy weighs: under
+/// oneDNN 2.6's AVX2 kernels (a Zen 4 capped to them) ResNet-18's 64-channel blocks on 8x8 took 8.1 ms a step
+/// lowered against 6.4 direct, and keeping them direct made ResNet-18 2-3.5% and ResNet-50 1.4-3% faster
+/// (bench/results/2026-12-01-zen4-avx2-lowering-by-channels); 256 channels on 8x8 gained lowered on a Zen 3. A 1x1
+/// kernel at stride 1 copies nothing: its patches are the NHWC image itself, read in place. oneDNN 2.6's AVX-512 1x1
+/// kernels ran ResNet-50's layers on 4x4 and 2x2 images (32x32 inputs) with backward weights 35 ms a step against
+/// 29 as the product, and the network 6-14% faster so (Zen 5, bench/results/2026-12-02-zen5-pointwise-as-product);
+/// under the AVX2 cap the two forms tied; on 8x8 (ResNet-50's first stage) the product gained nothing measurable.
+/// Strided, oneDNN's 1x1 kernels ran at 40 GFLOP/s from 2x2 to 1x1 but as fast as the product from 8x8 to 4x4, and
+/// oneDNN 2.6's AVX-512 kernels (jit_1x1, brgconv_1x1) ran ResNet-50's projection from 2x2 to 1x1 at batch 42 at
+/// 60-100 GFLOP/s each way against about 190 for the product (Zen 4, two threads): its patches are a copy of the
 /// pixels it reads. A larger kernel copies each input pixel into more patches (25 for 5x5), and oneDNN ran AlexNet's
 /// 5x5 kernel on 7x7 as fast as the product. Asked after small_conv2d_op's test.
 constexpr bool conv_is_lowered(int out_h, int out_w, int kernel, int stride, int out_c) noexcept {
   const int pixels = out_h * out_w;
-  return kernel > 1 ? kernel <= 3 && (pixels <= 16 || (pixels <= 64 && out_c >= 128)) : stride > 1 && pixels <= 4;
+  if (kernel > 1) return kernel <= 3 && (pixels <= 16 || (pixels <= 64 && out_c >= 128));
+  return pixels <= (stride > 1 ? 4 : 16);
 }
 
 /// Whether conv_is_lowered's choice is made at set-up by the kernels oneDNN runs (onednn_runs_avx512() false): for
-/// 2x2 and 3x3 kernels; a strided 1x1 kernel is lowered wherever conv_is_lowered says so.
+/// 2x2 and 3x3 kernels; a 1x1 kernel is lowered wherever conv_is_lowered says so.
 constexpr bool conv_lowering_follows_isa(int kernel) noexcept { return kernel > 1; }
 
 class lowered_conv2d_op : public conv_as_inner_product {
@@ -93,14 +99,18 @@ class lowered_conv2d_op : public conv_as_inner_product {
     if (need_diff_src)
       bwd = checked("conv2d (lowered) backward data",
                     [&] { return compat::backward<inner_product_backward_data>(eng, fwd, patches, w_patch, dst_nc); });
-    patches_ = memory(patches, eng);
+    // A 1x1 kernel at stride 1 reads each pixel once: its patches are the NHWC image itself, read in place.
+    identity_ = c.kernel == 1 && c.stride == 1 && c.padding == 0;
+    patches_ = identity_ ? memory(patches, eng, DNNL_MEMORY_NONE) : memory(patches, eng);
     // The taps on padding are never written again.
-    std::memset(patches_.get_data_handle(), 0, patches.get_size());
+    if (!identity_) std::memset(patches_.get_data_handle(), 0, patches.get_size());
     finish_setup(ctx, patches, fwd, bww, bwd, user_w, bias, c.act, p);
 
     image_in_.setup(ctx, src_md, image_nhwc);
     set_output_image(ctx, desc({c.batch, c.out_c, c.out_h, c.out_w}, dt::f32, tag::nhwc));
-    diff_image_src_ = need_diff_src ? memory(image_nhwc, eng) : memory();
+    diff_image_src_ = !need_diff_src ? memory()
+                      : identity_    ? memory(image_nhwc, eng, base::diff_src().get_data_handle())
+                                     : memory(image_nhwc, eng);
   }
 
   desc diff_src_desc() const { return diff_image_src_ ? diff_image_src_.get_desc() : desc(); }
@@ -118,7 +128,10 @@ class lowered_conv2d_op : public conv_as_inner_product {
   void forward(context& ctx, const memory& src, Probe& probe) {
     inner_product_as_convolution<Probe> p{probe};
     p.begin(metrics::OpKind::convolution);
-    gather(image_in_(ctx, src));
+    if (const memory& image = image_in_(ctx, src); identity_)
+      patches_.set_data_handle(image.get_data_handle());
+    else
+      gather(image);
     base::forward(ctx, patches_, p, weights_cache_.take());
   }
 
@@ -126,7 +139,7 @@ class lowered_conv2d_op : public conv_as_inner_product {
   void backward(context& ctx, const memory&, const memory& diff_dst, Probe& probe) {
     inner_product_as_convolution<Probe> p{probe};
     base::backward(ctx, patches_, diff_rows(ctx, diff_dst), p);
-    if (diff_image_src_) {
+    if (diff_image_src_ && !identity_) {
       p.resume(metrics::OpKind::convolution_backward_data);
       scatter(base::diff_src(), diff_image_src_);
     }
@@ -170,6 +183,7 @@ class lowered_conv2d_op : public conv_as_inner_product {
 
   Conv2dConfig c_{};
   std::vector<int> sources_;  // patch_sources(c_)
+  bool identity_ = false;  // the patches are the image (a 1x1 kernel at stride 1)
   memory patches_;  // the forward's matrix, kept for backward weights
   memory diff_image_src_;
   converter image_in_;
