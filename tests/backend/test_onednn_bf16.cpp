@@ -286,15 +286,16 @@ struct bf16_conv_case {
   simd::activation act;
   int in = 6, stride = 1;
   bool lowered = false;  // whether backward weights must run as the lowered product
+  int kernel = 3;        // padded by kernel / 2
 };
 
 void check_bf16_convolution(const bf16_conv_case& t) {
   using namespace backend::onednn;
   OneDnnBf16::context ctx({.threads = 2});
-  constexpr int N = 3, C = 16, O = 16, K = 3;
-  const int H = t.in, S = t.stride, OH = (H + 2 - K) / S + 1;
+  constexpr int N = 3, C = 16, O = 16;
+  const int K = t.kernel, P = K / 2, H = t.in, S = t.stride, OH = (H + 2 * P - K) / S + 1;
   const bool relu = t.act == simd::activation::relu;
-  const backend::Conv2dConfig c{N, C, H, H, O, OH, OH, K, S, 1, false, t.act};
+  const backend::Conv2dConfig c{N, C, H, H, O, OH, OH, K, S, P, false, t.act};
   Rng rng(11);
   std::vector<float> x(N * C * H * H), w(O * C * K * K), dw(w.size(), -1.0f), dy(N * O * OH * OH);
   for (float& v : x) v = rng.normal();
@@ -331,7 +332,7 @@ void check_bf16_convolution(const bf16_conv_case& t) {
             for (int ch = 0; ch < C; ++ch)
               for (int ki = 0; ki < K; ++ki)
                 for (int kj = 0; kj < K; ++kj) {
-                  const int ii = i * S + ki - 1, jj = j * S + kj - 1;
+                  const int ii = i * S + ki - P, jj = j * S + kj - P;
                   if (ii < 0 || ii >= H || jj < 0 || jj >= H) continue;
                   f(at(O, n, o, i, j, OH), at(C, n, ch, ii, jj, H), ((o * C + ch) * K + ki) * K + kj);
                 }
@@ -373,6 +374,16 @@ TEST(onednn_bf16, conv_onto_a_4x4_image_computes_the_weights_gradient_as_one_pro
   check_bf16_convolution({simd::activation::none, 4, 1, true});
   check_bf16_convolution({simd::activation::relu, 4, 1, true});
   check_bf16_convolution({simd::activation::none, 8, 2, true});
+}
+
+// ResNet-50's 1x1 layers on 4x4 and 2x2 images (32x32 inputs) and its strided projections onto them: the product
+// too, its patches one tap each. On 6x6 (36 output pixels) oneDNN's own backward weights stays.
+TEST(onednn_bf16, conv_1x1_onto_a_4x4_image_computes_the_weights_gradient_as_one_product) {
+  SKIP_WITHOUT_BF16();
+  check_bf16_convolution({simd::activation::none, 4, 1, true, 1});
+  check_bf16_convolution({simd::activation::relu, 3, 1, true, 1});
+  check_bf16_convolution({simd::activation::none, 8, 2, true, 1});
+  check_bf16_convolution({simd::activation::none, 6, 1, false, 1});
 }
 
 // ReLU6 on a bf16 tensor (a residual sum's, on OneDnnBf16) is oneDNN's clip_v2 in bf16, forward and backward from

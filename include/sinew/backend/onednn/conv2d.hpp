@@ -61,11 +61,14 @@ inline bool nhwc_where_gemm(const char* impl, bool excluded) {
 }
 
 /// Whether a bf16 convolution `c` computes its weights' gradient as lowered_backward_weights' product: a dense,
-/// bias-free layer with a 2x2 or 3x3 kernel onto an output of at most 4x4 pixels (with all its taps used: conv2d_op
-/// checks that). On 8x8 outputs (ResNet-18's 256-channel stage on CIFAR) the product ran no faster than oneDNN's
-/// own; f32 layers keep oneDNN's backward weights.
+/// bias-free layer with a kernel of at most 3x3 onto an output of at most 4x4 pixels (with all its taps used:
+/// conv2d_op checks that). On 8x8 outputs (ResNet-18's 256-channel stage on CIFAR, ResNet-50's first stage at
+/// 32x32) the product ran no faster than oneDNN's own. The 1x1 layers of ResNet-50's later stages at 32x32 took
+/// backward weights from 35 ms a step to 17 so, and the network 1.15-1.27x faster (Zen 5, oneDNN 2.6,
+/// bench/results/2026-12-02-zen5-bf16-pointwise-backward-weights). f32 layers keep oneDNN's backward weights or
+/// are lowered whole (lowered_conv2d.hpp).
 constexpr bool conv_lowers_backward_weights(const Conv2dConfig& c) noexcept {
-  return c.is_dense() && !c.bias && c.kernel > 1 && c.kernel <= 3 && c.out_h * c.out_w <= 16;
+  return c.is_dense() && !c.bias && c.kernel <= 3 && c.out_h * c.out_w <= 16;
 }
 
 class conv2d_op : public weighted_layer<dnnl::convolution_forward, dnnl::convolution_backward_data,

@@ -46,8 +46,9 @@ namespace sinew::backend::onednn {
 /// lowered against 6.4 direct, and keeping them direct made ResNet-18 2-3.5% and ResNet-50 1.4-3% faster
 /// (bench/results/2026-12-01-zen4-avx2-lowering-by-channels); 256 channels on 8x8 gained lowered on a Zen 3. A 1x1
 /// kernel at stride 1 copies nothing: its patches are the NHWC image itself, read in place. oneDNN 2.6's AVX-512 1x1
-/// kernels ran ResNet-50's layers on 4x4 and 2x2 images (32x32 inputs) with backward weights 35 ms a step against
-/// 29 as the product, and the network 6-14% faster so (Zen 5, bench/results/2026-12-02-zen5-pointwise-as-product);
+/// kernels ran ResNet-50's layers on 4x4 and 2x2 images (32x32 inputs) with backward weights 32.7 ms a step against
+/// 28.7 as the product, and the network 1.12x faster so (median of 5 rounds, 1.06-1.17x; Zen 5,
+/// bench/results/2026-12-02-zen5-pointwise-as-product);
 /// under the AVX2 cap the two forms tied; on 8x8 (ResNet-50's first stage) the product gained nothing measurable.
 /// Strided, oneDNN's 1x1 kernels ran at 40 GFLOP/s from 2x2 to 1x1 but as fast as the product from 8x8 to 4x4, and
 /// oneDNN 2.6's AVX-512 kernels (jit_1x1, brgconv_1x1) ran ResNet-50's projection from 2x2 to 1x1 at batch 42 at
