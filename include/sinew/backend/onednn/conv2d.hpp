@@ -63,8 +63,9 @@ inline bool nhwc_where_gemm(const char* impl, bool excluded) {
 /// Whether a bf16 convolution `c` computes its weights' gradient as lowered_backward_weights' product: a dense,
 /// bias-free layer with a kernel of at most 3x3 onto an output of at most 4x4 pixels (with all its taps used:
 /// conv2d_op checks that). On 8x8 outputs (ResNet-18's 256-channel stage on CIFAR, ResNet-50's first stage at
-/// 32x32) the product ran no faster than oneDNN's own. The 1x1 layers of ResNet-50's later stages at 32x32 took
-/// backward weights from 35 ms a step to 17 so, and the network 1.15-1.27x faster (Zen 5, oneDNN 2.6,
+/// 32x32) the product ran no faster than oneDNN's own. With the 1x1 layers of ResNet-50's later stages at 32x32
+/// taken too, its bf16 backward weights took 20.3 ms a step against 37.0 on oneDNN 2.6's kernels (17.0 against
+/// 26.7 on oneDNN 3.7's), and the network ran 1.15x (1.16x) faster (Zen 5, medians of 5 rounds:
 /// bench/results/2026-12-02-zen5-bf16-pointwise-backward-weights). f32 layers keep oneDNN's backward weights or
 /// are lowered whole (lowered_conv2d.hpp).
 constexpr bool conv_lowers_backward_weights(const Conv2dConfig& c) noexcept {
