@@ -289,6 +289,7 @@ struct bf16_conv_case {
   int kernel = 3;        // padded by kernel / 2
 };
 
+template <class Op = backend::onednn::conv2d_bf16_op>
 void check_bf16_convolution(const bf16_conv_case& t) {
   using namespace backend::onednn;
   OneDnnBf16::context ctx({.threads = 2});
@@ -301,9 +302,13 @@ void check_bf16_convolution(const bf16_conv_case& t) {
   for (float& v : x) v = rng.normal();
   for (float& v : w) v = 0.2f * rng.normal();
   for (float& v : dy) v = rng.normal();
-  conv2d_bf16_op op;
+  Op op;
   const desc src_md = plain_desc(N, C, H, H), dst_md = plain_desc(N, O, OH, OH);
-  op.conv2d_op::setup(ctx, src_md, c, ParamSlots{w.data(), nullptr, dw.data(), nullptr}, true, dt::bf16);
+  const ParamSlots slots{w.data(), nullptr, dw.data(), nullptr};
+  if constexpr (std::is_same_v<Op, lowered_conv2d_bf16_op>)
+    op.lowered_conv2d_op::setup(ctx, src_md, c, slots, true, dt::bf16);
+  else
+    op.conv2d_op::setup(ctx, src_md, c, slots, true, dt::bf16);
   using backend::onednn::compat::data_type_of;
   EXPECT_EQ(data_type_of(op.dst_desc()), relu ? dt::f32 : dt::bf16);
   EXPECT_EQ(data_type_of(op.diff_src_desc()), dt::f32) << "the input gradient takes the input's type";
@@ -384,6 +389,37 @@ TEST(onednn_bf16, conv_1x1_onto_a_4x4_image_computes_the_weights_gradient_as_one
   check_bf16_convolution({simd::activation::relu, 3, 1, true, 1});
   check_bf16_convolution({simd::activation::none, 8, 2, true, 1});
   check_bf16_convolution({simd::activation::none, 6, 1, false, 1});
+}
+
+// The same layers at stride 1 run whole as the bf16 inner product over the NHWC image (lowered_conv2d_bf16_op): the
+// same three results, from an NCHW f32 input converted first, its output NHWC.
+TEST(onednn_bf16, conv_1x1_onto_a_4x4_image_as_the_bf16_product_over_the_image) {
+  SKIP_WITHOUT_BF16();
+  using backend::onednn::lowered_conv2d_bf16_op;
+  check_bf16_convolution<lowered_conv2d_bf16_op>({simd::activation::none, 4, 1, false, 1});
+  check_bf16_convolution<lowered_conv2d_bf16_op>({simd::activation::relu, 3, 1, false, 1});
+}
+static_assert(std::is_same_v<OneDnnBf16::op<Node<Conv2d<24, 1, 1, 0, false>, Shape<16, 4, 4>, NoActivation, 0, 0>>,
+                             backend::onednn::lowered_conv2d_bf16_op>);
+static_assert(std::is_same_v<OneDnnBf16::op<Node<Conv2d<24, 1, 2, 0, false>, Shape<16, 4, 4>, NoActivation, 0, 0>>,
+                             backend::onednn::conv2d_bf16_op>,
+              "a strided 1x1 kernel gathers its patches, which the bf16 form does not");
+static_assert(std::is_same_v<OneDnnBf16::op<Node<Conv2d<24, 1, 1, 0, false>, Shape<16, 8, 8>, NoActivation, 0, 0>>,
+                             backend::onednn::conv2d_bf16_op>);
+
+// ResNet-50's bottlenecks on 4x4 and 2x2 images: their 1x1 layers as the bf16 product over the image, reading the
+// f32 input (converted) or the bf16 output of a residual's ReLU and writing bf16 for batch norm (a fused ReLU's f32
+// in the last), their strided projection on oneDNN's convolution with the lowered backward weights. The bound of the
+// tests above, over the whole flat gradient: this checks the chain of types and layouts from op to op, the test
+// above each layer's values.
+using PointwiseNet = Sequential<Input<16, 4, 4>, nets::Bottleneck<4>, nets::Bottleneck<8, 2>, Conv2d<8, 1>, ReLU, Flatten,
+                                Dense<4>>;
+
+TEST(onednn_bf16, gradients_of_bottlenecks_on_small_images_equal_f32_within_bf16_rounding) {
+  SKIP_WITHOUT_BF16();
+  const double worst = test::expect_equivalent<PointwiseNet, OneDnn, OneDnnBf16>(
+      {.batch = 8, .seed = 7, .tol = 4.0 / 256, .batch_norm_bias_shift = 3});
+  EXPECT_GT(worst, 1e-5) << "no bf16 rounding visible: are the primitives still f32?";
 }
 
 // ReLU6 on a bf16 tensor (a residual sum's, on OneDnnBf16) is oneDNN's clip_v2 in bf16, forward and backward from

@@ -126,6 +126,17 @@ class conv2d_bf16_op : public conv2d_op {
   }
 };
 
+/// lowered_conv2d_op with bf16 input and weights: a 1x1 convolution at stride 1 onto a small image as oneDNN's bf16
+/// inner product over the NHWC image read in place.
+class lowered_conv2d_bf16_op : public lowered_conv2d_op {
+ public:
+  /// The op contract's setup (backend_spec.hpp).
+  template <NodeType N>
+  void setup(context& ctx, const desc& src_md, int batch, ParamSlots p, bool need_diff_src) {
+    lowered_conv2d_op::setup(ctx, src_md, conv2d_config<N>(batch), p, need_diff_src, dt::bf16);
+  }
+};
+
 /// small_conv2d_op with bf16 input and weights.
 class small_conv2d_bf16_op : public small_conv2d_op {
  public:
@@ -193,16 +204,21 @@ struct op_for<Kind, OneDnnBf16> {
 
 /// Convolutions in bf16, chosen by OneDnn's rule (onednn::conv2d_op_for). There are no bf16 thin kernels, so a thin
 /// layer takes the direct convolution (sinew's thin kernels are f32 only), and so does a small output image (the
-/// lowered and Winograd forms are f32 only; the lowering's speed-up was measured on AVX2, where oneDNN has no bf16
-/// kernels), whose backward weights on outputs of at most 4x4 pixels runs as one product over the input's patches
-/// (onednn/lowered_backward_weights.hpp). The small-image form reads f32.
+/// gathered lowered and Winograd forms are f32 only; the lowering's speed-up was measured on AVX2, where oneDNN has
+/// no bf16 kernels), whose backward weights on outputs of at most 4x4 pixels runs as one product over the input's
+/// patches (onednn/lowered_backward_weights.hpp). A 1x1 kernel at stride 1 onto a small image (ResNet-50's
+/// pointwise layers at 32x32) is the bf16 inner product over the image itself, as in f32. The small-image form
+/// reads f32.
 template <>
 struct op_for<layer_kind::conv2d, OneDnnBf16> {
-  /// the small-image form, else the direct convolution (also for thin and lowered layers)
+  /// the small-image form, the pointwise product, else the direct convolution (also for thin and other lowered
+  /// layers)
   template <NodeType N>
-  using type_for = onednn::conv2d_op_for<N, onednn::f32_input<onednn::small_conv2d_bf16_op>, onednn::conv2d_bf16_op,
-                                         onednn::conv2d_bf16_op, onednn::conv2d_bf16_op, onednn::conv2d_bf16_op,
-                                         onednn::conv2d_bf16_op>;
+  using type_for = onednn::conv2d_op_for<
+      N, onednn::f32_input<onednn::small_conv2d_bf16_op>, onednn::conv2d_bf16_op, onednn::conv2d_bf16_op,
+      std::conditional_t<N::layer::kStride == 1 && N::layer::kPadding == 0, onednn::lowered_conv2d_bf16_op,
+                         onednn::conv2d_bf16_op>,
+      onednn::conv2d_bf16_op, onednn::conv2d_bf16_op>;
 };
 
 /// Inner products in bf16, on f32 input (the matmul form of the forward reads plain f32).

@@ -74,44 +74,59 @@ class lowered_conv2d_op : public conv_as_inner_product {
     setup(ctx, src_md, conv2d_config<N>(batch), p, need_diff_src);
   }
 
-  void setup(context& ctx, const desc& src_md, const Conv2dConfig& c, ParamSlots p, bool need_diff_src) {
+  /// `compute`: the type the product reads its patches and weights in, f32 or bf16 (as conv2d_op's; bf16 for a 1x1
+  /// kernel at stride 1 only, whose patches are the image: the gather and adding back are f32).
+  void setup(context& ctx, const desc& src_md, const Conv2dConfig& c, ParamSlots p, bool need_diff_src,
+             dt compute = dt::f32) {
     using namespace dnnl;
     c.require_dense("lowered_conv2d_op", "conv2d_op_for sends the others to conv2d_op");
     c_ = c;
-    sources_ = patch_sources(c);
+    // A 1x1 kernel at stride 1 reads each pixel once: its patches are the NHWC image itself, read in place.
+    identity_ = c.kernel == 1 && c.stride == 1 && c.padding == 0;
+    const bool bf16 = compute == dt::bf16;
+    if (bf16 && !identity_)
+      throw backend_error("lowered_conv2d_op: in bf16 only a 1x1 kernel at stride 1 without padding is lowered "
+                          "(its patches are the image); OneDnnBf16 runs the others as conv2d_bf16_op");
+    if (!identity_) sources_ = patch_sources(c);
     const auto& eng = ctx.engine();
     const memory::dim rows = memory::dim(c.batch) * c.out_h * c.out_w;  // one per output pixel of the batch
     const dims image{c.batch, c.in_c, c.in_h, c.in_w}, w_dims{c.out_c, c.in_c, c.kernel, c.kernel};
-    const desc image_nhwc(image, dt::f32, tag::nhwc);
+    // In bf16, as conv2d_op: the output bf16 unless an activation follows in the layer, the output gradient bf16,
+    // the input gradient in the input's type, the weights' gradient f32.
+    const dt out = bf16 && c.act == simd::activation::none ? dt::bf16 : dt::f32;
+    const dt diff_in = bf16 && compat::data_type_of(src_md) == dt::bf16 ? dt::bf16 : dt::f32;
+    const desc image_nhwc(image, compute, tag::nhwc), diff_image_nhwc(image, diff_in, tag::nhwc);
     // [rows, In, K, K] laid out as [rows, K, K, In], and the kernel in the same order: oneDNN's inner product
     // reads both alike.
-    const desc patches({rows, c.in_c, c.kernel, c.kernel}, dt::f32, tag::nhwc);
-    const desc w_patch(w_dims, dt::f32, tag::ohwi), user_w(w_dims, dt::f32, tag::oihw);
-    const desc dst_nc({rows, c.out_c}, dt::f32, tag::nc);  // the same bytes as the NHWC output image
+    const dims patch_dims{rows, c.in_c, c.kernel, c.kernel};
+    const desc patches(patch_dims, compute, tag::nhwc), diff_patches(patch_dims, diff_in, tag::nhwc);
+    const desc w_patch(w_dims, compute, tag::ohwi), diff_w_patch(w_dims, dt::f32, tag::ohwi);
+    const desc user_w(w_dims, dt::f32, tag::oihw);
+    // The rows are the same bytes as the NHWC output image.
+    const desc dst_nc({rows, c.out_c}, out, tag::nc), diff_dst_nc({rows, c.out_c}, compute, tag::nc);
     const desc bias = c.bias ? desc({c.out_c}, dt::f32, tag::x) : desc();
     const auto fwd = checked("conv2d (lowered) forward", [&] {
       return compat::forward<inner_product_forward>(eng, fused_activation::attr(c.act), prop_kind::forward_training,
                                                     patches, w_patch, bias, dst_nc);
     });
     const auto bww = checked("conv2d (lowered) backward weights", [&] {
-      return compat::backward<inner_product_backward_weights>(eng, fwd, patches, w_patch, bias, dst_nc);
+      return compat::backward<inner_product_backward_weights>(eng, fwd, patches, diff_w_patch, bias, diff_dst_nc);
     });
     std::optional<backward_data_pd> bwd;
     if (need_diff_src)
-      bwd = checked("conv2d (lowered) backward data",
-                    [&] { return compat::backward<inner_product_backward_data>(eng, fwd, patches, w_patch, dst_nc); });
-    // A 1x1 kernel at stride 1 reads each pixel once: its patches are the NHWC image itself, read in place.
-    identity_ = c.kernel == 1 && c.stride == 1 && c.padding == 0;
+      bwd = checked("conv2d (lowered) backward data", [&] {
+        return compat::backward<inner_product_backward_data>(eng, fwd, diff_patches, w_patch, diff_dst_nc);
+      });
     patches_ = identity_ ? memory(patches, eng, DNNL_MEMORY_NONE) : memory(patches, eng);
     // The taps on padding are never written again.
     if (!identity_) std::memset(patches_.get_data_handle(), 0, patches.get_size());
     finish_setup(ctx, patches, fwd, bww, bwd, user_w, bias, c.act, p);
 
     image_in_.setup(ctx, src_md, image_nhwc);
-    set_output_image(ctx, desc({c.batch, c.out_c, c.out_h, c.out_w}, dt::f32, tag::nhwc));
+    set_output_image(ctx, desc({c.batch, c.out_c, c.out_h, c.out_w}, out, tag::nhwc));
     diff_image_src_ = !need_diff_src ? memory()
-                      : identity_    ? memory(image_nhwc, eng, base::diff_src().get_data_handle())
-                                     : memory(image_nhwc, eng);
+                      : identity_    ? memory(diff_image_nhwc, eng, base::diff_src().get_data_handle())
+                                     : memory(diff_image_nhwc, eng);
   }
 
   desc diff_src_desc() const { return diff_image_src_ ? diff_image_src_.get_desc() : desc(); }
@@ -183,7 +198,7 @@ class lowered_conv2d_op : public conv_as_inner_product {
   }
 
   Conv2dConfig c_{};
-  std::vector<int> sources_;  // patch_sources(c_)
+  std::vector<int> sources_;  // patch_sources(c_); empty where the patches are the image
   bool identity_ = false;  // the patches are the image (a 1x1 kernel at stride 1)
   memory patches_;  // the forward's matrix, kept for backward weights
   memory diff_image_src_;
