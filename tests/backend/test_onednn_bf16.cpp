@@ -401,6 +401,23 @@ TEST(onednn_bf16, conv_1x1_onto_a_4x4_image_as_the_bf16_product_over_the_image) 
 }
 static_assert(std::is_same_v<OneDnnBf16::op<Node<Conv2d<24, 1, 1, 0, false>, Shape<16, 4, 4>, NoActivation, 0, 0>>,
                              backend::onednn::lowered_conv2d_bf16_op>);
+
+// The gathered forms are f32 only: asked for a strided layer in bf16, the op refuses with a sentence at set-up.
+TEST(onednn_bf16, lowered_conv2d_op_refuses_a_gathered_layer_in_bf16) {
+  SKIP_WITHOUT_BF16();
+  using namespace backend::onednn;
+  OneDnnBf16::context ctx({.threads = 1});
+  const backend::Conv2dConfig c{2, 8, 4, 4, 8, 2, 2, 1, 2, 0, false, simd::activation::none};
+  std::vector<float> w(64), dw(64);
+  lowered_conv2d_op op;
+  try {
+    op.setup(ctx, plain_desc(2, 8, 4, 4), c, ParamSlots{w.data(), nullptr, dw.data(), nullptr}, true, dt::bf16);
+    FAIL() << "a strided 1x1 layer was set up in bf16";
+  } catch (const backend_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("in bf16 only a 1x1 kernel at stride 1 without padding is lowered"), std::string::npos) << what;
+  }
+}
 static_assert(std::is_same_v<OneDnnBf16::op<Node<Conv2d<24, 1, 2, 0, false>, Shape<16, 4, 4>, NoActivation, 0, 0>>,
                              backend::onednn::conv2d_bf16_op>,
               "a strided 1x1 kernel gathers its patches, which the bf16 form does not");

@@ -207,8 +207,9 @@ struct op_for<Kind, OneDnnBf16> {
 /// gathered lowered and Winograd forms are f32 only; the lowering's speed-up was measured on AVX2, where oneDNN has
 /// no bf16 kernels), whose backward weights on outputs of at most 4x4 pixels runs as one product over the input's
 /// patches (onednn/lowered_backward_weights.hpp). A 1x1 kernel at stride 1 onto a small image (ResNet-50's
-/// pointwise layers at 32x32) is the bf16 inner product over the image itself, as in f32. The small-image form
-/// reads f32.
+/// pointwise layers at 32x32) is the bf16 inner product over the image itself, the rule of f32: measured against
+/// conv2d_bf16_op with the lowered backward weights, ResNet-50 ran 1.03x on oneDNN 2.6 and tied on 3.7 (Zen 5,
+/// bench/results/2026-12-02-zen5-bf16-pointwise-product). The small-image form reads f32.
 template <>
 struct op_for<layer_kind::conv2d, OneDnnBf16> {
   /// the small-image form, the pointwise product, else the direct convolution (also for thin and other lowered
