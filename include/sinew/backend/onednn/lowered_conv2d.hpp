@@ -13,7 +13,8 @@
 // gathers nothing, its matrix being the NHWC image itself, nor adds back. The output is NHWC:
 // the product's rows are the batch's output pixels in order. The node picks this op by its shape at compile time
 // (conv2d.hpp's conv2d_op_for) and, for 2x2 and 3x3 kernels, by the kernels oneDNN runs at set-up
-// (lowered_on_avx2_conv2d_op); results equal the direct convolution's up to summation order.
+// (lowered_on_avx2_conv2d_op); results equal the direct convolution's up to summation order. OneDnnBf16 runs the
+// 1x1 stride-1 form in bf16 (onednn_bf16.hpp: lowered_conv2d_bf16_op); the gathered forms are f32 only.
 #pragma once
 
 #include <algorithm>
