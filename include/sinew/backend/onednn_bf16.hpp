@@ -217,8 +217,8 @@ struct op_for<layer_kind::conv2d, OneDnnBf16> {
   template <NodeType N>
   using type_for = onednn::conv2d_op_for<
       N, onednn::f32_input<onednn::small_conv2d_bf16_op>, onednn::conv2d_bf16_op, onednn::conv2d_bf16_op,
-      std::conditional_t<N::layer::kStride == 1 && N::layer::kPadding == 0, onednn::lowered_conv2d_bf16_op,
-                         onednn::conv2d_bf16_op>,
+      std::conditional_t<onednn::conv_reads_image_in_place(N::layer::kKernel, N::layer::kStride, N::layer::kPadding),
+                         onednn::lowered_conv2d_bf16_op, onednn::conv2d_bf16_op>,
       onednn::conv2d_bf16_op, onednn::conv2d_bf16_op>;
 };
 

@@ -66,8 +66,10 @@ inline bool nhwc_where_gemm(const char* impl, bool excluded) {
 /// 32x32) the product ran no faster than oneDNN's own. With the 1x1 layers of ResNet-50's later stages at 32x32
 /// taken too, its bf16 backward weights took 20.3 ms a step against 37.0 on oneDNN 2.6's kernels (17.0 against
 /// 26.7 on oneDNN 3.7's), and the network ran 1.15x (1.16x) faster (Zen 5, medians of 5 rounds:
-/// bench/results/2026-12-02-zen5-bf16-pointwise-backward-weights). f32 layers keep oneDNN's backward weights or
-/// are lowered whole (lowered_conv2d.hpp).
+/// bench/results/2026-12-02-zen5-bf16-pointwise-backward-weights). Since then the stride-1 ones among those run
+/// whole as lowered_conv2d_bf16_op (onednn_bf16.hpp), whose weight gradient is its inner product's; of the 1x1
+/// layers, the strided projections still reach this product. f32 layers keep oneDNN's backward weights or are
+/// lowered whole (lowered_conv2d.hpp).
 constexpr bool conv_lowers_backward_weights(const Conv2dConfig& c) noexcept {
   return c.is_dense() && !c.bias && c.kernel <= 3 && c.out_h * c.out_w <= 16;
 }

@@ -8,9 +8,11 @@
 // are"). The patches are gathered from the forward's input in bf16, a row per (input channel, tap) so that the
 // product's rows are PyTorch's [Out, In, K, K]: the gradient lands in the flat buffer with no reorder after it.
 // conv2d_op takes this form for bf16 layers with kernels of at most 3x3 onto outputs of at most 4x4 pixels
-// (conv2d.hpp: conv_lowers_backward_weights; ResNet-50's 1x1 layers there too, which oneDNN's bf16 kernels ran in
-// twice the time); lowered_conv2d.hpp lowers whole f32 layers where oneDNN runs AVX2 kernels, while bf16 always runs
-// on AVX-512 or AMX ones, whose forward and backward data stay direct.
+// (conv2d.hpp: conv_lowers_backward_weights; ResNet-50's strided 1x1 projections there too). Its stride-1 1x1
+// layers there, whose weight gradient oneDNN's bf16 kernels took twice as long on, are not conv2d_op's: they
+// run whole as the bf16 inner product over the image (lowered_conv2d.hpp's one bf16 form). lowered_conv2d.hpp
+// lowers the other layers whole in f32 only, where oneDNN runs AVX2 kernels; bf16 runs on AVX-512 or AMX ones,
+// whose forward and backward data stay direct.
 #pragma once
 
 #include <cstdint>

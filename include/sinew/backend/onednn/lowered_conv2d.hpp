@@ -62,6 +62,12 @@ constexpr bool conv_is_lowered(int out_h, int out_w, int kernel, int stride, int
   return pixels <= (stride > 1 ? 4 : 16);
 }
 
+/// Whether a lowered convolution's patches are its NHWC input image itself, read in place with nothing gathered or
+/// added back: a 1x1 kernel at stride 1 without padding. The one form OneDnnBf16 lowers (lowered_conv2d_bf16_op).
+constexpr bool conv_reads_image_in_place(int kernel, int stride, int padding) noexcept {
+  return kernel == 1 && stride == 1 && padding == 0;
+}
+
 /// Whether conv_is_lowered's choice is made at set-up by the kernels oneDNN runs (onednn_runs_avx512() false): for
 /// 2x2 and 3x3 kernels; a 1x1 kernel is lowered wherever conv_is_lowered says so.
 constexpr bool conv_lowering_follows_isa(int kernel) noexcept { return kernel > 1; }
@@ -82,8 +88,7 @@ class lowered_conv2d_op : public conv_as_inner_product {
     using namespace dnnl;
     c.require_dense("lowered_conv2d_op", "conv2d_op_for sends the others to conv2d_op");
     c_ = c;
-    // A 1x1 kernel at stride 1 reads each pixel once: its patches are the NHWC image itself, read in place.
-    identity_ = c.kernel == 1 && c.stride == 1 && c.padding == 0;
+    identity_ = conv_reads_image_in_place(c.kernel, c.stride, c.padding);
     const bool bf16 = compute == dt::bf16;
     if (bf16 && !identity_)
       throw backend_error("lowered_conv2d_op: in bf16 only a 1x1 kernel at stride 1 without padding is lowered "
