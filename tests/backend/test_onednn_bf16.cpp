@@ -101,13 +101,19 @@ TEST(onednn_bf16, refuses_without_bf16_kernels) {
 // product in a sum is off by at most about 2^-8 relative, and a sum of n such products (accumulated in f32) by at
 // most 2^-8 times the sum of the magnitudes. The gradients pass through three such layers (two bf16 operands in
 // each of forward, backward data and backward weights) and batch norm's division by the batch's deviation, which
-// does not shrink relative errors. Measured against the largest entry of each tensor, the difference stays below
-// 4 x 2^-8 = 1.6% here (0.4% measured, on AVX512_BF16); an f32 result differs by 1e-6, so a layer left in f32 would not
-// show, but a wrong primitive (a bf16 gradient written as f32, a transposed weight) is off by 100%.
+// does not shrink relative errors. Measured against the largest entry of each tensor (the whole parameter gradient
+// one of them), the difference stays below 4 x 2^-8 = 1.6% here (0.4% measured, on AVX512_BF16). Each parameter's
+// gradient, against its own largest entry (at least 1), moves more: a small sum of many rounded terms (a batch
+// norm's weight, a channel fed by it) kept 1.8% here and 2.9% in the residual blocks below (Zen 5), so it is held to
+// 12 x 2^-8 = 4.7%. An f32 result differs by 1e-6, so a layer left in f32 would not show, but a wrong primitive (a
+// bf16 gradient written as f32, a transposed weight) is off by 100%.
+constexpr double kBf16Tolerance = 4.0 / 256, kBf16ParameterTolerance = 12.0 / 256;
+
 TEST(onednn_bf16, gradients_of_conv_norm_dense_equal_f32_within_bf16_rounding) {
   SKIP_WITHOUT_BF16();
   const double worst = test::expect_equivalent<Net, OneDnn, OneDnnBf16>(
-      {.batch = 8, .seed = 7, .tol = 4.0 / 256, .batch_norm_bias_shift = 3});
+      {.batch = 8, .seed = 7, .tol = kBf16Tolerance, .parameter_tol = kBf16ParameterTolerance,
+       .batch_norm_bias_shift = 3});
   EXPECT_GT(worst, 1e-5) << "no bf16 rounding visible: are the primitives still f32?";
 }
 
@@ -123,7 +129,8 @@ using ResidualNet = Sequential<Input<3, 12, 12>, Conv2d<16, 3, 1, 1, false>, Bat
 TEST(onednn_bf16, gradients_of_residual_blocks_with_bf16_tensors_equal_f32_within_bf16_rounding) {
   SKIP_WITHOUT_BF16();
   const double worst = test::expect_equivalent<ResidualNet, OneDnn, OneDnnBf16>(
-      {.batch = 8, .seed = 7, .tol = 4.0 / 256, .batch_norm_bias_shift = 3});
+      {.batch = 8, .seed = 7, .tol = kBf16Tolerance, .parameter_tol = kBf16ParameterTolerance,
+       .batch_norm_bias_shift = 3});
   EXPECT_GT(worst, 1e-5) << "no bf16 rounding visible: are the primitives still f32?";
 }
 
@@ -133,7 +140,8 @@ TEST(onednn_bf16, residual_blocks_in_a_mix_with_eigen_batch_norm_equal_f32_withi
   SKIP_WITHOUT_BF16();
   using Mixed = backend::Mix<OneDnnBf16, backend::Use<BatchNorm2d, backend::Eigen>>;
   const double worst = test::expect_equivalent<ResidualNet, OneDnn, Mixed>(
-      {.batch = 8, .seed = 7, .tol = 4.0 / 256, .batch_norm_bias_shift = 3});
+      {.batch = 8, .seed = 7, .tol = kBf16Tolerance, .parameter_tol = kBf16ParameterTolerance,
+       .batch_norm_bias_shift = 3});
   EXPECT_GT(worst, 1e-5) << "no bf16 rounding visible: are the primitives still f32?";
 }
 
@@ -149,7 +157,8 @@ static_assert(std::is_same_v<OneDnnBf16::op<Node<DepthwiseConv2d<4, 3, 1, 1>, Sh
 TEST(onednn_bf16, gradients_of_grouped_depthwise_and_dilated_convolutions_equal_f32_within_bf16_rounding) {
   SKIP_WITHOUT_BF16();
   const double worst = test::expect_equivalent<GroupedNet, OneDnn, OneDnnBf16>(
-      {.batch = 8, .seed = 7, .tol = 4.0 / 256, .batch_norm_bias_shift = 3});
+      {.batch = 8, .seed = 7, .tol = kBf16Tolerance, .parameter_tol = kBf16ParameterTolerance,
+       .batch_norm_bias_shift = 3});
   EXPECT_GT(worst, 1e-5) << "no bf16 rounding visible: are the primitives still f32?";
 }
 
@@ -426,16 +435,17 @@ static_assert(std::is_same_v<OneDnnBf16::op<Node<Conv2d<24, 1, 1, 0, false>, Sha
 
 // ResNet-50's bottlenecks on 4x4 and 2x2 images: their 1x1 layers as the bf16 product over the image, reading the
 // f32 input (converted) or the bf16 output of a residual's ReLU and writing bf16 for batch norm (a fused ReLU's f32
-// in the last), their strided projection on oneDNN's convolution with the lowered backward weights. The bound of the
-// tests above, over the whole flat gradient: this checks the chain of types and layouts from op to op, the test
-// above each layer's values.
+// in the last), their strided projection on oneDNN's convolution with the lowered backward weights. The bounds of the
+// tests above: this checks the chain of types and layouts from op to op, the test above each layer's values against
+// exact sums.
 using PointwiseNet = Sequential<Input<16, 4, 4>, nets::Bottleneck<4>, nets::Bottleneck<8, 2>, Conv2d<8, 1>, ReLU, Flatten,
                                 Dense<4>>;
 
 TEST(onednn_bf16, gradients_of_bottlenecks_on_small_images_equal_f32_within_bf16_rounding) {
   SKIP_WITHOUT_BF16();
   const double worst = test::expect_equivalent<PointwiseNet, OneDnn, OneDnnBf16>(
-      {.batch = 8, .seed = 7, .tol = 4.0 / 256, .batch_norm_bias_shift = 3});
+      {.batch = 8, .seed = 7, .tol = kBf16Tolerance, .parameter_tol = kBf16ParameterTolerance,
+       .batch_norm_bias_shift = 3});
   EXPECT_GT(worst, 1e-5) << "no bf16 rounding visible: are the primitives still f32?";
 }
 
