@@ -205,9 +205,9 @@ double expect_equivalent(EquivalenceOptions o = {}) {
   char text[32];
   std::snprintf(text, sizeof text, "%.3g", worst);
   ::testing::Test::RecordProperty("max_scaled_error", text);
-  std::printf("largest difference between the backends: %s of the tensor's scale (tolerance %.3g); "
+  std::printf("largest difference between the backends: %s of its tensor's scale; "
               "nearest its tolerance: %.3g in the %s (tolerance %.3g)\n",
-              text, o.tol, nearest.difference, nearest.what.c_str(), nearest.tolerance);
+              text, nearest.difference, nearest.what.c_str(), nearest.tolerance);
   return worst;
 }
 
