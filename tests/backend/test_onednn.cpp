@@ -646,9 +646,9 @@ TEST(onednn_conv2d, small_output_3x3_is_lowered_only_where_onednn_runs_avx2_kern
   };
   lowered_on_avx2_conv2d_op chosen;
   check(chosen);
-  EXPECT_EQ(chosen.avx2_form(), !onednn_runs_avx512()) << (onednn_runs_avx512() ? "AVX-512" : "AVX2") << " kernels";
+  EXPECT_EQ(chosen.took_form(), !onednn_runs_avx512()) << (onednn_runs_avx512() ? "AVX-512" : "AVX2") << " kernels";
   if (const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA"); cap && std::string(cap) == "AVX2") {
-    EXPECT_TRUE(chosen.avx2_form()) << "ONEDNN_MAX_CPU_ISA=AVX2";
+    EXPECT_TRUE(chosen.took_form()) << "ONEDNN_MAX_CPU_ISA=AVX2";
   }
   lowered_conv2d_op lowered;
   check(lowered);
@@ -664,25 +664,36 @@ TEST(onednn_conv2d, small_output_3x3_is_lowered_only_where_onednn_runs_avx2_kern
   static_assert(!conv_is_lowered(4, 4, 1, 2, 512) && !conv_is_lowered(8, 8, 1, 1, 256));
 }
 
-// AlexNet's first layer (3 channels, 11x11 at stride 4) is one oneDNN runs on its gemm-based convolution where it
-// runs AVX2 kernels; where NHWC then gets an AVX2 brgemm convolution (oneDNN 3.7) conv2d_op runs it NHWC on
-// that (nhwc_where_gemm), elsewhere in oneDNN's layout. Output against the reference either way; the gradients are
-// tests/layers/test_gradients.cpp's (conv2d_k11_s4_three_channels_first_layer).
-TEST(onednn_conv2d, a_layer_on_onednns_gemm_convolution_runs_nhwc_where_avx2_brgemm_kernels_exist) {
+// AlexNet's first layer (3 channels, 11x11 at stride 4 with padding 2, 64x64 -> 15x15) at batch 2 onto 16 channels.
+constexpr backend::Conv2dConfig kAlexNetFirstLayer{2, 3, 64, 64, 16, 15, 15, 11, 4, 2, true, simd::activation::none};
+
+// `op` set up on `c` (without activation) from an NCHW input and run forward: its output against the reference.
+template <class Op>
+void expect_forward_matches_reference(OneDnn::context& ctx, Op& op, const backend::Conv2dConfig& c) {
   using namespace backend::onednn;
-  OneDnn::context ctx{BackendOptions{}};
-  constexpr int kBatch = 2, kIn = 3, kH = 64, kOut = 16, kK = 11, kOutH = 15;
-  const backend::Conv2dConfig c{kBatch, kIn, kH, kH, kOut, kOutH, kOutH, kK, 4, 2, true, simd::activation::none};
-  std::vector<float> x = DenseOnFlatParams::normals(kBatch * kIn * kH * kH, 1),
-                     w = DenseOnFlatParams::normals(kOut * kIn * kK * kK, 2), b = DenseOnFlatParams::normals(kOut, 3),
-                     dw(w.size()), db(b.size()), y(std::size_t(kBatch) * kOut * kOutH * kOutH);
-  const desc src({kBatch, kIn, kH, kH}, dt::f32, tag::nchw);
-  conv2d_op op;
+  std::vector<float> x = DenseOnFlatParams::normals(c.batch * c.in_c * c.in_h * c.in_w, 1),
+                     w = DenseOnFlatParams::normals(c.out_c * c.in_c * c.kernel * c.kernel, 2),
+                     b = DenseOnFlatParams::normals(c.out_c, 3), dw(w.size()), db(b.size()),
+                     y(std::size_t(c.batch) * c.out_c * c.out_h * c.out_w);
+  const desc src({c.batch, c.in_c, c.in_h, c.in_w}, dt::f32, tag::nchw);
   op.setup(ctx, src, c, ParamSlots{w.data(), b.data(), dw.data(), db.data()}, true);
   op.forward(ctx, memory(src, ctx.engine(), x.data()));
   to_plain(ctx, op.dst(), y.data());
-  expect_close(y, ref::conv2d(x, w.data(), b.data(), kBatch, kIn, kH, kH, kOut, kK, 4, 2));
-  const bool nhwc = op.dst_desc() == desc({kBatch, kOut, kOutH, kOutH}, dt::f32, tag::nhwc);
+  expect_close(y, ref::conv2d(x, w.data(), b.data(), c.batch, c.in_c, c.in_h, c.in_w, c.out_c, c.kernel, c.stride,
+                              c.padding));
+}
+
+// AlexNet's first layer is one oneDNN runs on its gemm-based convolution where it runs AVX2 kernels; where NHWC
+// then gets an AVX2 brgemm convolution (oneDNN 3.7) conv2d_op runs it NHWC on that (nhwc_where_gemm), elsewhere in
+// oneDNN's layout. Output against the reference either way; the gradients are tests/layers/test_gradients.cpp's
+// (conv2d_k11_s4_three_channels_first_layer).
+TEST(onednn_conv2d, a_layer_on_onednns_gemm_convolution_runs_nhwc_where_avx2_brgemm_kernels_exist) {
+  using namespace backend::onednn;
+  OneDnn::context ctx{BackendOptions{}};
+  const backend::Conv2dConfig& c = kAlexNetFirstLayer;
+  conv2d_op op;
+  expect_forward_matches_reference(ctx, op, c);
+  const bool nhwc = op.dst_desc() == desc({c.batch, c.out_c, c.out_h, c.out_w}, dt::f32, tag::nhwc);
   if (onednn_runs_avx512() || DNNL_VERSION_MAJOR < 3) {
     EXPECT_FALSE(nhwc) << "AVX-512 kernels, or oneDNN 2 (no AVX2 brgemm convolutions): oneDNN's layout";
   }
@@ -781,6 +792,44 @@ void expect_thin_conv_matches_onednn(const backend::Conv2dConfig& c, bool need_d
   expect_conv_op_matches_onednn<backend::onednn::basic_thin_conv2d_op<Arch>>(c, need_diff_src);
 }
 
+// Fewer input channels than kernel columns (conv_gathers_kernel_rows: AlexNet's first layer) take
+// lowered_where_gemm_conv2d_op: lowered, the patches gathered from the NCHW image a kernel row at a time, where
+// oneDNN would run its gemm-based convolution (oneDNN 2.6 capped to AVX2), else conv2d_op. The form chosen
+// against the reference, the rule against conv2d_op's own forward, and the kernel-row form asked for directly on
+// any machine against conv2d_op: output, weights', bias' and input gradients (the input gradient added back a
+// kernel row at a time), for AlexNet's shape with a fused ReLU and for one channel under a padded 5x5 kernel at
+// stride 1.
+TEST(onednn_conv2d, a_first_layer_is_lowered_by_kernel_rows_where_onednn_runs_its_gemm_convolution) {
+  using namespace backend::onednn;
+  OneDnn::context ctx{BackendOptions{}};
+  const backend::Conv2dConfig& c = kAlexNetFirstLayer;
+  lowered_where_gemm_conv2d_op chosen;
+  expect_forward_matches_reference(ctx, chosen, c);
+  const std::string impl = conv2d_op::forward_implementation(ctx, c);
+  EXPECT_EQ(chosen.took_form(), impl.find("gemm") != std::string::npos && impl.find("brg") == std::string::npos)
+      << "conv2d_op would run " << impl;
+  if (chosen.took_form()) {
+    EXPECT_TRUE(chosen.form()->gathers_kernel_rows());
+  }
+  if (onednn_runs_avx512()) {
+    EXPECT_FALSE(chosen.took_form()) << "oneDNN's AVX-512 kernels take the layer: " << impl;
+  }
+  if (const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA");
+      DNNL_VERSION_MAJOR < 3 && cap && std::string(cap) == "AVX2") {
+    EXPECT_TRUE(chosen.took_form()) << "oneDNN 2 capped to AVX2 runs the layer as " << impl;
+  }
+  static_assert(conv_gathers_kernel_rows(3, 11) && conv_gathers_kernel_rows(1, 3) && !conv_gathers_kernel_rows(3, 3) &&
+                !conv_gathers_kernel_rows(16, 3));
+  backend::Conv2dConfig fused = c;
+  fused.act = simd::activation::relu;
+  expect_conv_op_matches_onednn<lowered_conv2d_op>(fused, true);
+  expect_conv_op_matches_onednn<lowered_conv2d_op>({3, 1, 9, 7, 5, 9, 7, 5, 1, 2, false, simd::activation::none},
+                                                   true);
+  lowered_conv2d_op asked_for;
+  expect_forward_matches_reference(ctx, asked_for, c);
+  EXPECT_TRUE(asked_for.gathers_kernel_rows());
+}
+
 using Act = simd::activation;
 // LeNet-5's layers (3->6 5x5 on 32x32 without the input gradient, 6->16 on 14x14 with it) at batch 5, then a
 // padded layer of odd sizes without activation or bias.
@@ -843,9 +892,9 @@ TEST(onednn_winograd_conv2d, is_chosen_where_onednn_runs_avx2_kernels) {
   winograd_on_avx2_conv2d_op chosen;
   chosen.setup(ctx, plain_desc(c.batch, c.in_c, c.in_h, c.in_w), c, ParamSlots{w.data(), nullptr, dw.data(), nullptr},
                true);
-  EXPECT_EQ(chosen.avx2_form(), !onednn_runs_avx512()) << (onednn_runs_avx512() ? "AVX-512" : "AVX2") << " kernels";
+  EXPECT_EQ(chosen.took_form(), !onednn_runs_avx512()) << (onednn_runs_avx512() ? "AVX-512" : "AVX2") << " kernels";
   if (const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA"); cap && std::string(cap) == "AVX2") {
-    EXPECT_TRUE(chosen.avx2_form()) << "ONEDNN_MAX_CPU_ISA=AVX2";
+    EXPECT_TRUE(chosen.took_form()) << "ONEDNN_MAX_CPU_ISA=AVX2";
   }
 }
 

@@ -28,8 +28,11 @@ SINEW_LAYER_CASE(conv2d_trimmed_rows_on_onednn_primitives, ({.seed = 5}), Net<In
 static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<3, 1, 140>, Conv2d<4, 3, 2, 1>>::nodes<true>>::type>,
                              backend::onednn::conv2d_op>);
 // A first layer oneDNN runs on its gemm-based convolution under AVX2 (3 channels, 11x11 at stride 4: AlexNet's),
-// which runs NHWC where oneDNN has AVX2 brgemm convolutions (onednn/conv2d.hpp: nhwc_where_gemm).
+// which runs NHWC where oneDNN has AVX2 brgemm convolutions (onednn/conv2d.hpp: nhwc_where_gemm) and lowered, its
+// patches gathered a kernel row at a time, where it has none (oneDNN 2.6: lowered_where_gemm_conv2d_op).
 SINEW_LAYER_CASE(conv2d_k11_s4_three_channels_first_layer, ({.seed = 12}), Net<Input<3, 23, 23>, Conv2d<8, 11, 4, 2>, ReLU>)
+static_assert(std::is_same_v<backend::OneDnn::op<sinew::detail::last<Net<Input<3, 23, 23>, Conv2d<8, 11, 4, 2>>::nodes<true>>::type>,
+                             backend::onednn::lowered_where_gemm_conv2d_op>);
 // A 2x2 or 3x3 kernel on a small output image (at most 4x4, or 8x8 from 128 channels; a strided 1x1 kernel, at
 // most 2x2) is an inner product
 // over the input's patches (onednn/lowered_conv2d.hpp): AlexNet's last three layers, VGG's and ResNet's late

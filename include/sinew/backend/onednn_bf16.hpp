@@ -219,7 +219,7 @@ struct op_for<layer_kind::conv2d, OneDnnBf16> {
       N, onednn::f32_input<onednn::small_conv2d_bf16_op>, onednn::conv2d_bf16_op, onednn::conv2d_bf16_op,
       std::conditional_t<onednn::conv_reads_image_in_place(N::layer::kKernel, N::layer::kStride, N::layer::kPadding),
                          onednn::lowered_conv2d_bf16_op, onednn::conv2d_bf16_op>,
-      onednn::conv2d_bf16_op, onednn::conv2d_bf16_op>;
+      onednn::conv2d_bf16_op, onednn::conv2d_bf16_op, onednn::conv2d_bf16_op>;
 };
 
 /// Inner products in bf16, on f32 input (the matmul form of the forward reads plain f32).

@@ -2,7 +2,8 @@
 //
 // As oneDNN's cnn_training_f32 example: every descriptor is format_tag::any so each primitive picks its
 // layout (but NHWC where oneDNN's pick is its gemm-based convolution and NHWC gets an AVX2 brgemm one:
-// nhwc_where_gemm); reorders exist only where two layouts differ (input, PyTorch-layout weights, gradients) and
+// nhwc_where_gemm; where it gets none, a layer with fewer input channels than kernel columns is lowered:
+// lowered_where_gemm_conv2d_op); reorders exist only where two layouts differ (input, PyTorch-layout weights, gradients) and
 // are created at set-up (weighted_layer.hpp); the forward primitive descriptor is the hint of both backward ones.
 // Grouped convolutions (depthwise included) and dilated ones run here too, as oneDNN describes them: weights with a
 // leading groups dimension (goihw, the same floats as PyTorch's [Out, In/G, K, K]) and dilation counted as the gap
@@ -19,6 +20,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <variant>
 
 #include "sinew/backend/onednn/lowered_conv2d.hpp"
@@ -93,57 +95,24 @@ class conv2d_op : public weighted_layer<dnnl::convolution_forward, dnnl::convolu
              dt compute = dt::f32) {
     using namespace dnnl;
     const auto& eng = ctx.engine();
-    const dims src_dims{c.batch, c.in_c, c.in_h, c.in_w}, dst_dims{c.batch, c.out_c, c.out_h, c.out_w};
-    // Trimming assumes adjacent taps: a dilated kernel keeps every tap.
-    const bool dilated = c.dilation > 1;
-    const tap_window ty = dilated ? tap_window{0, c.kernel, c.padding, c.padding}
-                                  : used_taps(c.in_h, c.out_h, c.kernel, c.stride, c.padding);
-    const tap_window tx = dilated ? tap_window{0, c.kernel, c.padding, c.padding}
-                                  : used_taps(c.in_w, c.out_w, c.kernel, c.stride, c.padding);
-    const bool trim = ty.trimmed(c.kernel) || tx.trimmed(c.kernel);
-    // Grouped weights carry oneDNN's leading groups dimension, [G, O/G, I/G, K, K] (goihw): the same floats as
-    // PyTorch's [O, I/G, K, K].
-    const bool grouped = c.groups > 1;
-    const dims full_w_dims = grouped ? dims{c.groups, c.out_c / c.groups, c.in_c / c.groups, c.kernel, c.kernel}
-                                     : dims{c.out_c, c.in_c, c.kernel, c.kernel};
-    dims w_dims = full_w_dims, w_offsets(full_w_dims.size(), 0);
-    if (trim) {
-      w_dims[w_dims.size() - 2] = ty.count, w_dims.back() = tx.count;
-      w_offsets[w_dims.size() - 2] = ty.first, w_offsets.back() = tx.first;
-    }
-    const dims strides{c.stride, c.stride}, dilates{c.dilation - 1, c.dilation - 1};  // oneDNN counts gaps: D - 1
-    const dims pad = trim ? dims{ty.pad_l, tx.pad_l} : dims{c.padding, c.padding};
-    const dims pad_r = trim ? dims{ty.pad_r, tx.pad_r} : pad;
-    const bool bf16 = compute == dt::bf16;
-    const dt out = bf16 && c.act == simd::activation::none ? dt::bf16 : dt::f32;
+    const forward_plan plan = plan_forward(eng, c, compute);
+    const dims &src_dims = plan.src_dims, &dst_dims = plan.dst_dims, &w_dims = plan.w_dims;
+    const dims &strides = plan.strides, &dilates = plan.dilates, &pad = plan.pad, &pad_r = plan.pad_r;
+    const bool trim = plan.trim, bf16 = compute == dt::bf16;
+    const desc& bias = plan.bias;
+    const auto& fwd = plan.fwd;
+    const tag layout = plan.layout;
     const dt diff_in = bf16 && compat::data_type_of(src_md) == dt::bf16 ? dt::bf16 : dt::f32;
     const desc w_any(w_dims, compute, tag::any), diff_w_any(w_dims, dt::f32, tag::any);
     // The weights as they lie in the flat buffer: all of them, or the block of taps that are used. The unused
     // taps' gradients are zero; they are set once here and nothing else writes them.
-    desc user_w(full_w_dims, dt::f32, grouped ? tag::goihw : tag::oihw);
+    desc user_w(plan.full_w_dims, dt::f32, plan.grouped ? tag::goihw : tag::oihw);
     if (trim) {
-      user_w = user_w.submemory_desc(w_dims, w_offsets);
+      user_w = user_w.submemory_desc(w_dims, plan.w_offsets);
       std::fill_n(p.diff_weights,
                   std::size_t(c.out_c) * std::size_t(c.in_c / c.groups) * std::size_t(c.kernel * c.kernel), 0.0f);
     }
-    const desc bias = c.bias ? desc({c.out_c}, dt::f32, tag::x) : desc();
     const auto alg = algorithm::convolution_direct;
-    // The input's and output's layout: oneDNN's choice (any), or NHWC where its choice is its gemm-based
-    // convolution and NHWC gets a brgemm kernel (nhwc_where_gemm).
-    const auto forward_in = [&](tag layout) {
-      return compat::forward<convolution_forward>(eng, fused_activation::attr(c.act), prop_kind::forward_training,
-                                                  alg, desc(src_dims, compute, layout), w_any, bias,
-                                                  desc(dst_dims, out, layout), strides, dilates, pad, pad_r);
-    };
-    auto fwd = checked("conv2d forward", [&] { return forward_in(tag::any); });
-    tag layout = tag::any;
-    if (nhwc_where_gemm(fwd.impl_info_str(), bf16 || grouped || dilated)) {
-      try {
-        if (auto nhwc = forward_in(tag::acdb); std::strncmp(nhwc.impl_info_str(), "brg", 3) == 0)
-          fwd = nhwc, layout = tag::acdb;
-      } catch (const dnnl::error&) {  // keep oneDNN's choice
-      }
-    }
     const desc src_any(src_dims, compute, layout), diff_dst_any(dst_dims, compute, layout);
     const desc diff_src_any(src_dims, diff_in, layout);
     const auto bww = checked("conv2d backward weights", [&] {
@@ -159,30 +128,109 @@ class conv2d_op : public weighted_layer<dnnl::convolution_forward, dnnl::convolu
     finish_setup(ctx, src_md, fwd, bww, bwd, user_w, bias, c.act, p,
                  bf16 && conv_lowers_backward_weights(c) && !trim ? &c : nullptr);
   }
+
+  /// The implementation oneDNN's forward primitive for `c` would run (its impl_info_str), in the layouts setup would
+  /// choose: what lowered_where_gemm_conv2d_op asks before either form is set up.
+  static std::string forward_implementation(const context& ctx, const config& c, dt compute = dt::f32) {
+    return plan_forward(ctx.engine(), c, compute).fwd.impl_info_str();
+  }
+
+ private:
+  /// What setup derives from the configuration before the backward primitives: the taps used, the weights' shape,
+  /// the layouts and the forward primitive.
+  struct forward_plan {
+    dims src_dims, dst_dims, full_w_dims, w_dims, w_offsets, strides, dilates, pad, pad_r;
+    bool trim = false, grouped = false;
+    desc bias;
+    forward_pd fwd;
+    tag layout = tag::any;
+  };
+  static forward_plan plan_forward(const dnnl::engine& eng, const config& c, dt compute) {
+    using namespace dnnl;
+    forward_plan f;
+    f.src_dims = {c.batch, c.in_c, c.in_h, c.in_w}, f.dst_dims = {c.batch, c.out_c, c.out_h, c.out_w};
+    // Trimming assumes adjacent taps: a dilated kernel keeps every tap.
+    const bool dilated = c.dilation > 1;
+    const tap_window ty = dilated ? tap_window{0, c.kernel, c.padding, c.padding}
+                                  : used_taps(c.in_h, c.out_h, c.kernel, c.stride, c.padding);
+    const tap_window tx = dilated ? tap_window{0, c.kernel, c.padding, c.padding}
+                                  : used_taps(c.in_w, c.out_w, c.kernel, c.stride, c.padding);
+    f.trim = ty.trimmed(c.kernel) || tx.trimmed(c.kernel);
+    // Grouped weights carry oneDNN's leading groups dimension, [G, O/G, I/G, K, K] (goihw): the same floats as
+    // PyTorch's [O, I/G, K, K].
+    f.grouped = c.groups > 1;
+    f.full_w_dims = f.grouped ? dims{c.groups, c.out_c / c.groups, c.in_c / c.groups, c.kernel, c.kernel}
+                              : dims{c.out_c, c.in_c, c.kernel, c.kernel};
+    f.w_dims = f.full_w_dims, f.w_offsets = dims(f.full_w_dims.size(), 0);
+    if (f.trim) {
+      f.w_dims[f.w_dims.size() - 2] = ty.count, f.w_dims.back() = tx.count;
+      f.w_offsets[f.w_dims.size() - 2] = ty.first, f.w_offsets.back() = tx.first;
+    }
+    f.strides = {c.stride, c.stride}, f.dilates = {c.dilation - 1, c.dilation - 1};  // oneDNN counts gaps: D - 1
+    f.pad = f.trim ? dims{ty.pad_l, tx.pad_l} : dims{c.padding, c.padding};
+    f.pad_r = f.trim ? dims{ty.pad_r, tx.pad_r} : f.pad;
+    const bool bf16 = compute == dt::bf16;
+    const dt out = bf16 && c.act == simd::activation::none ? dt::bf16 : dt::f32;
+    const desc w_any(f.w_dims, compute, tag::any);
+    f.bias = c.bias ? desc({c.out_c}, dt::f32, tag::x) : desc();
+    // The input's and output's layout: oneDNN's choice (any), or NHWC where its choice is its gemm-based
+    // convolution and NHWC gets a brgemm kernel (nhwc_where_gemm).
+    const auto forward_in = [&](tag layout) {
+      return compat::forward<convolution_forward>(eng, fused_activation::attr(c.act), prop_kind::forward_training,
+                                                  algorithm::convolution_direct, desc(f.src_dims, compute, layout),
+                                                  w_any, f.bias, desc(f.dst_dims, out, layout), f.strides, f.dilates,
+                                                  f.pad, f.pad_r);
+    };
+    f.fwd = checked("conv2d forward", [&] { return forward_in(tag::any); });
+    if (nhwc_where_gemm(f.fwd.impl_info_str(), bf16 || f.grouped || dilated)) {
+      try {
+        if (auto nhwc = forward_in(tag::acdb); std::strncmp(nhwc.impl_info_str(), "brg", 3) == 0)
+          f.fwd = nhwc, f.layout = tag::acdb;
+      } catch (const dnnl::error&) {  // keep oneDNN's choice
+      }
+    }
+    return f;
+  }
 };
 
-/// A convolution computed by Avx2Form (lowered_conv2d_op, winograd_conv2d_op) where oneDNN runs its AVX2 kernels
-/// and by conv2d_op where it runs AVX-512 ones (onednn_runs_avx512()), chosen once at set-up: both forms were
-/// measured faster than oneDNN's AVX2 direct kernels and slower than, or no faster than, its AVX-512 ones
-/// (lowered_conv2d.hpp, winograd_conv2d.hpp). The forms differ in layout (Avx2Form's output is NHWC); every later
-/// op reads the layout it is handed at its own set-up.
-template <class Avx2Form>
-class on_avx2_conv2d_op {
+/// conv2d_op_or's rule for forms measured faster than oneDNN's AVX2 kernels and slower than, or no faster than,
+/// its AVX-512 ones (lowered_conv2d.hpp, winograd_conv2d.hpp): taken where oneDNN runs AVX2 kernels.
+struct where_onednn_runs_avx2 {
+  static bool takes(const context&, const Conv2dConfig&) { return !onednn_runs_avx512(); }
+};
+
+/// conv2d_op_or's rule for a form faster than oneDNN's gemm-based convolution (an im2col and a product an image at
+/// a time, its fallback where no direct kernel takes the shape: lowered_conv2d.hpp, conv_gathers_kernel_rows):
+/// taken where conv2d_op would run that, in the layouts it would choose.
+struct where_onednn_runs_gemm {
+  static bool takes(const context& ctx, const Conv2dConfig& c) {
+    const std::string impl = conv2d_op::forward_implementation(ctx, c);
+    return impl.find("gemm") != std::string::npos && impl.find("brg") == std::string::npos;
+  }
+};
+
+/// A convolution computed by Form where Rule::takes(ctx, config) says so at set-up, else by conv2d_op (oneDNN's
+/// primitives), chosen once. The forms differ in layout (the lowered and Winograd forms' output is NHWC); every
+/// later op reads the layout it is handed at its own set-up.
+template <class Form, class Rule>
+class conv2d_op_or {
  public:
   template <NodeType N>
   void setup(context& ctx, const desc& src_md, int batch, ParamSlots p, bool need_diff_src) {
     setup(ctx, src_md, conv2d_config<N>(batch), p, need_diff_src);
   }
   void setup(context& ctx, const desc& src_md, const Conv2dConfig& c, ParamSlots p, bool need_diff_src) {
-    if (onednn_runs_avx512())
-      op_.template emplace<conv2d_op>();
+    if (Rule::takes(ctx, c))
+      op_.template emplace<Form>();
     else
-      op_.template emplace<Avx2Form>();
+      op_.template emplace<conv2d_op>();
     std::visit([&](auto& op) { op.setup(ctx, src_md, c, p, need_diff_src); }, op_);
   }
 
-  /// Whether set-up chose Avx2Form (what tests check).
-  bool avx2_form() const noexcept { return std::holds_alternative<Avx2Form>(op_); }
+  /// Whether set-up chose Form (what tests check).
+  bool took_form() const noexcept { return std::holds_alternative<Form>(op_); }
+  /// Form, where set-up chose it (what tests check).
+  const Form* form() const noexcept { return std::get_if<Form>(&op_); }
 
   desc dst_desc() const {
     return std::visit([](const auto& op) { return op.dst_desc(); }, op_);
@@ -217,13 +265,16 @@ class on_avx2_conv2d_op {
   }
 
  private:
-  std::variant<conv2d_op, Avx2Form> op_;
+  std::variant<conv2d_op, Form> op_;
 };
 
 /// A 2x2 or 3x3 convolution onto a small output image: lowered where oneDNN runs AVX2 kernels (lowered_conv2d.hpp).
-using lowered_on_avx2_conv2d_op = on_avx2_conv2d_op<lowered_conv2d_op>;
+using lowered_on_avx2_conv2d_op = conv2d_op_or<lowered_conv2d_op, where_onednn_runs_avx2>;
 /// A convolution conv_is_winograd takes: Winograd's F(2x2, 3x3) where oneDNN runs AVX2 kernels.
-using winograd_on_avx2_conv2d_op = on_avx2_conv2d_op<winograd_conv2d_op>;
+using winograd_on_avx2_conv2d_op = conv2d_op_or<winograd_conv2d_op, where_onednn_runs_avx2>;
+/// A convolution with fewer input channels than kernel columns (conv_gathers_kernel_rows: a first layer): lowered,
+/// its patches gathered a kernel row at a time, where oneDNN would run its gemm-based convolution.
+using lowered_where_gemm_conv2d_op = conv2d_op_or<lowered_conv2d_op, where_onednn_runs_gemm>;
 
 }  // namespace sinew::backend::onednn
 
@@ -233,13 +284,14 @@ namespace onednn {
 /// Thin for a stride-1 layer of at most 16 channels on each side (thin_conv2d.hpp), Winograd for a 3x3 layer at
 /// stride 1 without bias or fused activation onto a small image (winograd_conv2d.hpp: Winograd's F(2x2, 3x3) where
 /// oneDNN runs AVX2 kernels), for another small output image (lowered_conv2d.hpp) Lowered (a 1x1 kernel)
-/// or LoweredOnAvx2 (a 2x2 or 3x3 kernel: lowered where oneDNN runs AVX2 kernels), else General on oneDNN's
-/// primitives. Small, Thin, Winograd and Lowered compute the plain convolution only: a grouped or dilated one
-/// (depthwise included) is General's, oneDNN's grouped convolution. OneDnn's ops are the defaults; OneDnnBf16
-/// passes its own (onednn_bf16.hpp).
+/// or LoweredOnAvx2 (a 2x2 or 3x3 kernel: lowered where oneDNN runs AVX2 kernels), else LoweredWhereGemm for a
+/// layer with fewer input channels than kernel columns (lowered where oneDNN would run its gemm-based convolution)
+/// and General on oneDNN's primitives for the rest. Small, Thin, Winograd and the lowered forms compute the plain
+/// convolution only: a grouped or dilated one (depthwise included) is General's, oneDNN's grouped convolution.
+/// OneDnn's ops are the defaults; OneDnnBf16 passes its own (onednn_bf16.hpp).
 template <NodeType N, class Small = small_conv2d_op, class Thin = thin_conv2d_op, class General = conv2d_op,
           class Lowered = lowered_conv2d_op, class LoweredOnAvx2 = lowered_on_avx2_conv2d_op,
-          class Winograd = winograd_on_avx2_conv2d_op>
+          class Winograd = winograd_on_avx2_conv2d_op, class LoweredWhereGemm = lowered_where_gemm_conv2d_op>
 using conv2d_op_for = std::conditional_t<
     N::layer::kGroups != 1 || N::layer::kDilation != 1, General,
     std::conditional_t<
@@ -257,7 +309,9 @@ using conv2d_op_for = std::conditional_t<
                                                    N::layer::kStride, N::output::kChannels),
                                    std::conditional_t<conv_lowering_follows_isa(N::layer::kKernel), LoweredOnAvx2,
                                                       Lowered>,
-                                   General>>>>>;
+                                   std::conditional_t<conv_gathers_kernel_rows(N::input::kChannels,
+                                                                               N::layer::kKernel),
+                                                      LoweredWhereGemm, General>>>>>>;
 }  // namespace onednn
 
 /// A convolution's op is chosen from its node's shape (onednn::conv2d_op_for).

@@ -9,7 +9,11 @@
 // input (NHWC, so that each tap is one contiguous copy of the input channels) into that matrix, and runs
 // oneDNN's inner product on it with the kernel as the weights (reordered from PyTorch's [Out, In, K, K] to
 // [Out, K, K, In], the patch's order); backward data's patch gradients are added back onto the input pixels
-// they came from. Taps that meet padding stay zero in the matrix, written once at set-up; a 1x1 kernel at stride 1
+// they came from. With fewer input channels than kernel columns (a first layer: AlexNet's 3 channels beside its
+// 11x11 kernel) a tap's copy would be a few floats, so the patches are gathered from the NCHW image a kernel row
+// at a time instead, in PyTorch's [In, K, K] order, and the weights need no reorder (conv_gathers_kernel_rows);
+// such a layer is lowered where oneDNN would run it as its gemm-based convolution (conv2d.hpp:
+// lowered_where_gemm_conv2d_op). Taps that meet padding stay zero in the matrix, written once at set-up; a 1x1 kernel at stride 1
 // gathers nothing, its matrix being the NHWC image itself, nor adds back. The output is NHWC:
 // the product's rows are the batch's output pixels in order. The node picks this op by its shape at compile time
 // (conv2d.hpp's conv2d_op_for) and, for 2x2 and 3x3 kernels, by the kernels oneDNN runs at set-up
@@ -68,6 +72,14 @@ constexpr bool conv_reads_image_in_place(int kernel, int stride, int padding) no
   return kernel == 1 && stride == 1 && padding == 0;
 }
 
+/// Whether a lowered convolution gathers its patches from the NCHW image a kernel row (`kernel` floats of one
+/// channel) at a time rather than from the NHWC image a tap (`in_c` floats) at a time: where a kernel row is the
+/// longer copy. AlexNet's first layer (3 channels, 11x11 at stride 4, 64x64 -> 15x15), which oneDNN 2.6 capped to
+/// AVX2 runs only as its gemm-based convolution (an im2col and a product an image at a time, at 102 GFLOP/s),
+/// took 2.88 ms so against 4.30 direct (gather 0.60, product 2.28), its weights' gradient as the product 2.0 ms
+/// against oneDNN's 2.2 (Zen 5, bench/results/2026-12-02-zen5-alexnet-first-layer-avx2).
+constexpr bool conv_gathers_kernel_rows(int in_c, int kernel) noexcept { return in_c < kernel; }
+
 /// Whether conv_is_lowered's choice is made at set-up by the kernels oneDNN runs (onednn_runs_avx512() false): for
 /// 2x2 and 3x3 kernels; a 1x1 kernel is lowered wherever conv_is_lowered says so.
 constexpr bool conv_lowering_follows_isa(int kernel) noexcept { return kernel > 1; }
@@ -93,7 +105,11 @@ class lowered_conv2d_op : public conv_as_inner_product {
     if (bf16 && !identity_)
       throw backend_error("lowered_conv2d_op: in bf16 only a 1x1 kernel at stride 1 without padding is lowered "
                           "(its patches are the image); OneDnnBf16 runs the others as conv2d_bf16_op");
-    if (!identity_) sources_ = patch_sources(c);
+    kernel_rows_ = !identity_ && conv_gathers_kernel_rows(c.in_c, c.kernel);
+    if (kernel_rows_)
+      runs_ = kernel_row_runs(c);
+    else if (!identity_)
+      sources_ = patch_sources(c);
     const auto& eng = ctx.engine();
     const memory::dim rows = memory::dim(c.batch) * c.out_h * c.out_w;  // one per output pixel of the batch
     const dims image{c.batch, c.in_c, c.in_h, c.in_w}, w_dims{c.out_c, c.in_c, c.kernel, c.kernel};
@@ -101,12 +117,14 @@ class lowered_conv2d_op : public conv_as_inner_product {
     // the input gradient in the input's type, the weights' gradient f32.
     const dt out = bf16 && c.act == simd::activation::none ? dt::bf16 : dt::f32;
     const dt diff_in = bf16 && compat::data_type_of(src_md) == dt::bf16 ? dt::bf16 : dt::f32;
-    const desc image_nhwc(image, compute, tag::nhwc), diff_image_nhwc(image, diff_in, tag::nhwc);
-    // [rows, In, K, K] laid out as [rows, K, K, In], and the kernel in the same order: oneDNN's inner product
-    // reads both alike.
+    // The image NHWC and [rows, In, K, K] laid out as [rows, K, K, In], the kernel in the same order (oneDNN's
+    // inner product reads both alike); gathered a kernel row at a time, the image NCHW and both in PyTorch's order.
+    const tag image_layout = kernel_rows_ ? tag::nchw : tag::nhwc, patch_layout = image_layout;
+    const tag w_layout = kernel_rows_ ? tag::oihw : tag::ohwi;
+    const desc image_in(image, compute, image_layout), diff_image(image, diff_in, image_layout);
     const dims patch_dims{rows, c.in_c, c.kernel, c.kernel};
-    const desc patches(patch_dims, compute, tag::nhwc), diff_patches(patch_dims, diff_in, tag::nhwc);
-    const desc w_patch(w_dims, compute, tag::ohwi), diff_w_patch(w_dims, dt::f32, tag::ohwi);
+    const desc patches(patch_dims, compute, patch_layout), diff_patches(patch_dims, diff_in, patch_layout);
+    const desc w_patch(w_dims, compute, w_layout), diff_w_patch(w_dims, dt::f32, w_layout);
     const desc user_w(w_dims, dt::f32, tag::oihw);
     // The rows are the same bytes as the NHWC output image.
     const desc dst_nc({rows, c.out_c}, out, tag::nc), diff_dst_nc({rows, c.out_c}, compute, tag::nc);
@@ -128,12 +146,15 @@ class lowered_conv2d_op : public conv_as_inner_product {
     if (!identity_) std::memset(patches_.get_data_handle(), 0, patches.get_size());
     finish_setup(ctx, patches, fwd, bww, bwd, user_w, bias, c.act, p);
 
-    image_in_.setup(ctx, src_md, image_nhwc);
+    image_in_.setup(ctx, src_md, image_in);
     set_output_image(ctx, desc({c.batch, c.out_c, c.out_h, c.out_w}, out, tag::nhwc));
     diff_image_src_ = !need_diff_src ? memory()
-                      : identity_    ? memory(diff_image_nhwc, eng, base::diff_src().get_data_handle())
-                                     : memory(diff_image_nhwc, eng);
+                      : identity_    ? memory(diff_image, eng, base::diff_src().get_data_handle())
+                                     : memory(diff_image, eng);
   }
+
+  /// Whether the patches are gathered from the NCHW image a kernel row at a time (conv_gathers_kernel_rows).
+  bool gathers_kernel_rows() const noexcept { return kernel_rows_; }
 
   desc diff_src_desc() const { return diff_image_src_ ? diff_image_src_.get_desc() : desc(); }
   const memory& diff_src() const noexcept { return diff_image_src_; }
@@ -152,6 +173,8 @@ class lowered_conv2d_op : public conv_as_inner_product {
     p.begin(metrics::OpKind::convolution);
     if (const memory& image = image_in_(ctx, src); identity_)
       patches_.set_data_handle(image.get_data_handle());
+    else if (kernel_rows_)
+      gather_rows(image);
     else
       gather(image);
     base::forward(ctx, patches_, p, weights_cache_.take());
@@ -163,7 +186,10 @@ class lowered_conv2d_op : public conv_as_inner_product {
     base::backward(ctx, patches_, diff_rows(ctx, diff_dst), p);
     if (diff_image_src_ && !identity_) {
       p.resume(metrics::OpKind::convolution_backward_data);
-      scatter(base::diff_src(), diff_image_src_);
+      if (kernel_rows_)
+        scatter_rows(base::diff_src(), diff_image_src_);
+      else
+        scatter(base::diff_src(), diff_image_src_);
     }
   }
 
@@ -203,9 +229,72 @@ class lowered_conv2d_op : public conv_as_inner_product {
     }, 1, 1);
   }
 
+  // The kernel-row form's copies for input channel 0 of one image: `count` floats from `in` (an offset in the
+  // image's channel plane) to `out` (an offset in the image's patch rows); channel ch adds ch planes to `in` and
+  // ch kernels (K x K) to `out`. One per output pixel and kernel row that meets the image.
+  struct kernel_row_run {
+    int out, in, count;
+  };
+  static std::vector<kernel_row_run> kernel_row_runs(const Conv2dConfig& c) {
+    const std::vector<int> sources = patch_sources(c);
+    const int k = c.kernel, patch = c.in_c * k * k;
+    std::vector<kernel_row_run> runs;
+    for (int pixel = 0; pixel < c.out_h * c.out_w; ++pixel)
+      for (int ky = 0; ky < k; ++ky) {
+        kernel_row_run r{0, 0, 0};
+        for (int kx = 0; kx < k; ++kx)  // the taps on the image are adjacent: padding lies at a row's ends only
+          if (const int s = sources[std::size_t((pixel * k + ky) * k + kx)]; s >= 0 && r.count++ == 0)
+            r.out = pixel * patch + ky * k + kx, r.in = s;
+        if (r.count > 0) runs.push_back(r);
+      }
+    return runs;
+  }
+
+  // patches[(n, output pixel)][ch][ky][kx] = image[n][ch][source of the tap], image NCHW; an image per range.
+  void gather_rows(const memory& image) {
+    const std::size_t ch = std::size_t(c_.in_c), plane = std::size_t(c_.in_h * c_.in_w),
+                      kernel = std::size_t(c_.kernel * c_.kernel),
+                      patches = std::size_t(c_.out_h * c_.out_w) * ch * kernel;  // floats per image
+    const float* in = static_cast<const float*>(image.get_data_handle());
+    float* out = static_cast<float*>(patches_.get_data_handle());
+    parallel_ranges(std::size_t(c_.batch), [&](std::size_t n_begin, std::size_t n_end) {
+      for (std::size_t n = n_begin; n < n_end; ++n) {
+        const float* img = in + n * ch * plane;
+        float* rows = out + n * patches;
+        for (const kernel_row_run& r : runs_)
+          for (std::size_t i = 0; i < ch; ++i)
+            std::memcpy(rows + std::size_t(r.out) + i * kernel, img + std::size_t(r.in) + i * plane,
+                        std::size_t(r.count) * sizeof(float));
+      }
+    }, 1, 1);
+  }
+
+  // diff_image[n][ch][pixel] = the sum of the patch gradients read from that pixel, image NCHW; an image per range.
+  void scatter_rows(const memory& diff_patches, const memory& diff_image) {
+    const std::size_t ch = std::size_t(c_.in_c), plane = std::size_t(c_.in_h * c_.in_w),
+                      kernel = std::size_t(c_.kernel * c_.kernel),
+                      patches = std::size_t(c_.out_h * c_.out_w) * ch * kernel;
+    const float* in = static_cast<const float*>(diff_patches.get_data_handle());
+    float* out = static_cast<float*>(diff_image.get_data_handle());
+    parallel_ranges(std::size_t(c_.batch), [&](std::size_t n_begin, std::size_t n_end) {
+      for (std::size_t n = n_begin; n < n_end; ++n) {
+        float* img = out + n * ch * plane;
+        const float* rows = in + n * patches;
+        std::fill_n(img, ch * plane, 0.0f);
+        for (const kernel_row_run& r : runs_)
+          for (std::size_t i = 0; i < ch; ++i) {
+            float* px = img + std::size_t(r.in) + i * plane;
+            simd::add(px, rows + std::size_t(r.out) + i * kernel, px, std::size_t(r.count));
+          }
+      }
+    }, 1, 1);
+  }
+
   Conv2dConfig c_{};
-  std::vector<int> sources_;  // patch_sources(c_); empty where the patches are the image
+  std::vector<int> sources_;  // patch_sources(c_); empty where the patches are the image or kernel rows
+  std::vector<kernel_row_run> runs_;  // kernel_row_runs(c_) where kernel_rows_
   bool identity_ = false;  // the patches are the image (a 1x1 kernel at stride 1)
+  bool kernel_rows_ = false;  // gathered from the NCHW image a kernel row at a time
   memory patches_;  // the forward's matrix, kept for backward weights
   memory diff_image_src_;
   converter image_in_;
