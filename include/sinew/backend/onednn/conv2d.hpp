@@ -3,8 +3,9 @@
 // As oneDNN's cnn_training_f32 example: every descriptor is format_tag::any so each primitive picks its
 // layout (but NHWC where oneDNN's pick is its gemm-based convolution and NHWC gets an AVX2 brgemm one:
 // nhwc_where_gemm; where it gets none, a layer with fewer input channels than kernel columns is lowered:
-// lowered_where_gemm_conv2d_op); reorders exist only where two layouts differ (input, PyTorch-layout weights, gradients) and
-// are created at set-up (weighted_layer.hpp); the forward primitive descriptor is the hint of both backward ones.
+// lowered_where_gemm_conv2d_op); reorders exist only where two layouts differ (input, PyTorch-layout weights,
+// gradients) and are created at set-up (weighted_layer.hpp); the forward primitive descriptor is the hint of both
+// backward ones.
 // Grouped convolutions (depthwise included) and dilated ones run here too, as oneDNN describes them: weights with a
 // leading groups dimension (goihw, the same floats as PyTorch's [Out, In/G, K, K]) and dilation counted as the gap
 // between taps (PyTorch's dilation - 1).

@@ -13,8 +13,8 @@
 // 11x11 kernel) a tap's copy would be a few floats, so the patches are gathered from the NCHW image a kernel row
 // at a time instead, in PyTorch's [In, K, K] order, and the weights need no reorder (conv_gathers_kernel_rows);
 // such a layer is lowered where oneDNN would run it as its gemm-based convolution (conv2d.hpp:
-// lowered_where_gemm_conv2d_op). Taps that meet padding stay zero in the matrix, written once at set-up; a 1x1 kernel at stride 1
-// gathers nothing, its matrix being the NHWC image itself, nor adds back. The output is NHWC:
+// lowered_where_gemm_conv2d_op). Taps that meet padding stay zero in the matrix, written once at set-up; a 1x1
+// kernel at stride 1 gathers nothing, its matrix being the NHWC image itself, nor adds back. The output is NHWC:
 // the product's rows are the batch's output pixels in order. The node picks this op by its shape at compile time
 // (conv2d.hpp's conv2d_op_for) and, for 2x2 and 3x3 kernels, by the kernels oneDNN runs at set-up
 // (lowered_on_avx2_conv2d_op); results equal the direct convolution's up to summation order. OneDnnBf16 runs the
