@@ -625,8 +625,10 @@ TEST(onednn_conv2d, small_image_op_reads_a_kernel_that_is_its_matrix_in_place) {
 // product over the input's patches, lowered_conv2d.hpp) where oneDNN runs its AVX2 kernels and stays oneDNN's
 // convolution where it runs AVX-512 ones: the choice is made at set-up from oneDNN's effective ISA, so
 // `ctest --preset numerics-avx2` (ONEDNN_MAX_CPU_ISA=AVX2) takes the lowered form on an AVX-512 machine too. The
-// form chosen, and the lowered op asked for directly on any machine, compute the convolution (the layer cases
-// check their gradients).
+// form chosen, and the lowered op asked for directly on any machine, compute the convolution, and the lowered op's
+// gradients match conv2d_op's.
+template <class Op>
+void expect_conv_op_matches_onednn(const backend::Conv2dConfig& c, bool need_diff_src);
 TEST(onednn_conv2d, small_output_3x3_is_lowered_only_where_onednn_runs_avx2_kernels) {
   using namespace backend::onednn;
   OneDnn::context ctx{BackendOptions{}};
@@ -652,6 +654,8 @@ TEST(onednn_conv2d, small_output_3x3_is_lowered_only_where_onednn_runs_avx2_kern
   }
   lowered_conv2d_op lowered;
   check(lowered);
+  // Its gradients too, the taps of a kernel row that meet the image gathered and added back as one copy.
+  expect_conv_op_matches_onednn<lowered_conv2d_op>(c, true);
   static_assert(conv_lowering_follows_isa(3) && conv_lowering_follows_isa(2) && !conv_lowering_follows_isa(1));
   // Which shapes take that choice: every output to 4x4, an 8x8 one from 128 output channels (ResNet-18's and
   // ResNet-50's 64-channel layer1 stays direct), no larger one, no 5x5 kernel.

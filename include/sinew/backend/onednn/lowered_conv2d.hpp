@@ -32,15 +32,15 @@
 
 namespace sinew::backend::onednn {
 
-// Small 2x2 and 3x3 kernels are lowered (conv2d.hpp: lowered_on_avx2_conv2d_op) where oneDNN runs its AVX2
-// kernels (an AVX2 CPU, or oneDNN capped by ONEDNN_MAX_CPU_ISA=AVX2), not where it runs AVX-512 ones. The lowering was made for oneDNN
-// 2.6's AVX2 direct convolutions, whose late layers are slow; its AVX-512 ones ran AlexNet, ResNet-18, ResNet-50
-// and VGG-16-BN 4-17% faster unlowered (bench/results/2026-11-30-zen4-avx512-unlowered). The choice follows
-// the kernels oneDNN runs, not the instructions sinew was compiled for: a portable build on an AVX-512 CPU runs
-// direct, and an AVX-512 build capped to AVX2 lowers as an AVX2 CPU does (on a Zen 4 so capped the two forms
-// tied: bench/results/2026-12-01-zen4-lowering-by-isa). (An AVX-512 build once lowered too, and VGG-16-BN's
-// golden comparison then failed by 1.4e-2: float32 rounding in another summation order flipped a max pool's
-// near-tie in the golden batch, tests/nets/test_lenet5_alexnet_vgg.cpp. That was no fault of the lowering.)
+// Small 2x2 and 3x3 kernels are lowered (conv2d.hpp: lowered_on_avx2_conv2d_op) where oneDNN runs its AVX2 kernels (an
+// AVX2 CPU, or oneDNN capped by ONEDNN_MAX_CPU_ISA=AVX2), not where it runs AVX-512 ones. The lowering was made for
+// oneDNN 2.6's AVX2 direct convolutions, whose late layers are slow; its AVX-512 ones ran AlexNet, ResNet-18, ResNet-50
+// and VGG-16-BN 4-17% faster unlowered (bench/results/2026-11-30-zen4-avx512-unlowered). The choice follows the kernels
+// oneDNN runs, not the instructions sinew was compiled for: a portable build on an AVX-512 CPU runs direct, and an
+// AVX-512 build capped to AVX2 lowers as an AVX2 CPU does (on a Zen 4 so capped the two forms tied:
+// bench/results/2026-12-01-zen4-lowering-by-isa). (An AVX-512 build once lowered too, and VGG-16-BN's golden comparison
+// then failed by 1.4e-2: float32 rounding in another summation order flipped a max pool's near-tie in the golden batch,
+// tests/nets/test_lenet5_alexnet_vgg.cpp. That was no fault of the lowering.)
 
 /// Whether a convolution with an out_h x out_w output and out_c channels may run as lowered_conv2d_op: a 2x2 or 3x3
 /// kernel on an output of at most 4x4 pixels, or of at most 8x8 with 128 output channels or more (where oneDNN
@@ -106,10 +106,7 @@ class lowered_conv2d_op : public conv_as_inner_product {
       throw backend_error("lowered_conv2d_op: in bf16 only a 1x1 kernel at stride 1 without padding is lowered "
                           "(its patches are the image); OneDnnBf16 runs the others as conv2d_bf16_op");
     kernel_rows_ = !identity_ && conv_gathers_kernel_rows(c.in_c, c.kernel);
-    if (kernel_rows_)
-      runs_ = kernel_row_runs(c);
-    else if (!identity_)
-      sources_ = patch_sources(c);
+    if (!identity_) copies_ = patch_copies(c, kernel_rows_);
     const auto& eng = ctx.engine();
     const memory::dim rows = memory::dim(c.batch) * c.out_h * c.out_w;  // one per output pixel of the batch
     const dims image{c.batch, c.in_c, c.in_h, c.in_w}, w_dims{c.out_c, c.in_c, c.kernel, c.kernel};
@@ -173,8 +170,6 @@ class lowered_conv2d_op : public conv_as_inner_product {
     p.begin(metrics::OpKind::convolution);
     if (const memory& image = image_in_(ctx, src); identity_)
       patches_.set_data_handle(image.get_data_handle());
-    else if (kernel_rows_)
-      gather_rows(image);
     else
       gather(image);
     base::forward(ctx, patches_, p, weights_cache_.take());
@@ -186,113 +181,84 @@ class lowered_conv2d_op : public conv_as_inner_product {
     base::backward(ctx, patches_, diff_rows(ctx, diff_dst), p);
     if (diff_image_src_ && !identity_) {
       p.resume(metrics::OpKind::convolution_backward_data);
-      if (kernel_rows_)
-        scatter_rows(base::diff_src(), diff_image_src_);
-      else
-        scatter(base::diff_src(), diff_image_src_);
+      scatter(base::diff_src(), diff_image_src_);
     }
   }
 
  private:
-  // patches[(n, output pixel)][tap][channel] = image[n][source pixel][channel], image NHWC; an image per range.
-  void gather(const memory& image) {
-    const std::size_t ch = std::size_t(c_.in_c), ihw = std::size_t(c_.in_h * c_.in_w),
-                      cells = sources_.size();  // output pixels x taps of one image
-    const float* in = static_cast<const float*>(image.get_data_handle());
-    float* out = static_cast<float*>(patches_.get_data_handle());
-    parallel_ranges(std::size_t(c_.batch), [&](std::size_t n_begin, std::size_t n_end) {
-      for (std::size_t n = n_begin; n < n_end; ++n) {
-        const float* img = in + n * ihw * ch;
-        float* rows = out + n * cells * ch;
-        for (std::size_t cell = 0; cell < cells; ++cell)
-          if (const int s = sources_[cell]; s >= 0) std::memcpy(rows + cell * ch, img + std::size_t(s) * ch, ch * sizeof(float));
-      }
-    }, 1, 1);
-  }
-
-  // diff_image[n][pixel][channel] = the sum of the patch gradients read from that pixel; an image per range.
-  void scatter(const memory& diff_patches, const memory& diff_image) {
-    const std::size_t ch = std::size_t(c_.in_c), ihw = std::size_t(c_.in_h * c_.in_w), cells = sources_.size();
-    const float* in = static_cast<const float*>(diff_patches.get_data_handle());
-    float* out = static_cast<float*>(diff_image.get_data_handle());
-    parallel_ranges(std::size_t(c_.batch), [&](std::size_t n_begin, std::size_t n_end) {
-      for (std::size_t n = n_begin; n < n_end; ++n) {
-        float* img = out + n * ihw * ch;
-        const float* rows = in + n * cells * ch;
-        std::fill_n(img, ihw * ch, 0.0f);
-        for (std::size_t cell = 0; cell < cells; ++cell)
-          if (const int s = sources_[cell]; s >= 0) {
-            float* px = img + std::size_t(s) * ch;
-            simd::add(px, rows + cell * ch, px, ch);
-          }
-      }
-    }, 1, 1);
-  }
-
-  // The kernel-row form's copies for input channel 0 of one image: `count` floats from `in` (an offset in the
-  // image's channel plane) to `out` (an offset in the image's patch rows); channel ch adds ch planes to `in` and
-  // ch kernels (K x K) to `out`. One per output pixel and kernel row that meets the image.
-  struct kernel_row_run {
+  // One contiguous copy of the gather: `count` floats from offset `in` of an image (NHWC, or NCHW where gathered a
+  // kernel row at a time) to offset `out` of that image's patch rows. Adding back reads the same copies backwards.
+  struct patch_copy {
     int out, in, count;
   };
-  static std::vector<kernel_row_run> kernel_row_runs(const Conv2dConfig& c) {
+
+  // The copies of one image's patches, in the order the patch rows are written, each as long as both sides stay
+  // contiguous: a tap's input channels from NHWC, and the taps of a kernel row that meet the image beside them
+  // (padding lies at a row's ends only); from NCHW, a kernel row of one channel.
+  static std::vector<patch_copy> patch_copies(const Conv2dConfig& c, bool kernel_rows) {
     const std::vector<int> sources = patch_sources(c);
-    const int k = c.kernel, patch = c.in_c * k * k;
-    std::vector<kernel_row_run> runs;
-    for (int pixel = 0; pixel < c.out_h * c.out_w; ++pixel)
-      for (int ky = 0; ky < k; ++ky) {
-        kernel_row_run r{0, 0, 0};
-        for (int kx = 0; kx < k; ++kx)  // the taps on the image are adjacent: padding lies at a row's ends only
-          if (const int s = sources[std::size_t((pixel * k + ky) * k + kx)]; s >= 0 && r.count++ == 0)
-            r.out = pixel * patch + ky * k + kx, r.in = s;
-        if (r.count > 0) runs.push_back(r);
+    const int taps = c.kernel * c.kernel, ch = c.in_c, plane = c.in_h * c.in_w, patch = ch * taps;
+    std::vector<patch_copy> copies;
+    const auto copy = [&](int out, int in) {
+      if (!copies.empty() && copies.back().out + copies.back().count == out &&
+          copies.back().in + copies.back().count == in)
+        ++copies.back().count;
+      else
+        copies.push_back({out, in, 1});
+    };
+    for (int pixel = 0; pixel < c.out_h * c.out_w; ++pixel) {
+      const int* const source = sources.data() + std::size_t(pixel) * std::size_t(taps);
+      if (kernel_rows) {  // patch [In, K, K] from the NCHW image
+        for (int i = 0; i < ch; ++i)
+          for (int tap = 0; tap < taps; ++tap)
+            if (source[tap] >= 0) copy(pixel * patch + i * taps + tap, i * plane + source[tap]);
+      } else {  // patch [K, K, In] from the NHWC image
+        for (int tap = 0; tap < taps; ++tap)
+          for (int i = 0; i < ch; ++i)
+            if (source[tap] >= 0) copy(pixel * patch + tap * ch + i, source[tap] * ch + i);
       }
-    return runs;
+    }
+    return copies;
   }
 
-  // patches[(n, output pixel)][ch][ky][kx] = image[n][ch][source of the tap], image NCHW; an image per range.
-  void gather_rows(const memory& image) {
-    const std::size_t ch = std::size_t(c_.in_c), plane = std::size_t(c_.in_h * c_.in_w),
-                      kernel = std::size_t(c_.kernel * c_.kernel),
-                      patches = std::size_t(c_.out_h * c_.out_w) * ch * kernel;  // floats per image
+  // The patch rows of the batch from the image, an image per range.
+  void gather(const memory& image) {
+    const std::size_t image_size = std::size_t(c_.in_c) * c_.in_h * c_.in_w,
+                      patches = std::size_t(c_.out_h) * c_.out_w * c_.in_c * c_.kernel * c_.kernel;
     const float* in = static_cast<const float*>(image.get_data_handle());
     float* out = static_cast<float*>(patches_.get_data_handle());
     parallel_ranges(std::size_t(c_.batch), [&](std::size_t n_begin, std::size_t n_end) {
       for (std::size_t n = n_begin; n < n_end; ++n) {
-        const float* img = in + n * ch * plane;
+        const float* img = in + n * image_size;
         float* rows = out + n * patches;
-        for (const kernel_row_run& r : runs_)
-          for (std::size_t i = 0; i < ch; ++i)
-            std::memcpy(rows + std::size_t(r.out) + i * kernel, img + std::size_t(r.in) + i * plane,
-                        std::size_t(r.count) * sizeof(float));
+        for (const patch_copy& r : copies_)
+          std::memcpy(rows + std::size_t(r.out), img + std::size_t(r.in), std::size_t(r.count) * sizeof(float));
       }
     }, 1, 1);
   }
 
-  // diff_image[n][ch][pixel] = the sum of the patch gradients read from that pixel, image NCHW; an image per range.
-  void scatter_rows(const memory& diff_patches, const memory& diff_image) {
-    const std::size_t ch = std::size_t(c_.in_c), plane = std::size_t(c_.in_h * c_.in_w),
-                      kernel = std::size_t(c_.kernel * c_.kernel),
-                      patches = std::size_t(c_.out_h * c_.out_w) * ch * kernel;
+  // diff_image = the sum, for each input pixel and channel, of the patch gradients read from it; an image per
+  // range.
+  void scatter(const memory& diff_patches, const memory& diff_image) {
+    const std::size_t image_size = std::size_t(c_.in_c) * c_.in_h * c_.in_w,
+                      patches = std::size_t(c_.out_h) * c_.out_w * c_.in_c * c_.kernel * c_.kernel;
     const float* in = static_cast<const float*>(diff_patches.get_data_handle());
     float* out = static_cast<float*>(diff_image.get_data_handle());
     parallel_ranges(std::size_t(c_.batch), [&](std::size_t n_begin, std::size_t n_end) {
       for (std::size_t n = n_begin; n < n_end; ++n) {
-        float* img = out + n * ch * plane;
+        float* img = out + n * image_size;
         const float* rows = in + n * patches;
-        std::fill_n(img, ch * plane, 0.0f);
-        for (const kernel_row_run& r : runs_)
-          for (std::size_t i = 0; i < ch; ++i) {
-            float* px = img + std::size_t(r.in) + i * plane;
-            simd::add(px, rows + std::size_t(r.out) + i * kernel, px, std::size_t(r.count));
-          }
+        std::fill_n(img, image_size, 0.0f);
+        for (const patch_copy& r : copies_) {
+          float* px = img + std::size_t(r.in);
+          simd::add(px, rows + std::size_t(r.out), px, std::size_t(r.count));
+        }
       }
     }, 1, 1);
   }
 
   Conv2dConfig c_{};
-  std::vector<int> sources_;  // patch_sources(c_); empty where the patches are the image or kernel rows
-  std::vector<kernel_row_run> runs_;  // kernel_row_runs(c_) where kernel_rows_
+  std::vector<patch_copy> copies_;  // patch_copies(c_, kernel_rows_); empty where the patches are the image
   bool identity_ = false;  // the patches are the image (a 1x1 kernel at stride 1)
   bool kernel_rows_ = false;  // gathered from the NCHW image a kernel row at a time
   memory patches_;  // the forward's matrix, kept for backward weights
