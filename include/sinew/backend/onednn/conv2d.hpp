@@ -50,6 +50,12 @@ constexpr tap_window used_taps(int in, int out, int kernel, int stride, int padd
   return w;
 }
 
+/// Whether `impl` (a primitive's impl_info_str) is oneDNN's gemm-based convolution (an im2col and a product an
+/// image at a time), not one of its brgemm kernels.
+inline bool is_gemm_convolution(const char* impl) {
+  return impl && std::strstr(impl, "gemm") && !std::strstr(impl, "brg");
+}
+
 /// Whether an f32 convolution for which oneDNN chose `impl` in the layouts of its choice asks for NHWC instead:
 /// where that choice is oneDNN's gemm-based convolution (an im2col and a product, its fallback for a plain input
 /// its blocked AVX2 kernels do not take, such as AlexNet's first layer: 3 channels, an 11x11 kernel at stride 4)
@@ -60,7 +66,7 @@ constexpr tap_window used_taps(int in, int out, int kernel, int stride, int padd
 /// (bench/results/2026-12-01-zen4-avx2-nhwc-first-layer-debian13).
 /// `excluded`: bf16, grouped or dilated convolutions, which keep oneDNN's choice.
 inline bool nhwc_where_gemm(const char* impl, bool excluded) {
-  return !excluded && impl && std::strstr(impl, "gemm") && !onednn_runs_avx512();
+  return !excluded && is_gemm_convolution(impl) && !onednn_runs_avx512();
 }
 
 /// Whether a bf16 convolution `c` computes its weights' gradient as lowered_backward_weights' product: a dense,
@@ -205,8 +211,7 @@ struct where_onednn_runs_avx2 {
 /// taken where conv2d_op would run that, in the layouts it would choose.
 struct where_onednn_runs_gemm {
   static bool takes(const context& ctx, const Conv2dConfig& c) {
-    const std::string impl = conv2d_op::forward_implementation(ctx, c);
-    return impl.find("gemm") != std::string::npos && impl.find("brg") == std::string::npos;
+    return is_gemm_convolution(conv2d_op::forward_implementation(ctx, c).c_str());
   }
 };
 
