@@ -107,6 +107,9 @@ class lowered_conv2d_op : public conv_as_inner_product {
                           "(its patches are the image); OneDnnBf16 runs the others as conv2d_bf16_op");
     kernel_rows_ = !identity_ && conv_gathers_kernel_rows(c.in_c, c.kernel);
     if (!identity_) copies_ = patch_copies(c, kernel_rows_);
+    image_floats_ = std::size_t(c.in_c) * std::size_t(c.in_h) * std::size_t(c.in_w);
+    patch_floats_ = std::size_t(c.out_h) * std::size_t(c.out_w) * std::size_t(c.in_c) * std::size_t(c.kernel) *
+                    std::size_t(c.kernel);
     const auto& eng = ctx.engine();
     const memory::dim rows = memory::dim(c.batch) * c.out_h * c.out_w;  // one per output pixel of the batch
     const dims image{c.batch, c.in_c, c.in_h, c.in_w}, w_dims{c.out_c, c.in_c, c.kernel, c.kernel};
@@ -223,14 +226,12 @@ class lowered_conv2d_op : public conv_as_inner_product {
 
   // The patch rows of the batch from the image, an image per range.
   void gather(const memory& image) {
-    const std::size_t image_size = std::size_t(c_.in_c) * c_.in_h * c_.in_w,
-                      patches = std::size_t(c_.out_h) * c_.out_w * c_.in_c * c_.kernel * c_.kernel;
     const float* in = static_cast<const float*>(image.get_data_handle());
     float* out = static_cast<float*>(patches_.get_data_handle());
     parallel_ranges(std::size_t(c_.batch), [&](std::size_t n_begin, std::size_t n_end) {
       for (std::size_t n = n_begin; n < n_end; ++n) {
-        const float* img = in + n * image_size;
-        float* rows = out + n * patches;
+        const float* img = in + n * image_floats_;
+        float* rows = out + n * patch_floats_;
         for (const patch_copy& r : copies_)
           std::memcpy(rows + std::size_t(r.out), img + std::size_t(r.in), std::size_t(r.count) * sizeof(float));
       }
@@ -240,15 +241,13 @@ class lowered_conv2d_op : public conv_as_inner_product {
   // diff_image = the sum, for each input pixel and channel, of the patch gradients read from it; an image per
   // range.
   void scatter(const memory& diff_patches, const memory& diff_image) {
-    const std::size_t image_size = std::size_t(c_.in_c) * c_.in_h * c_.in_w,
-                      patches = std::size_t(c_.out_h) * c_.out_w * c_.in_c * c_.kernel * c_.kernel;
     const float* in = static_cast<const float*>(diff_patches.get_data_handle());
     float* out = static_cast<float*>(diff_image.get_data_handle());
     parallel_ranges(std::size_t(c_.batch), [&](std::size_t n_begin, std::size_t n_end) {
       for (std::size_t n = n_begin; n < n_end; ++n) {
-        float* img = out + n * image_size;
-        const float* rows = in + n * patches;
-        std::fill_n(img, image_size, 0.0f);
+        float* img = out + n * image_floats_;
+        const float* rows = in + n * patch_floats_;
+        std::fill_n(img, image_floats_, 0.0f);
         for (const patch_copy& r : copies_) {
           float* px = img + std::size_t(r.in);
           simd::add(px, rows + std::size_t(r.out), px, std::size_t(r.count));
@@ -259,6 +258,8 @@ class lowered_conv2d_op : public conv_as_inner_product {
 
   Conv2dConfig c_{};
   std::vector<patch_copy> copies_;  // patch_copies(c_, kernel_rows_); empty where the patches are the image
+  std::size_t image_floats_ = 0;  // one image of the batch
+  std::size_t patch_floats_ = 0;  // one image's patch rows
   bool identity_ = false;  // the patches are the image (a 1x1 kernel at stride 1)
   bool kernel_rows_ = false;  // gathered from the NCHW image a kernel row at a time
   memory patches_;  // the forward's matrix, kept for backward weights
