@@ -20,6 +20,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -171,10 +172,19 @@ class Model {
   /// Trainer's start_trace() sets it (metrics/timeline.hpp). `timeline` must outlive its use.
   void set_timeline(metrics::Timeline* timeline) noexcept { timeline_ = timeline; }
 
-  /// "conv2d+tanh", "avg_pool", ...: one name per lowered node, in execution order.
+  /// "conv2d+tanh+avg_pool", "dense+tanh", ...: one name per lowered node, in execution order.
   static std::vector<std::string> node_names() {
     return []<class... N>(type_list<N...>) {
       return std::vector<std::string>{node_name<N>()...};
+    }(nodes{});
+  }
+
+  /// The nodes' names with the written layers a node joins after its activation apart: "conv2d+tanh avg_pool" for
+  /// node_names()' "conv2d+tanh+avg_pool", as releases before that node named the two. What a checkpoint's
+  /// network layout records (Trainer::run_state()), so that a checkpoint resumes across such a change.
+  static std::vector<std::string> layout_names() {
+    return []<class... N>(type_list<N...>) {
+      return std::vector<std::string>{node_name<N>(" ")...};
     }(nodes{});
   }
 
@@ -411,10 +421,12 @@ class Model {
   // Whether a training-mode pass times its nodes: for the profile, or for a timeline (one pointer test).
   bool timed() const noexcept { return training_ && (Profile::kEnabled || timeline_ != nullptr); }
 
+  // The layer's name, its fused activation's after "+", and the layer it joins after that (kThen) after `then`.
   template <class N>
-  static std::string node_name() {
+  static std::string node_name(std::string_view then = "+") {
     std::string name(N::layer::kName);
     if constexpr (!std::is_same_v<typename N::activation, NoActivation>) name += "+" + std::string(N::activation::kName);
+    if constexpr (requires { N::layer::kThen; }) name += std::string(then) + std::string(N::layer::kThen);
     return name;
   }
 

@@ -809,7 +809,7 @@ class Trainer {
     run.type = type_parts();
     // What must match for a network's parameters to mean the same: input, lowered nodes, sizes.
     run.network_layout = to_string<input_shape>();
-    for (const std::string& node : model_type::node_names()) run.network_layout += " " + node;
+    for (const std::string& node : model_type::layout_names()) run.network_layout += " " + node;
     run.network_layout += " params=" + std::to_string(model_type::kParamSpan) +
                           " buffers=" + std::to_string(model_type::kBufferSpan);
     run.seed = options_.seed;

@@ -49,6 +49,11 @@ static_assert(std::is_same_v<OneDnnBf16::op<NormNode>, OneDnn::op<NormNode>>);
 using WinogradNode = Node<Conv2d<64, 3, 1, 1, false>, Shape<64, 8, 8>, NoActivation, 0, 0>;
 static_assert(std::is_same_v<OneDnn::op<WinogradNode>, backend::onednn::winograd_on_avx2_conv2d_op>);
 static_assert(std::is_same_v<OneDnnBf16::op<WinogradNode>, backend::onednn::conv2d_bf16_op>);
+// A thin convolution and the pool after it (one PooledConv node: OneDnn's thin op pools inside its passes) are the
+// two ops apart in bf16: there are no bf16 thin kernels.
+using PooledConvNode = Node<sinew::detail::PooledConv<Conv2d<6, 5>, AvgPool<2>>, Shape<3, 12, 12>, Tanh, 0, 0>;
+static_assert(std::is_same_v<OneDnn::op<PooledConvNode>, backend::onednn::thin_conv2d_op>);
+static_assert(std::is_same_v<OneDnnBf16::op<PooledConvNode>, backend::generic::pooled_conv_op<OneDnnBf16, PooledConvNode>>);
 // Between layers the tensors are bf16 where the next op reads bf16 (a convolution without an activation in its layer
 // writes bf16; batch norm with or without its ReLU, the ReLU after a residual addition and the addition keep the
 // type they are given) and f32 where the op reads f32 only (sinew's SIMD activations, pooling, inner products).

@@ -49,6 +49,15 @@ SINEW_LAYER_CASE(adaptive_avg_pool_2x2_to_3x3_replicates_after_conv, ({}), Net<I
 // against the three layers kept apart.
 SINEW_LAYER_CASE(pooled_dense_1x1_to_7x7_fused_relu_then_dense, ({.batch = 4, .seed = 13}), Net<Input<6, 1, 1>, AdaptiveAvgPool<7>, Flatten, Dense<5>, ReLU, Dense<3>>)
 SINEW_LAYER_CASE(pooled_dense_3x2_to_4x5_after_conv_without_bias, ({.batch = 5, .seed = 14}), Net<Input<3, 3, 2>, Conv2d<4, 1>, AdaptiveAvgPool<4, 5>, Flatten, Dense<6, false>>)
+// A Conv2d, its activation and a non-overlapping AvgPool lower to one PooledConv node (layers/detail/pooled_conv.hpp):
+// OneDnn pools inside the thin convolution's passes (onednn/thin_conv2d.hpp), and runs any other convolution and
+// the pool as two ops, as every other backend does. A 9x9 output leaves a row and a column outside the windows;
+// 16 channels (the channel-vectorised forward under AVX-512) without an activation; a 3x3 pool after a sigmoid; 20
+// channels on oneDNN's convolution. pooled_conv.* below checks the node against the layers kept apart.
+SINEW_LAYER_CASE(pooled_conv_thin_tanh_9x9_to_4x4_then_dense_batch_3, ({.batch = 3, .seed = 15}), Net<Input<3, 11, 11>, Conv2d<6, 3>, Tanh, AvgPool<2>, Flatten, Dense<3>>)
+SINEW_LAYER_CASE(pooled_conv_thin_16_channels_k5_without_activation, ({.batch = 3}), Net<Input<2, 9, 9>, Conv2d<16, 5>, AvgPool<2>>)
+SINEW_LAYER_CASE(pooled_conv_thin_sigmoid_pool3, ({.seed = 16}), Net<Input<2, 8, 8>, Conv2d<4, 3, 1, 1>, Sigmoid, AvgPool<3>>)
+SINEW_LAYER_CASE(pooled_conv_20_channels_on_onednn_primitives, ({}), Net<Input<3, 6, 6>, Conv2d<20, 3, 1, 1>, Tanh, AvgPool<2>>)
 // Heads of the zoo: ResNet's (BatchNorm, ReLU, global pool) and AlexNet's (1x1 -> 6x6, dropout). ReLU's kinks:
 // a perturbed convolution weight moves a whole channel, and with seed 5 some output sits within h/16 of zero.
 SINEW_LAYER_CASE(resnet_head_conv_bn_relu_gap_dense, ({.batch = 3, .seed = 6}), Net<Input<3, 6, 6>, Conv2d<8, 3, 1, 1, false>, BatchNorm2d, ReLU, GlobalAvgPool, Flatten, Dense<3>>)
@@ -79,6 +88,30 @@ static_assert(Net<Input<6, 8, 8>, AdaptiveAvgPool<2>, Flatten, Dense<5>>::nodes<
 static_assert(Net<Input<6, 2, 2>, AdaptiveAvgPool<2>, Flatten, Dense<5>>::nodes<true>::kSize == 3);
 static_assert(Net<Input<4, 1, 1>, AdaptiveAvgPool<6>, Flatten, Dropout<>, Dense<5>, ReLU>::nodes<true>::kSize == 4);
 }  // namespace pooled_dense_nodes
+namespace pooled_conv_nodes {
+using sinew::detail::PooledConv;
+using pooled_dense_nodes::first_node;
+using Pair = Net<Input<3, 14, 14>, Conv2d<6, 5>, Tanh, AvgPool<2>, Conv2d<20, 3>, AvgPool<2>, Flatten, Dense<3>>;
+using Thin = first_node<Pair::nodes<true>>;
+using Wide = std::tuple_element_t<1, as_tuple_t<Pair::nodes<true>>>;
+static_assert(std::is_same_v<Thin::layer, PooledConv<Conv2d<6, 5>, AvgPool<2>>> && std::is_same_v<Thin::activation, Tanh> &&
+              std::is_same_v<Thin::output, Shape<6, 5, 5>> && Thin::kWeights == 6 * 3 * 25 && Thin::kIndex == 0);
+static_assert(std::is_same_v<Wide::layer, PooledConv<Conv2d<20, 3>, AvgPool<2>>> &&
+              std::is_same_v<Wide::activation, NoActivation> && Wide::kIndex == 3 &&
+              Wide::kParamOffset == Thin::kParamSpan);
+static_assert(Pair::nodes<true>::kSize == 4 && Pair::nodes<false>::kSize == 7);
+static_assert(std::is_same_v<backend::OneDnn::op<Thin>, backend::onednn::thin_conv2d_op>);
+static_assert(std::is_same_v<backend::OneDnn::op<Wide>, backend::generic::pooled_conv_op<backend::OneDnn, Wide>>);
+static_assert(std::is_same_v<backend::Eigen::op<Thin>, backend::generic::pooled_conv_op<backend::Eigen, Thin>>);
+// A Mix runs the two on itself: the convolution follows its Uses (here OneDnn's thin op), the pool the base's.
+static_assert(std::is_same_v<EigenWithOneDnnConvAndDense::op<Thin>,
+                             backend::generic::pooled_conv_op<EigenWithOneDnnConvAndDense, Thin>>);
+// Overlapping, padded and max pools, and a layer between, keep the layers apart.
+static_assert(Net<Input<3, 8, 8>, Conv2d<4, 3>, Tanh, AvgPool<3, 2>>::nodes<true>::kSize == 2);
+static_assert(Net<Input<3, 8, 8>, Conv2d<4, 3>, AvgPool<2, 2, 1>>::nodes<true>::kSize == 2);
+static_assert(Net<Input<3, 8, 8>, Conv2d<4, 3>, Tanh, MaxPool<2>>::nodes<true>::kSize == 2);
+static_assert(Net<Input<3, 8, 8>, Conv2d<4, 3>, Tanh, Dropout<0>, AvgPool<2>>::nodes<true>::kSize == 3);
+}  // namespace pooled_conv_nodes
 // clang-format off
 // Residual blocks: the adder on two tensors of the backend's layout, on a plain input beside a branch in the
 // backend's layout (the first block of a network), and the projection shortcut; then the bottleneck.
@@ -253,6 +286,52 @@ TYPED_TEST(pooled_dense, equals_the_layers_kept_apart) {
   forward("evaluation output, the fold reused");
   update();
   forward("evaluation output after the weights changed");
+}
+
+// The joined node against the same layers kept apart by an identity between the activation and the pool
+// (Dropout<0>), from the same seed, on the thin kernels' sizes (a 9x9 output leaves a row and a column outside the
+// windows): outputs, parameter and input gradients over two steps with an update between, and a profiled model's
+// (which runs the pool and its backward in passes of their own). Reports name the node, the checkpoint's layout
+// the layers.
+template <class B>
+class pooled_conv : public ::testing::Test {};
+TYPED_TEST_SUITE(pooled_conv, Backends, BackendName);
+TYPED_TEST(pooled_conv, equals_the_layers_kept_apart) {
+  using Joined = Net<Input<3, 11, 11>, Conv2d<6, 3>, Tanh, AvgPool<2>, Conv2d<8, 3>, Tanh, AvgPool<2>, Flatten, Dense<4>>;
+  using Apart = Net<Input<3, 11, 11>, Conv2d<6, 3>, Tanh, Dropout<0>, AvgPool<2>, Conv2d<8, 3>, Tanh, Dropout<0>,
+                    AvgPool<2>, Flatten, Dense<4>>;
+  static_assert(Joined::nodes<true>::kSize == 4 && Apart::nodes<true>::kSize == 8);
+  typename TypeParam::context ctx({.threads = 2});
+  Model<Joined, TypeParam> joined(ctx, {.seed = 9, .input_gradient = true});
+  Model<Joined, TypeParam, metrics::OperatorProfile> profiled(ctx, {.seed = 9, .input_gradient = true});
+  Model<Apart, TypeParam> apart(ctx, {.seed = 9, .input_gradient = true});
+  EXPECT_EQ(joined.node_names()[0], "conv2d+tanh+avg_pool");
+  EXPECT_EQ(joined.layout_names()[0], "conv2d+tanh avg_pool");
+  EXPECT_EQ(apart.node_names()[2], "avg_pool");
+  const std::vector<float> x = batch_of_5(Joined::input_shape::kSize);
+  const auto& labels = kLabelsOf5;
+  const auto close = expect_close;
+  for (int step = 0; step < 2; ++step) {
+    const auto yj = joined.forward(x, 5);
+    const std::vector<float> y(yj.begin(), yj.end());
+    const auto yp = profiled.forward(x, 5);
+    const std::vector<float> y_profiled(yp.begin(), yp.end());
+    close(y, apart.forward(x, 5), "output");
+    close(y_profiled, y, "profiled output");
+    joined.loss(labels), profiled.loss(labels), apart.loss(labels);
+    joined.backward(), profiled.backward(), apart.backward();
+    close(joined.gradients(), apart.gradients(), "parameter gradients");
+    close(joined.input_gradient(), apart.input_gradient(), "input gradient");
+    close(profiled.gradients(), joined.gradients(), "profiled parameter gradients");
+    close(profiled.input_gradient(), joined.input_gradient(), "profiled input gradient");
+    auto pj = joined.parameters();
+    auto pp = profiled.parameters();
+    auto pa = apart.parameters();
+    const auto gj = joined.gradients();
+    for (std::size_t i = 0; i < pj.size(); ++i) pj[i] -= 0.1f * gj[i], pp[i] = pa[i] = pj[i];
+  }
+  EXPECT_GT(profiled.profile().total(OpKind::pooling).calls, 0u);
+  EXPECT_GT(profiled.profile().total(OpKind::pooling_backward).calls, 0u);
 }
 
 // One training step with the per-operator profile on a net of every layer kind (activations fused and on their

@@ -44,11 +44,13 @@ static_assert(Sequential<Input<6, 5, 5>, Conv2d<4, 3, 1, 1, true, 1, 2>>::kParam
 static_assert(LeNetRgb::kParams == 62006);
 static_assert(LeNetGray::kParams == 61706);
 
-// Lowering: with fusion, each Conv2d/Dense absorbs the Tanh after it.
+// Lowering: with fusion, each Conv2d/Dense absorbs the Tanh after it, and each Conv2d and Tanh the AvgPool after
+// them (layers/detail/pooled_conv.hpp).
 static_assert(LeNetRgb::nodes<false>::kSize == 12);
-static_assert(LeNetRgb::nodes<true>::kSize == 8);
+static_assert(LeNetRgb::nodes<true>::kSize == 6);
 using first = std::tuple_element_t<0, as_tuple_t<LeNetRgb::nodes<true>>>;
-static_assert(std::is_same_v<first::activation, Tanh> && std::is_same_v<first::output, Shape<6, 28, 28>>);
+static_assert(std::is_same_v<first::activation, Tanh> && std::is_same_v<first::output, Shape<6, 14, 14>> &&
+              std::is_same_v<first::layer::conv, Conv2d<6, 5>>);
 
 // Every node's parameters start on a 64-byte boundary and do not overlap the next node's.
 template <class... N>

@@ -43,7 +43,9 @@
 //   Composite layers (Residual) are generic: backend/generic/residual.hpp runs their branches with the
 //   backend's own ops and fills op_for<layer_kind::residual, B> for every backend. So is the node the lowering
 //   makes of an enlarging adaptive pool, Flatten and Dense: backend/generic/pooled_dense.hpp folds the Dense's
-//   matrix and runs the backend's own Flatten and Dense on it. A layer that computes itself
+//   matrix and runs the backend's own Flatten and Dense on it; and the node of a Conv2d, its activation and a
+//   non-overlapping AvgPool: backend/generic/pooled_conv.hpp runs the backend's convolution and pooling ops one
+//   after the other, unless the backend maps layer_kind::pooled_conv itself. A layer that computes itself
 //   (a kind derived from layer_kind::plain) runs on every backend through backend/generic/plain_op.hpp.
 #pragma once
 

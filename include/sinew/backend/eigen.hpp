@@ -25,6 +25,7 @@
 #include "sinew/backend/eigen/dropout.hpp"
 #include "sinew/backend/eigen/flatten.hpp"
 #include "sinew/backend/eigen/pooling.hpp"
+#include "sinew/backend/generic/pooled_conv.hpp"
 #include "sinew/backend/generic/pooled_dense.hpp"
 #include "sinew/backend/generic/residual.hpp"
 

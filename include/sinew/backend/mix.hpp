@@ -52,6 +52,7 @@
 
 #include "sinew/backend/backend_spec.hpp"
 #include "sinew/backend/generic/probe.hpp"
+#include "sinew/backend/generic/pooled_conv.hpp"
 #include "sinew/backend/generic/pooled_dense.hpp"
 #include "sinew/backend/generic/residual.hpp"
 #include "sinew/backend/op_table.hpp"
@@ -404,6 +405,19 @@ struct op_for<layer_kind::residual, Mix<Base, Uses...>> {
       generic::residual_op<Mix<Base, Uses...>, N>,
       typename detail::mix::op_in<Mix<Base, Uses...>,
                                  typename detail::mix::override_of<layer_kind::residual, Uses...>::type, N>::type>;
+};
+
+/// A PooledConv node (a Conv2d, its activation and a non-overlapping AvgPool) of a Mix runs its convolution and its
+/// pool on the Mix (each follows the Uses), unless a Use names layer_kind::pooled_conv: then on that backend.
+template <class Base, class... Uses>
+struct op_for<layer_kind::pooled_conv, Mix<Base, Uses...>> {
+  /// see above
+  template <NodeType N>
+  using type_for = std::conditional_t<
+      std::is_void_v<typename detail::mix::override_of<layer_kind::pooled_conv, Uses...>::type>,
+      generic::pooled_conv_op<Mix<Base, Uses...>, N>,
+      typename detail::mix::op_in<Mix<Base, Uses...>,
+                                 typename detail::mix::override_of<layer_kind::pooled_conv, Uses...>::type, N>::type>;
 };
 
 /// A PooledDense node (an enlarging adaptive pool, Flatten and a Dense, folded) of a Mix runs its Flatten and Dense

@@ -14,6 +14,7 @@
 #include "sinew/backend/onednn/dropout.hpp"
 #include "sinew/backend/onednn/flatten.hpp"
 #include "sinew/backend/onednn/lowered_conv2d.hpp"
+#include "sinew/backend/onednn/pooled_conv.hpp"
 #include "sinew/backend/onednn/pooling.hpp"
 #include "sinew/backend/onednn/small_conv2d.hpp"
 #include "sinew/backend/onednn/thin_conv2d.hpp"

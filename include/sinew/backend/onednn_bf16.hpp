@@ -237,6 +237,15 @@ struct op_for<layer_kind::pooled_dense, OneDnnBf16> {
   using type_for = generic::pooled_dense_op<OneDnnBf16, N>;
 };
 
+/// A convolution, its activation and a pool joined (PooledConv) run as the two layers apart: the convolution in bf16
+/// (there are no bf16 thin kernels to pool inside), the pool on OneDnn's op fed f32.
+template <>
+struct op_for<layer_kind::pooled_conv, OneDnnBf16> {
+  /// see generic::pooled_conv_op
+  template <NodeType N>
+  using type_for = generic::pooled_conv_op<OneDnnBf16, N>;
+};
+
 /// Batch norm in the type of its input (oneDNN's, with f32 statistics, scale and shift), fused ReLU included;
 /// a Tanh or Sigmoid after it runs on sinew's f32 kernels, so that node reads f32.
 template <>

@@ -6,7 +6,8 @@
 // sentence naming the layer kind, and the compiler's "required from" line names the layer and the shape.
 // The network lowers to a list of Nodes (one per layer, or one per Conv2d/Dense plus the activation that
 // follows it when the backend fuses; there, an enlarging adaptive pool, Flatten and the Dense after them are one
-// node too: layers/detail/pooled_dense.hpp), each with its offset in the flat parameter buffer.
+// node too, layers/detail/pooled_dense.hpp, and so are a Conv2d, its activation and a non-overlapping AvgPool,
+// layers/detail/pooled_conv.hpp), each with its offset in the flat parameter buffer.
 #pragma once
 
 #include <cstddef>

@@ -19,6 +19,13 @@
 // into planes apart rather than one float apart (data_taps_), which is faster on LeNet-5's second layer.
 // The op is chosen at compile time from the node's shape (conv2d.hpp's
 // conv2d_op_for), never by net name.
+//
+// The same op runs a PooledConv node (layers/detail/pooled_conv.hpp: the convolution, its activation and a
+// non-overlapping average pool; pooled_conv.hpp maps it here where the convolution is thin): each image's output
+// is pooled as soon as it is written, and the pool's gradient is spread inside the pass that applies the
+// activation's backward, so the pool adds no pass over the batch (and no fork and join) either way. The
+// convolution's output stays in the op, in the tiles' padded rows (no copy out; the activation and its backward
+// run over whole planes); the node's output is the pool's.
 #pragma once
 
 #include <omp.h>
@@ -35,7 +42,9 @@
 #include "sinew/backend/generic/probe.hpp"
 #include "sinew/backend/onednn/common.hpp"
 #include "sinew/backend/simd/thin_conv2d.hpp"
+#include "sinew/backend/simd/avg_pool.hpp"
 #include "sinew/core/elementwise.hpp"
+#include "sinew/layers/detail/pooled_conv.hpp"
 #include "sinew/metrics/profile.hpp"
 #include "sinew/tensor/buffer.hpp"
 
@@ -52,18 +61,30 @@ constexpr bool conv_is_thin(int in_c, int out_c, int stride) noexcept {
 template <class Arch = simd::thin_conv::default_arch>
 class basic_thin_conv2d_op : public own_kernel_op_base {
  public:
+  /// A Conv2d node, or a PooledConv node: its convolution, pooled by its pool's kernel.
   template <NodeType N>
   void setup(context& ctx, const desc& src_md, int batch, ParamSlots p, bool need_diff_src) {
-    setup(ctx, src_md, conv2d_config<N>(batch), p, need_diff_src);
+    if constexpr (std::is_same_v<typename N::layer::kind, layer_kind::pooled_conv>) {
+      using parts = typename N::layer::template nodes<typename N::input, typename N::activation>;
+      setup(ctx, src_md, conv2d_config<typename parts::conv_node>(batch), p, need_diff_src, N::layer::pool::kKernel);
+    } else {
+      setup(ctx, src_md, conv2d_config<N>(batch), p, need_diff_src);
+    }
   }
 
-  /// Sets up for configuration `c` (stride 1) reading `src_md`; `p` the layer's slots in the flat buffers.
-  void setup(context& ctx, const desc& src_md, const Conv2dConfig& c, ParamSlots p, bool need_diff_src) {
+  /// Sets up for configuration `c` (stride 1) reading `src_md`; `p` the layer's slots in the flat buffers. With
+  /// `pool` > 1 the output is the average over non-overlapping pool x pool windows of the convolution's.
+  void setup(context& ctx, const desc& src_md, const Conv2dConfig& c, ParamSlots p, bool need_diff_src,
+             int pool = 1) {
     if (c.stride != 1)
       throw backend_error("thin_conv2d_op: stride " + std::to_string(c.stride) +
                           " given; it computes stride-1 convolutions only (conv_is_thin chooses it)");
     c.require_dense("thin_conv2d_op", "conv2d_op_for sends the others to conv2d_op");
+    if (pool < 1 || pool > c.out_h || pool > c.out_w)
+      throw backend_error("thin_conv2d_op: a pool of " + std::to_string(pool) + " does not fit the convolution's " +
+                          std::to_string(c.out_h) + " x " + std::to_string(c.out_w) + " output");
     c_ = c;
+    pool_ = pool;
     user_ = p;
     need_diff_src_ = need_diff_src;
     const auto& eng = ctx.engine();
@@ -125,7 +146,13 @@ class basic_thin_conv2d_op : public own_kernel_op_base {
 
     const desc plain_src = plain_desc(c.batch, c.in_c, c.in_h, c.in_w);
     src_.setup(ctx, src_md, plain_src);
-    dst_ = memory(plain_desc(c.batch, c.out_c, c.out_h, c.out_w), eng);
+    // Under a pool the convolution's output stays in the op, in the tiles' rows (plane n * out_rows_ + o of
+    // positions_ floats, row stride wp_): the forward writes it without a copy, and the output gradient's passes run
+    // over whole planes in dz's layout. Columns past out_w hold values no window reads (and no gradient reaches);
+    // the channel kernels' copy leaves them zero.
+    wide_floats_ = pool_ > 1 ? std::size_t(out_rows_) * positions_ : 0;
+    wide_ = pool_ > 1 ? zeroed(std::size_t(c.batch) * wide_floats_) : AlignedBuffer<float>();
+    dst_ = memory(plain_desc(c.batch, c.out_c, c.out_h / pool_, c.out_w / pool_), eng);
     if (need_diff_src) diff_src_ = memory(plain_src, eng);
   }
 
@@ -134,24 +161,36 @@ class basic_thin_conv2d_op : public own_kernel_op_base {
     backward(ctx, src, diff_dst, metrics::no_probe);
   }
 
-  /// The convolution and its activation in one pass. A profiled run (a probe with kEnabled) applies the
-  /// activation in a pass of its own, reported as its kind as on the oneDNN path (where ReLU and ReLU6 are post-ops
-  /// inside the convolution, the others a pass of their own: fused_activation::separate_pass).
+  /// The convolution, its activation and the pool in one pass. A profiled run (a probe with kEnabled) applies the
+  /// activation and the pool in passes of their own, reported as their kinds as on the oneDNN path (where ReLU and
+  /// ReLU6 are post-ops inside the convolution, the others a pass of their own: fused_activation::separate_pass).
   template <class Probe>
   void forward(context& ctx, const memory& src, Probe& probe) {
-    const bool split = std::remove_cvref_t<Probe>::kEnabled && c_.act != simd::activation::none &&
-                       !fused_activation::post_op(c_.act);
+    constexpr bool profiled = std::remove_cvref_t<Probe>::kEnabled;
+    const bool split = profiled && c_.act != simd::activation::none && !fused_activation::post_op(c_.act);
     probe.begin(metrics::OpKind::convolution);
     src_.run(ctx, src);
     const float* x = static_cast<const float*>(src_.target_for(src).get_data_handle());
     float* y = static_cast<float*>(dst_.get_data_handle());
     if (weights_cache_.take()) pack_forward_weights();
     for_images([&](scratch& s, int begin, int end) {
-      for (int n = begin; n < end; ++n) forward_image(s, x, y, n, !split);
+      for (int n = begin; n < end; ++n) {
+        forward_image(s, x, y, n, !split);
+        if (pool_ > 1 && !profiled) pool_image(y, n);
+      }
     });
     if (split) {
       probe.begin(activation_kind(c_.act, metrics::Direction::forward));
-      simd::activation_forward(c_.act, y, y, dst_.get_desc().get_size() / sizeof(float));
+      if (pool_ > 1)
+        simd::activation_forward(c_.act, wide_.data(), wide_.data(), std::size_t(c_.batch) * wide_floats_);
+      else
+        simd::activation_forward(c_.act, y, y, dst_.get_desc().get_size() / sizeof(float));
+    }
+    if (pool_ > 1 && profiled) {
+      probe.begin(metrics::OpKind::pooling);
+      for_images([&](scratch&, int begin, int end) {
+        for (int n = begin; n < end; ++n) pool_image(y, n);
+      });
     }
   }
 
@@ -165,10 +204,16 @@ class basic_thin_conv2d_op : public own_kernel_op_base {
     const float* y = static_cast<const float*>(dst_.get_data_handle());
     const float* dy = static_cast<const float*>(diff_dst_.target_for(diff_dst).get_data_handle());
     if (split) {
+      if (pool_ > 1) {  // the pool's backward in a pass of its own
+        probe.begin(metrics::OpKind::pooling_backward);
+        for_images([&](scratch&, int begin, int end) {
+          for (int n = begin; n < end; ++n) spread_image(dy, n);
+        });
+      }
       if (c_.act != simd::activation::none) probe.begin(activation_kind(c_.act, metrics::Direction::backward));
       for_images([&](scratch& s, int begin, int end) {
         std::fill_n(s.db.data(), s.db.size(), 0.0f);
-        for (int n = begin; n < end; ++n) output_gradient(s, y, dy, n);
+        for (int n = begin; n < end; ++n) pool_ > 1 ? activate_gradient(s, n) : output_gradient(s, y, dy, n);
       });
     }
     probe.begin(metrics::OpKind::convolution_backward_weights);
@@ -279,8 +324,57 @@ class basic_thin_conv2d_op : public own_kernel_op_base {
   }
 
   float* image(int n) noexcept { return images_.data() + std::size_t(n) * image_floats_; }
+  // Image n's convolution output under a pool (see wide_).
+  float* wide(int n) noexcept { return wide_.data() + std::size_t(n) * wide_floats_; }
+
+  // Image n's pooled output into the node's output y, on the calling thread (the pooling op's sums in its order).
+  void pool_image(float* y, int n) {
+    const std::size_t pooled = std::size_t(c_.out_c) * std::size_t(c_.out_h / pool_) * std::size_t(c_.out_w / pool_);
+    simd::avg_pool_forward_strided(wide(n), wp_, std::ptrdiff_t(positions_), y + std::size_t(n) * pooled, c_.out_c,
+                                   c_.out_h, c_.out_w, pool_);
+  }
+
+  // Under a pool: image n's output gradient before the activation's backward, dz(n), spread from the pool's, dy
+  // (the pooling op's values: its gradient over K^2; 0 past the last whole window and in the dropped columns).
+  void spread_image(const float* dy, int n) {
+    const int ph = c_.out_h / pool_, pw = c_.out_w / pool_;
+    const float scale = 1.0f / float(pool_ * pool_);
+    for (int o = 0; o < c_.out_c; ++o) {
+      float* plane = dz(n) + std::size_t(o) * positions_;
+      const float* g = dy + (std::size_t(n) * std::size_t(c_.out_c) + std::size_t(o)) * std::size_t(ph * pw);
+      for (int oy = 0; oy < c_.out_h; ++oy) {
+        float* row = plane + std::size_t(oy) * std::size_t(wp_);
+        const float* pooled = g + std::size_t(oy / pool_) * std::size_t(pw);
+        int covered = 0;
+        if (oy < ph * pool_) {
+          covered = pw * pool_;
+          if (pool_ == 2) {
+#pragma omp simd
+            for (int m = 0; m < pw; ++m) row[2 * m] = row[2 * m + 1] = scale * pooled[m];
+          } else {
+            for (int px = 0; px < pw; ++px) std::fill_n(row + px * pool_, pool_, scale * pooled[px]);
+          }
+        }
+        std::fill(row + covered, row + wp_, 0.0f);
+      }
+    }
+  }
+
+  // Under a pool: dz(n) times the activation's derivative at the output, whole planes at a time, and its sum per
+  // channel into the thread's bias gradient.
+  void activate_gradient(scratch& s, int n) {
+    const std::size_t rows = std::size_t(c_.out_h) * std::size_t(wp_);
+    for (int o = 0; o < c_.out_c; ++o) {
+      float* plane = dz(n) + std::size_t(o) * positions_;
+      if (c_.act != simd::activation::none)
+        simd::activation_backward_serial(c_.act, wide(n) + std::size_t(o) * positions_, plane, plane, 0, rows);
+      if (c_.bias) s.db.data()[o] += simd::sum(plane, positions_);
+    }
+  }
   float* dz(int n) noexcept { return dz_.data() + std::size_t(n) * dz_floats_; }
 
+  // Image n's convolution and (where `activate`) its activation: into the node's output y, or under a pool into
+  // wide(n) (pool_image pools it).
   void forward_image(scratch& s, const float* x, float* y, int n, bool activate) {
     // The image's channels into the interior of its zero-padded copy, kept for backward.
     const std::size_t hw = std::size_t(c_.in_h) * std::size_t(c_.in_w);
@@ -291,22 +385,38 @@ class basic_thin_conv2d_op : public own_kernel_op_base {
         std::memcpy(padded + std::size_t(ci) * plane_ + std::size_t((iy + c_.padding) * wp_ + c_.padding),
                     img + std::size_t(ci) * hw + std::size_t(iy * c_.in_w), sizeof(float) * std::size_t(c_.in_w));
     const std::size_t ohw = std::size_t(c_.out_h) * std::size_t(c_.out_w), oc = std::size_t(c_.out_c);
-    float* out = y + std::size_t(n) * oc * ohw;
+    float* out = pool_ > 1 ? nullptr : y + std::size_t(n) * oc * ohw;
     if (channel_vectors_) {
       with_channels([&](auto cv, auto) {
         simd::thin_conv::channel_forward_rows<decltype(cv)::value, Arch>(
             w_channels_.data(), bias_.data(), padded, wp_, off_.data(), taps_, c_.out_h, c_.out_w, s.pixels.data());
       });
-      for (std::size_t p = 0; p < ohw; ++p)  // [pixel][channel] -> NCHW
-        for (std::size_t o = 0; o < oc; ++o) out[o * ohw + p] = s.pixels.data()[p * oc + o];
+      const float* pixels = s.pixels.data();
+      if (pool_ > 1) {  // [pixel][channel] -> wide rows
+        float* wide_out = wide(n);
+        for (int oy = 0; oy < c_.out_h; ++oy)
+          for (int ox = 0; ox < c_.out_w; ++ox)
+            for (std::size_t o = 0; o < oc; ++o)
+              wide_out[o * positions_ + std::size_t(oy * wp_ + ox)] = pixels[std::size_t(oy * c_.out_w + ox) * oc + o];
+      } else {
+        for (std::size_t p = 0; p < ohw; ++p)  // [pixel][channel] -> NCHW
+          for (std::size_t o = 0; o < oc; ++o) out[o * ohw + p] = pixels[p * oc + o];
+      }
     } else {
+      float* tiles = pool_ > 1 ? wide(n) : s.out.data();
       with_block(ob_, [&](auto block) {
         constexpr int OB = decltype(block)::value;
         for (int b = 0; b < out_rows_ / OB; ++b)
           simd::thin_conv::forward_tiles<OB, Arch>(w_pack_.data() + std::size_t(b) * std::size_t(taps_ * OB),
                                                    bias_.data() + b * OB, padded, off_.data(), taps_, positions_,
-                                                   s.out.data() + std::size_t(b * OB) * positions_, positions_);
+                                                   tiles + std::size_t(b * OB) * positions_, positions_);
       });
+    }
+    if (pool_ > 1) {
+      if (activate) simd::activation_forward_serial(c_.act, wide(n), wide(n), oc * positions_);
+      return;
+    }
+    if (!channel_vectors_) {
       for (int o = 0; o < c_.out_c; ++o)
         for (int oy = 0; oy < c_.out_h; ++oy)
           std::memcpy(out + std::size_t(o) * ohw + std::size_t(oy * c_.out_w),
@@ -317,8 +427,13 @@ class basic_thin_conv2d_op : public own_kernel_op_base {
   }
 
   // Image n's pre-activation gradient into dz(n), at the output positions (the dropped columns stay zero), and
-  // its sum per channel into the thread's bias gradient.
+  // its sum per channel into the thread's bias gradient. Under a pool, dy is the pool's output gradient.
   void output_gradient(scratch& s, const float* y, const float* dy, int n) {
+    if (pool_ > 1) {
+      spread_image(dy, n);
+      activate_gradient(s, n);
+      return;
+    }
     const std::size_t ohw = std::size_t(c_.out_h) * std::size_t(c_.out_w);
     for (int o = 0; o < c_.out_c; ++o) {
       float* rows = dz(n) + std::size_t(o) * positions_;
@@ -422,6 +537,9 @@ class basic_thin_conv2d_op : public own_kernel_op_base {
   }
 
   Conv2dConfig c_{};
+  int pool_ = 1;             // the pool's kernel and stride under a PooledConv node; 1: no pool
+  std::size_t wide_floats_ = 0;  // one image's planes in wide_
+  AlignedBuffer<float> wide_;    // under a pool, the convolution's output (see setup)
   ParamSlots user_;  // the layer's kernel and bias in the flat buffers (PyTorch's layout)
   int threads_ = 1, group_ = 1;
   int wp_ = 0, ob_ = 8, out_rows_ = 0, taps_ = 0, taps_padded_ = 0, rb_ = 8, tap_rows_ = 0;

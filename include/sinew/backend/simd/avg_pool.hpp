@@ -75,6 +75,33 @@ inline void avg_pool_forward(const float* x, float* y, std::ptrdiff_t planes, in
   }
 }
 
+/// avg_pool_forward's sums, on the calling thread alone, over planes whose rows lie `row_stride` floats apart and
+/// which lie `plane_stride` floats apart (a kernel's padded rows: columns past W are read by no window); y dense. The
+/// same additions in the same order as avg_pool_forward, so the same results: what a fused op runs on one image's
+/// planes inside its own parallel region (onednn/thin_conv2d.hpp).
+inline void avg_pool_forward_strided(const float* x, std::ptrdiff_t row_stride, std::ptrdiff_t plane_stride, float* y,
+                                     std::ptrdiff_t planes, int h, int w, int k) {
+  const int oh = h / k, ow = w / k;
+  const float scale = 1.0f / float(k * k);
+  for (std::ptrdiff_t p = 0; p < planes; ++p)
+    for (int r = 0; r < oh; ++r) {
+      const float* a = x + p * plane_stride + std::ptrdiff_t(r) * k * row_stride;
+      float* out = y + (p * oh + r) * ow;
+      if (k == 2) {
+        const float* b = a + row_stride;
+#pragma omp simd
+        for (int m = 0; m < ow; ++m) out[m] = 0.25f * ((a[2 * m] + b[2 * m]) + (a[2 * m + 1] + b[2 * m + 1]));
+        continue;
+      }
+      for (int c = 0; c < ow; ++c) {
+        float sum = 0;
+        for (int i = 0; i < k; ++i)
+          for (int j = 0; j < k; ++j) sum += a[i * row_stride + c * k + j];
+        out[c] = scale * sum;
+      }
+    }
+}
+
 /// dx[p, i, j] = dy[p, i / K, j / K] / K^2 inside the windows, 0 in rows or columns past the last whole window.
 /// K = 2 runs as the forward's two passes reversed: each chunk of output rows spread over a flat buffer, then
 /// each spread row copied to its two input rows.

@@ -8,6 +8,7 @@
 
 #include "sinew/core/type_list.hpp"
 #include "sinew/layers/activation.hpp"
+#include "sinew/layers/detail/pooled_conv.hpp"
 #include "sinew/layers/detail/pooled_dense.hpp"
 #include "sinew/layers/input.hpp"
 #include "sinew/layers/layer_spec.hpp"
@@ -47,6 +48,32 @@ template <class In, std::size_t Offset, std::size_t BufferOffset, std::size_t In
   requires(fuses_activation<L> && ActivationPolicy<A>)
 struct lower<In, Offset, BufferOffset, Index, true, L, A, Rest...> {
   using node = Node<L, In, A, Offset, Index, BufferOffset>;
+  using tail = lower<typename node::output, Offset + node::kParamSpan, BufferOffset + node::kBufferSpan, Index + 2,
+                     true, Rest...>;
+  using type = prepend_t<node, typename tail::type>;
+  using output = typename tail::output;
+  static constexpr std::size_t kEnd = tail::kEnd;
+  static constexpr std::size_t kBufferEnd = tail::kBufferEnd;
+};
+
+/// Where the backend fuses, a Conv2d, its activation and a non-overlapping AvgPool become one PooledConv node
+/// (pooled_conv.hpp); so do a Conv2d and such a pool without an activation between them.
+template <class In, std::size_t Offset, std::size_t BufferOffset, std::size_t Index, class L, class A, class P,
+          class... Rest>
+  requires(conv_layer<L> && fuses_activation<L> && ActivationPolicy<A> && tiling_avg_pool<P>)
+struct lower<In, Offset, BufferOffset, Index, true, L, A, P, Rest...> {
+  using node = Node<PooledConv<L, P>, In, A, Offset, Index, BufferOffset>;
+  using tail = lower<typename node::output, Offset + node::kParamSpan, BufferOffset + node::kBufferSpan, Index + 3,
+                     true, Rest...>;
+  using type = prepend_t<node, typename tail::type>;
+  using output = typename tail::output;
+  static constexpr std::size_t kEnd = tail::kEnd;
+  static constexpr std::size_t kBufferEnd = tail::kBufferEnd;
+};
+template <class In, std::size_t Offset, std::size_t BufferOffset, std::size_t Index, class L, class P, class... Rest>
+  requires(conv_layer<L> && tiling_avg_pool<P>)
+struct lower<In, Offset, BufferOffset, Index, true, L, P, Rest...> {
+  using node = Node<PooledConv<L, P>, In, NoActivation, Offset, Index, BufferOffset>;
   using tail = lower<typename node::output, Offset + node::kParamSpan, BufferOffset + node::kBufferSpan, Index + 2,
                      true, Rest...>;
   using type = prepend_t<node, typename tail::type>;
