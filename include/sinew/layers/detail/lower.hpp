@@ -56,32 +56,6 @@ struct lower<In, Offset, BufferOffset, Index, true, L, A, Rest...> {
   static constexpr std::size_t kBufferEnd = tail::kBufferEnd;
 };
 
-/// Where the backend fuses, a Conv2d, its activation and a non-overlapping AvgPool become one PooledConv node
-/// (pooled_conv.hpp); so do a Conv2d and such a pool without an activation between them.
-template <class In, std::size_t Offset, std::size_t BufferOffset, std::size_t Index, class L, class A, class P,
-          class... Rest>
-  requires(conv_layer<L> && fuses_activation<L> && ActivationPolicy<A> && tiling_avg_pool<P>)
-struct lower<In, Offset, BufferOffset, Index, true, L, A, P, Rest...> {
-  using node = Node<PooledConv<L, P>, In, A, Offset, Index, BufferOffset>;
-  using tail = lower<typename node::output, Offset + node::kParamSpan, BufferOffset + node::kBufferSpan, Index + 3,
-                     true, Rest...>;
-  using type = prepend_t<node, typename tail::type>;
-  using output = typename tail::output;
-  static constexpr std::size_t kEnd = tail::kEnd;
-  static constexpr std::size_t kBufferEnd = tail::kBufferEnd;
-};
-template <class In, std::size_t Offset, std::size_t BufferOffset, std::size_t Index, class L, class P, class... Rest>
-  requires(conv_layer<L> && tiling_avg_pool<P>)
-struct lower<In, Offset, BufferOffset, Index, true, L, P, Rest...> {
-  using node = Node<PooledConv<L, P>, In, NoActivation, Offset, Index, BufferOffset>;
-  using tail = lower<typename node::output, Offset + node::kParamSpan, BufferOffset + node::kBufferSpan, Index + 2,
-                     true, Rest...>;
-  using type = prepend_t<node, typename tail::type>;
-  using output = typename tail::output;
-  static constexpr std::size_t kEnd = tail::kEnd;
-  static constexpr std::size_t kBufferEnd = tail::kBufferEnd;
-};
-
 /// splice<Layers...>::type: the list with every Chain, Named and Module opened, as the lowering opens them.
 template <class... Layers>
 struct splice {
@@ -106,12 +80,12 @@ template <class In, class Pool, class D, class... Rest>
 inline constexpr bool folds_into_dense<In, Pool, type_list<Flatten, D, Rest...>> =
     pool_enlarges<Pool, In>() && dense_layer<D>;
 
-/// The PooledDense node of Pool, Flatten and D with activation A (the node stands for Layers written layers), then
-/// Rest lowered as usual.
-template <class In, std::size_t Offset, std::size_t BufferOffset, std::size_t Index, class Pool, class D, class A,
+/// The node of joined layer L with activation A (the node stands for Layers written layers), then Rest lowered as
+/// usual: PooledDense and PooledConv.
+template <class In, std::size_t Offset, std::size_t BufferOffset, std::size_t Index, class L, class A,
           std::size_t Layers, class... Rest>
-struct lower_pooled_dense_node {
-  using node = Node<PooledDense<Pool, D>, In, A, Offset, Index, BufferOffset>;
+struct lower_joined {
+  using node = Node<L, In, A, Offset, Index, BufferOffset>;
   using tail = lower<typename node::output, Offset + node::kParamSpan, BufferOffset + node::kBufferSpan,
                      Index + Layers, true, Rest...>;
   using type = prepend_t<node, typename tail::type>;
@@ -125,18 +99,30 @@ struct lower_pooled_dense;
 template <class In, std::size_t Offset, std::size_t BufferOffset, std::size_t Index, class Pool, class D,
           class... Rest>
 struct lower_pooled_dense<In, Offset, BufferOffset, Index, Pool, type_list<Flatten, D, Rest...>>
-    : lower_pooled_dense_node<In, Offset, BufferOffset, Index, Pool, D, NoActivation, 3, Rest...> {};
+    : lower_joined<In, Offset, BufferOffset, Index, PooledDense<Pool, D>, NoActivation, 3, Rest...> {};
 template <class In, std::size_t Offset, std::size_t BufferOffset, std::size_t Index, class Pool, class D, class A,
           class... Rest>
   requires ActivationPolicy<A>
 struct lower_pooled_dense<In, Offset, BufferOffset, Index, Pool, type_list<Flatten, D, A, Rest...>>
-    : lower_pooled_dense_node<In, Offset, BufferOffset, Index, Pool, D, A, 4, Rest...> {};
+    : lower_joined<In, Offset, BufferOffset, Index, PooledDense<Pool, D>, A, 4, Rest...> {};
 
 /// Where the backend fuses, an enlarging adaptive pool, Flatten and a Dense become one PooledDense node.
 template <class In, std::size_t Offset, std::size_t BufferOffset, std::size_t Index, class Pool, class... Rest>
   requires(adaptive_pool_layer<Pool> && folds_into_dense<In, Pool, typename splice<Rest...>::type>)
 struct lower<In, Offset, BufferOffset, Index, true, Pool, Rest...>
     : lower_pooled_dense<In, Offset, BufferOffset, Index, Pool, typename splice<Rest...>::type> {};
+
+/// Where the backend fuses, a Conv2d, its activation and a non-overlapping AvgPool become one PooledConv node
+/// (pooled_conv.hpp); so do a Conv2d and such a pool without an activation between them.
+template <class In, std::size_t Offset, std::size_t BufferOffset, std::size_t Index, class L, class A, class P,
+          class... Rest>
+  requires(conv_layer<L> && fuses_activation<L> && ActivationPolicy<A> && tiling_avg_pool<P>)
+struct lower<In, Offset, BufferOffset, Index, true, L, A, P, Rest...>
+    : lower_joined<In, Offset, BufferOffset, Index, PooledConv<L, P>, A, 3, Rest...> {};
+template <class In, std::size_t Offset, std::size_t BufferOffset, std::size_t Index, class L, class P, class... Rest>
+  requires(conv_layer<L> && tiling_avg_pool<P>)
+struct lower<In, Offset, BufferOffset, Index, true, L, P, Rest...>
+    : lower_joined<In, Offset, BufferOffset, Index, PooledConv<L, P>, NoActivation, 2, Rest...> {};
 
 /// A Chain in the list is spliced in place.
 template <class In, std::size_t Offset, std::size_t BufferOffset, std::size_t Index, bool Fuse, class... Inner,
