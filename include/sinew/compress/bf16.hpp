@@ -6,24 +6,18 @@
 // range with 8 significant bits, 2x fewer bytes. Unlike Fp16 no gradient overflows.
 #pragma once
 
-#include <bit>
 #include <cstdint>
 #include <string_view>
 
 #include "sinew/compress/compressor_spec.hpp"
 #include "sinew/compress/detail/cast.hpp"
+#include "sinew/core/bf16.hpp"
 
 namespace sinew::compress {
 
-/// The bfloat16 nearest to `f` (ties to even); NaN stays NaN (quiet).
-constexpr std::uint16_t to_bf16(float f) noexcept {
-  const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return std::uint16_t((x >> 16) | 0x40u);
-  return std::uint16_t((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-
-/// The float a bfloat16 holds (exact).
-constexpr float from_bf16(std::uint16_t b) noexcept { return std::bit_cast<float>(std::uint32_t(b) << 16); }
+// The rounding every bf16 of sinew shares (core/bf16.hpp).
+using sinew::from_bf16;
+using sinew::to_bf16;
 
 namespace detail {
 struct bf16_codec {
