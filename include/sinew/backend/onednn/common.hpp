@@ -15,6 +15,7 @@
 #include "sinew/backend/generic/node_config.hpp"
 #include "sinew/backend/generic/weight_cache.hpp"
 #include "sinew/backend/onednn/compat.hpp"
+#include "sinew/backend/onednn/reorder.hpp"
 #include "sinew/backend/op_table.hpp"
 #include "sinew/backend/simd/activation.hpp"
 #include "sinew/core/error.hpp"
@@ -151,6 +152,41 @@ class external {
   memory memory_;
 };
 
+/// A conversion between two fixed layouts: oneDNN's reorder primitive, or where that is unsound on this machine
+/// for these layouts, sinew's own loop (reorder.hpp says when and why).
+class reorder_op {
+ public:
+  void setup(context& ctx, const desc& from, const desc& to) {
+    own_ = reorder_runs_own_loop(ctx.engine(), from, to);
+    if (own_)
+      loop_ = own_reorder(from, to);
+    else
+      primitive_ = checked("reorder", [&] {
+        return dnnl::reorder(dnnl::reorder::primitive_desc(ctx.engine(), from, ctx.engine(), to));
+      });
+    from_ = to_ = nullptr;
+  }
+  void run(context& ctx, const memory& from, const memory& to) {
+    if (own_) return loop_.run(from.get_data_handle(), to.get_data_handle());
+    if (&from != from_ || &to != to_) {
+      from_ = &from;
+      to_ = &to;
+      args_ = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+    }
+    onednn::run(ctx, primitive_, args_);
+  }
+  /// Whether the conversion runs as sinew's own loop (what tests check).
+  bool own_loop() const noexcept { return own_; }
+
+ private:
+  bool own_ = false;
+  own_reorder loop_;
+  dnnl::reorder primitive_;
+  const memory* from_ = nullptr;
+  const memory* to_ = nullptr;
+  bound_args args_;
+};
+
 /// A reorder created once for a fixed pair of layouts; passes the tensor through when they agree.
 class converter {
  public:
@@ -158,18 +194,13 @@ class converter {
     needed_ = !(from == to);
     if (!needed_) return;
     target_ = memory(to, ctx.engine());
-    reorder_ = checked("reorder", [&] { return dnnl::reorder(dnnl::reorder::primitive_desc(ctx.engine(), from, ctx.engine(), to)); });
+    reorder_.setup(ctx, from, to);
   }
   /// The memory the converted tensor will be in (src itself when no reorder is needed).
   const memory& target_for(const memory& src) const noexcept { return needed_ ? target_ : src; }
   /// Executes the reorder, if any.
   void run(context& ctx, const memory& src) {
-    if (!needed_) return;
-    if (&src != bound_) {
-      bound_ = &src;
-      args_ = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, target_}};
-    }
-    onednn::run(ctx, reorder_, args_);
+    if (needed_) reorder_.run(ctx, src, target_);
   }
   const memory& operator()(context& ctx, const memory& src) {
     run(ctx, src);
@@ -180,9 +211,7 @@ class converter {
  private:
   bool needed_ = false;
   memory target_;
-  dnnl::reorder reorder_;
-  const memory* bound_ = nullptr;
-  bound_args args_;
+  reorder_op reorder_;
 };
 
 /// A primitive's output that must land in caller-owned memory of a fixed layout (the flat gradient buffer):
@@ -194,26 +223,26 @@ class writeback {
     direct_ = produced == target.get_desc();
     if (direct_) return;
     staging_ = memory(produced, ctx.engine());
-    reorder_ = checked("reorder", [&] { return dnnl::reorder(dnnl::reorder::primitive_desc(ctx.engine(), produced, ctx.engine(), target.get_desc())); });
-    args_ = {{DNNL_ARG_FROM, staging_}, {DNNL_ARG_TO, target_}};
+    reorder_.setup(ctx, produced, target.get_desc());
   }
   /// Where the producing primitive writes.
   const memory& output() const noexcept { return direct_ ? target_ : staging_; }
   void commit(context& ctx) {
-    if (!direct_) run(ctx, reorder_, args_);
+    if (!direct_) reorder_.run(ctx, staging_, target_);
   }
 
  private:
   bool direct_ = true;
   memory target_, staging_;
-  dnnl::reorder reorder_;
-  bound_args args_;
+  reorder_op reorder_;
 };
 
 /// Copies a tensor of any layout into plain NCHW floats.
 inline void to_plain(context& ctx, const memory& t, float* out) {
   memory dst(plain_like(t.get_desc()), ctx.engine(), out);
-  dnnl::reorder(const_cast<memory&>(t), dst).execute(ctx.stream(), const_cast<memory&>(t), dst);
+  reorder_op reorder;
+  reorder.setup(ctx, t.get_desc(), dst.get_desc());
+  reorder.run(ctx, t, dst);
   ctx.stream().wait();
 }
 

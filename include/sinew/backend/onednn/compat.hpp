@@ -11,6 +11,7 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "sinew/core/detail/vector_intrinsics.hpp"  // first: see its comment
 #include <oneapi/dnnl/dnnl.hpp>
@@ -44,6 +45,44 @@ inline memory::data_type data_type_of(const memory::desc& d) {
 #endif
 }
 /// @}
+
+/// A memory descriptor's layout as oneDNN defines it for blocked formats: element (i_0, ..., i_n-1) lies at
+/// offset0 + sum_d (i_d / B_d) * strides[d] + its place inside the inner blocks, B_d the product of the inner
+/// blocks on dimension d, the innermost block varying fastest. `padded`: the dimensions rounded up to whole blocks
+/// (the padding holds zeros). `blocked` is false for any other format kind (none of sinew's tensors).
+struct blocking {
+  bool blocked = false;
+  memory::data_type type = memory::data_type::undef;
+  memory::dims dims, padded, strides;
+  std::vector<std::pair<int, memory::dim>> inner;  ///< (dimension, block), outermost first
+  memory::dim offset0 = 0;
+};
+inline blocking blocking_of(const memory::desc& d) {
+  blocking b;
+#if DNNL_VERSION_MAJOR >= 3
+  b.blocked = d.get_format_kind() == memory::format_kind::blocked;
+  b.type = d.get_data_type();
+  b.dims = d.get_dims();
+  if (!b.blocked) return b;
+  b.padded = d.get_padded_dims();
+  b.strides = d.get_strides();
+  const memory::dims blks = d.get_inner_blks(), idxs = d.get_inner_idxs();
+  for (int k = 0; k < d.get_inner_nblks(); ++k) b.inner.emplace_back(int(idxs[k]), blks[k]);
+  b.offset0 = d.get_submemory_offset();
+#else
+  const dnnl_memory_desc_t& c = d.data;
+  b.blocked = c.format_kind == dnnl_blocked;
+  b.type = static_cast<memory::data_type>(c.data_type);
+  b.dims.assign(c.dims, c.dims + c.ndims);
+  if (!b.blocked) return b;
+  const auto& blk = c.format_desc.blocking;
+  b.padded.assign(c.padded_dims, c.padded_dims + c.ndims);
+  b.strides.assign(blk.strides, blk.strides + c.ndims);
+  for (int k = 0; k < blk.inner_nblks; ++k) b.inner.emplace_back(int(blk.inner_idxs[k]), blk.inner_blks[k]);
+  b.offset0 = c.offset0;
+#endif
+  return b;
+}
 
 /// The same dimensions and layout (plain or blocked) with elements of type `type`. oneDNN 3 has no setter: the
 /// layout is found again among the format tags, which name every layout a primitive picks for sinew's tensors.
