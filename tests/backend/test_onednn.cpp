@@ -1,6 +1,7 @@
 // The OneDnn backend's forward passes against naive double-precision references, with parameters read
 // from the flat buffer in PyTorch's layout (so the layout convention is checked too).
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <array>
@@ -8,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -551,6 +553,50 @@ TEST(onednn_dense, forward_is_a_matmul_reading_the_flat_weights_in_place) {
     for (float& v : f.b) v += 1.0f;
     expect_close(f.forward(), f.want());
   }
+}
+
+// A Dense pass under dense_op::kSerialFlops runs on one thread (LeNet-5's 120->84 at batch 42: 0.85 MFLOP), computes
+// what the reference does, and leaves the thread count as it found it; a large one (1024->1024: 88 MFLOP) and any
+// layer on a one-thread context keep oneDNN's threading.
+TEST(onednn_dense, small_passes_run_on_one_thread_and_give_the_threads_back) {
+  using namespace backend::onednn;
+  context ctx({.threads = 2});
+  ASSERT_EQ(ctx.threads(), 2);
+  const auto dense = [&](context& c, int batch, int in, int out, std::vector<float>& params) {
+    params.assign(std::size_t(2 * (out * in + out)), 0.0f);
+    Rng rng(4);
+    for (int i = 0; i < out * in + out; ++i) params[std::size_t(i)] = 0.1f * rng.normal();
+    auto op = std::make_unique<dense_op>();
+    float* p = params.data();
+    op->setup(c, desc({batch, in}, dt::f32, tag::nc), batch, out, true, simd::activation::tanh,
+              ParamSlots{p, p + out * in, p + out * in + out, p + 2 * out * in + out}, true);
+    return op;
+  };
+  std::vector<float> small_params, large_params;
+  const auto small = dense(ctx, 42, 120, 84, small_params);
+  EXPECT_TRUE(small->runs_on_one_thread());
+  EXPECT_EQ(omp_get_max_threads(), 2) << "set-up gave the threads back";
+  EXPECT_FALSE(dense(ctx, 42, 1024, 1024, large_params)->runs_on_one_thread());
+  context alone({.threads = 1});
+  EXPECT_FALSE(dense(alone, 42, 120, 84, large_params)->runs_on_one_thread()) << "nothing to hold back";
+  omp_set_num_threads(2);
+
+  std::vector<float> x = DenseOnFlatParams::normals(42 * 120, 7), dy = DenseOnFlatParams::normals(42 * 84, 8);
+  const memory xm(desc({42, 120}, dt::f32, tag::nc), ctx.engine(), x.data());
+  small->forward(ctx, xm);
+  EXPECT_EQ(omp_get_max_threads(), 2) << "forward gave the threads back";
+  std::vector<float> y(42 * 84);
+  to_plain(ctx, small->dst(), y.data());
+  auto want = ref::dense(x, small_params.data(), small_params.data() + 84 * 120, 42, 120, 84);
+  for (double& v : want) v = std::tanh(v);
+  expect_close(y, want);
+  small->bind_diff_dst(ctx, small->dst_desc());
+  memory dym(small->dst_desc(), ctx.engine(), dy.data());
+  small->backward(ctx, xm, dym);
+  EXPECT_EQ(omp_get_max_threads(), 2) << "backward gave the threads back";
+  double bias_gradient = 0;  // of the first output: the sum over rows of dy (1 - y^2)
+  for (std::size_t r = 0; r < 42; ++r) bias_gradient += double(dy[r * 84]) * (1 - want[r * 84] * want[r * 84]);
+  EXPECT_NEAR(small_params[std::size_t(2 * 84 * 120 + 84)], bias_gradient, 1e-3 * (1 + std::fabs(bias_gradient)));
 }
 
 // At batch 1 to 3 the inner product's matrix-vector kernel is the faster, and keeps the forward.

@@ -35,6 +35,24 @@ void parallel_ranges(std::size_t n, F&& f, std::size_t align = 16, std::size_t m
 /// 0.022 on one (bench/results/2026-12-01-zen4-lenet5-vcpu-placement).
 inline constexpr std::size_t kUpdateGrain = std::size_t(1) << 12;
 
+/// Holds the OpenMP regions the calling thread starts (oneDNN's included) to one thread while it lives, when
+/// `engaged`: for passes too small to pay for waking another thread, whose primitives are also created in its
+/// scope (oneDNN fixes a primitive's thread count when it creates it). Restores the thread count it found.
+class serial_scope {
+ public:
+  explicit serial_scope(bool engaged = true) : restore_(engaged ? omp_get_max_threads() : 0) {
+    if (restore_ > 1) omp_set_num_threads(1);
+  }
+  ~serial_scope() {
+    if (restore_ > 1) omp_set_num_threads(restore_);
+  }
+  serial_scope(const serial_scope&) = delete;
+  serial_scope& operator=(const serial_scope&) = delete;
+
+ private:
+  int restore_;
+};
+
 /// Starts `threads` OpenMP threads and binds thread t > 0 to cpus[t % cpus.size()]; the calling thread (thread
 /// 0) keeps its mask. Later parallel regions of at most `threads` threads reuse the bound threads (libgomp keeps
 /// its pool). Nothing is bound when `cpus` is empty.

@@ -11,6 +11,13 @@ namespace sinew::backend::onednn {
 class dense_op : public weighted_layer<dnnl::inner_product_forward, dnnl::inner_product_backward_data,
                                        dnnl::inner_product_backward_weights> {
  public:
+  /// Passes of fewer floating-point operations (2 x batch x inputs x outputs each) run on one thread. Waking the
+  /// second thread and meeting it at the region's end cost about 4 us a pass on the 2-vCPU Zen 5 guests here,
+  /// more than such a pass takes alone: LeNet-5's 120->84 and 84->10 layers at batch 42 (0.85 and 0.07 MFLOP) ran
+  /// each pass in 0.8-5.4 us on one thread against 4.9-9.2 us on two; its 400->120 (4 MFLOP) ran as fast either
+  /// way, and from 40 MFLOP on two threads halve the time (bench/results/2026-12-04-zen5-lenet5-serial-dense).
+  static constexpr double kSerialFlops = 2e6;
+
   template <NodeType N>
   void setup(context& ctx, const desc& src_md, int batch, ParamSlots p, bool need_diff_src) {
     using L = typename N::layer;
@@ -23,6 +30,10 @@ class dense_op : public weighted_layer<dnnl::inner_product_forward, dnnl::inner_
     using namespace dnnl;
     const auto& eng = ctx.engine();
     const dims in = compat::dims_of(src_md);
+    memory::dim inputs = 1;
+    for (std::size_t i = 1; i < in.size(); ++i) inputs *= in[i];
+    serial_ = ctx.threads() > 1 && 2.0 * double(batch) * double(inputs) * double(outputs) < kSerialFlops;
+    const serial_scope one_thread(serial_);  // the primitives below are created for the threads they run on
     dims w_dims = in;
     w_dims[0] = outputs;
     // The weights stay in PyTorch's row-major layout for all three primitives (gemm reads either orientation):

@@ -202,6 +202,7 @@ class weighted_layer {
   /// backward data apart.
   template <class Probe>
   void backward(context& ctx, const memory& src, const memory& diff_dst, Probe& probe) {
+    const serial_scope one_thread(serial_);
     if (&diff_dst != bound_diff_dst_) bind_diff_dst_tensor(diff_dst);
     if (act_.active()) probe.begin(activation_kind(act_.kind(), metrics::Direction::backward));
     diff_dst_.run(ctx, diff_dst);
@@ -235,6 +236,7 @@ class weighted_layer {
   /// forward holds: weight_cache said so).
   template <class Probe>
   void forward(context& ctx, const memory& src, Probe& probe, bool derive) {
+    const serial_scope one_thread(serial_);
     if (&src != bound_src_) bind_src(src);
     probe.begin(kForwardKind);
     src_.run(ctx, src);
@@ -249,6 +251,9 @@ class weighted_layer {
   }
   /// Whether this forward must derive the weights' copy (a layer that derives more of its own asks it too).
   weight_cache weights_cache_;
+  /// Whether the layer's passes run on one thread (a layer sets it before creating its primitives, in a
+  /// serial_scope: dense_op::kSerialFlops says when).
+  bool serial_ = false;
 
   static constexpr bool kConvolution = std::is_same_v<Forward, dnnl::convolution_forward>;
   static constexpr bool kInnerProduct = std::is_same_v<Forward, dnnl::inner_product_forward>;
@@ -312,6 +317,8 @@ class weighted_layer {
   }
 
  public:
+  /// Whether the layer's passes run on one thread however many the context has (what tests check).
+  bool runs_on_one_thread() const noexcept { return serial_; }
   /// Whether backward weights runs as lowered_backward_weights' product (what tests check).
   bool backward_weights_lowered() const noexcept { return static_cast<bool>(lowered_bww_); }
   /// The primitive the forward pass executes: matmul where inner_product_matmul could take the inner product's
