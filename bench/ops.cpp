@@ -520,7 +520,8 @@ std::vector<Task> plan(bool quick, int batch, int min_exp, int max_exp) {
     int in, out;
   };
   const std::vector<fc> fc_all{{"vgg16.fc1", 25088, 4096}, {"vgg16.fc2", 4096, 4096}, {"alexnet.fc1", 9216, 4096},
-                               {"resnet18.fc", 512, 10}};
+                               {"resnet18.fc", 512, 10},   {"lenet5.fc1", 400, 120},   {"lenet5.fc2", 120, 84},
+                               {"lenet5.fc3", 84, 10}};
   for (const fc& f : quick ? std::vector<fc>{fc_all[3]} : fc_all)
     tasks.push_back({"fc", std::string(f.name) + " " + dims({batch, f.in}) + " o" + std::to_string(f.out),
                      {{"n", batch}, {"in", f.in}, {"out", f.out}}});
