@@ -40,6 +40,7 @@ inline constexpr std::size_t kUpdateGrain = std::size_t(1) << 12;
 /// scope (oneDNN fixes a primitive's thread count when it creates it). Restores the thread count it found.
 class serial_scope {
  public:
+  /// Holds the thread count to one from here, when `engaged` (else changes nothing).
   explicit serial_scope(bool engaged = true) : restore_(engaged ? omp_get_max_threads() : 0) {
     if (restore_ > 1) omp_set_num_threads(1);
   }
