@@ -175,9 +175,6 @@ class reorder_op {
     }
     onednn::run(ctx, primitive_, args_);
   }
-  /// Whether the conversion runs as sinew's own loop (what tests check).
-  bool own_loop() const noexcept { return own_; }
-
  private:
   bool own_ = false;
   own_reorder loop_;
