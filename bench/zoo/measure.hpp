@@ -86,7 +86,13 @@ double time_steps(typename B::context& ctx, const Config& c, Model<Net, B, Profi
     if (c.inference) continue;
     model.loss(y);
     model.backward();
-    sgd.step(model.parameters(), model.gradients());
+    if constexpr (Profile::kEnabled) {  // the update, as the Trainer profiles it (its kind weights_update)
+      metrics::Stopwatch update;
+      sgd.step(model.parameters(), model.gradients());
+      model.profile().add(metrics::OpKind::weights_update, update.elapsed());
+    } else {
+      sgd.step(model.parameters(), model.gradients());
+    }
   }
   return watch.elapsed();
 }
@@ -126,10 +132,16 @@ int measure(const Config& c) {
     std::vector<std::pair<double, std::string>> top;
     for (const auto& [kind, seconds] : model.profile().by_kind()) top.push_back({seconds / short_run.steps, kind});
     std::sort(top.rbegin(), top.rend());
-    // The six largest, and the layout conversions between the backends of a backend::Mix wherever they rank.
-    for (std::size_t i = 0; i < top.size(); ++i)
-      if (i < 6 || top[i].second.starts_with("reorder"))
+    // The six largest, the update and the layout conversions between the backends of a backend::Mix wherever they
+    // rank, and the sum of every kind: the profiled step, which the unprofiled one is to be read against.
+    double step = 0;
+    for (std::size_t i = 0; i < top.size(); ++i) {
+      step += top[i].first;
+      if (i < 6 || top[i].second == "weights_update" || top[i].second.starts_with("reorder"))
         std::printf("operator %s %.2f ms\n", top[i].second.c_str(), 1e3 * top[i].first);
+    }
+    std::printf("operator every kind (the profiled step) %.2f ms; unprofiled %.2f ms\n", 1e3 * step,
+                1e3 * seconds / c.steps);
     // The eight layers that take longest, each with its GFLOP/s forward (2 x its multiply-adds) and backward
     // (4 x: data and weights, as metrics/flops.hpp counts a step), to tell which shapes run below the peak.
     using Nodes = typename Model<Net, B, metrics::OperatorProfile>::nodes;
