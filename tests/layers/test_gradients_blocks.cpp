@@ -246,19 +246,18 @@ TYPED_TEST(sync_batch_norm, on_one_worker_equals_batch_norm2d) {
   close(y_sync, plain.forward(x, 5), "evaluation output");
 }
 
-// The folded node against the same layers kept apart by an identity between Flatten and the Dense (Dropout<0>),
-// from the same seed: outputs, parameter and input gradients over two steps with an update between, then evaluation
-// twice (the second forward reuses the fold: weight_cache.hpp) and again after the weights change.
-template <class B>
-class pooled_dense : public ::testing::Test {};
-TYPED_TEST_SUITE(pooled_dense, Backends, BackendName);
-TYPED_TEST(pooled_dense, equals_the_layers_kept_apart) {
-  using Folded = Net<Input<5, 2, 2>, Conv2d<6, 1>, AdaptiveAvgPool<3>, Flatten, Dense<7>, ReLU, Dense<4>>;
-  using Apart = Net<Input<5, 2, 2>, Conv2d<6, 1>, AdaptiveAvgPool<3>, Flatten, Dropout<0>, Dense<7>, ReLU, Dense<4>>;
-  static_assert(Folded::nodes<true>::kSize == 3 && Apart::nodes<true>::kSize == 6);
-  typename TypeParam::context ctx({.threads = 2});
-  Model<Folded, TypeParam> folded(ctx, {.seed = 9, .input_gradient = true});
-  Model<Apart, TypeParam> apart(ctx, {.seed = 9, .input_gradient = true});
+// The folded node (Input, a 1x1 Conv2d<6>, AdaptiveAvgPool<Cells>, Flatten, Dense<7>, ReLU, Dense<4>) against the
+// same layers kept apart by an identity between Flatten and the Dense (Dropout<0>), from the same seed: outputs,
+// parameter and input gradients over two steps with an update between, then evaluation twice (the second forward
+// reuses the fold: weight_cache.hpp) and again after the weights change.
+template <class B, class In, int Cells>
+void expect_folded_equals_apart() {
+  using Folded = Net<In, Conv2d<6, 1>, AdaptiveAvgPool<Cells>, Flatten, Dense<7>, ReLU, Dense<4>>;
+  using Apart = Net<In, Conv2d<6, 1>, AdaptiveAvgPool<Cells>, Flatten, Dropout<0>, Dense<7>, ReLU, Dense<4>>;
+  static_assert(Folded::template nodes<true>::kSize == 3 && Apart::template nodes<true>::kSize == 6);
+  typename B::context ctx({.threads = 2});
+  Model<Folded, B> folded(ctx, {.seed = 9, .input_gradient = true});
+  Model<Apart, B> apart(ctx, {.seed = 9, .input_gradient = true});
   const std::vector<float> x = batch_of_5(Folded::input_shape::kSize);
   const auto& labels = kLabelsOf5;
   const auto close = expect_close;
@@ -286,6 +285,14 @@ TYPED_TEST(pooled_dense, equals_the_layers_kept_apart) {
   forward("evaluation output, the fold reused");
   update();
   forward("evaluation output after the weights changed");
+}
+template <class B>
+class pooled_dense : public ::testing::Test {};
+TYPED_TEST_SUITE(pooled_dense, Backends, BackendName);
+TYPED_TEST(pooled_dense, equals_the_layers_kept_apart) { expect_folded_equals_apart<TypeParam, Input<5, 2, 2>, 3>(); }
+// VGG's case, one input pixel spread over 7 x 7 cells: the fold sums each plane's 49 cells in vectors and a tail.
+TYPED_TEST(pooled_dense, on_one_pixel_spread_over_49_cells_equals_the_layers_kept_apart) {
+  expect_folded_equals_apart<TypeParam, Input<5, 1, 1>, 7>();
 }
 
 // The joined node against the same layers kept apart by an identity between the activation and the pool

@@ -24,6 +24,7 @@
 #include "sinew/backend/generic/chain.hpp"
 #include "sinew/backend/generic/weight_cache.hpp"
 #include "sinew/backend/op_table.hpp"
+#include "sinew/core/elementwise.hpp"
 #include "sinew/core/parallel.hpp"
 #include "sinew/core/streaming_store.hpp"
 #include "sinew/layers/detail/pooled_dense.hpp"
@@ -90,8 +91,9 @@ class pooled_dense_op {
 
  private:
   // F[o][c][p] = the sum over the cells whose bins cover pixel p of W[o][c][cell] / |bin(cell)|; the bias copied
-  // after F. Both passes stream W (or its gradient) once, at memory speed; on a 1x1 input (VGG's case) every bin is
-  // the one pixel, and the fold is a plain sum over each plane's cells, the spread a fill.
+  // after F. Both passes stream W (or its gradient) once; on a 1x1 input (VGG's case) every bin is the one pixel,
+  // and the fold is a plain sum over each plane's cells (in vectors: eight scalar chains per plane took 1.25-1.6
+  // times as long over VGG's W; bench/results/2026-12-04-zen5-vgg-head-passes), the spread a fill.
   void fold() {
     const float* w = user_.weights;
     float* f = folded_.data();
@@ -99,7 +101,7 @@ class pooled_dense_op {
       for (std::size_t plane = begin; plane < end; ++plane) {
         const float* cells = w + plane * kCells;
         if constexpr (kPixels == 1) {
-          f[plane] = sum(cells, kCells);
+          f[plane] = simd::sum(cells, kCells);
         } else {
           float* pixels = f + plane * kPixels;
           std::fill_n(pixels, kPixels, 0.0f);
@@ -146,17 +148,6 @@ class pooled_dense_op {
   // of 49 cells, 9.4 KB) stays in L1 between its write and its copy.
   static constexpr bool kStreamed = kOutputs * kChannels * kCells * sizeof(float) >= (std::size_t(1) << 25);
   static constexpr std::size_t kBlockPlanes = 16 * std::max<std::size_t>(1, 192 / kCells);
-
-  // The sum of n floats in eight independent chains (a plane's 49 cells: the adds overlap instead of waiting on
-  // each other).
-  static float sum(const float* x, std::size_t n) {
-    float acc[8] = {};
-    std::size_t k = 0;
-    for (; k + 8 <= n; k += 8)
-      for (std::size_t l = 0; l < 8; ++l) acc[l] += x[k + l];
-    for (; k < n; ++k) acc[0] += x[k];
-    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-  }
 
   ParamSlots user_;  // the Dense's weights, bias and gradients in the flat buffers (PyTorch's layout)
   chain<B, Nodes> layers_;
