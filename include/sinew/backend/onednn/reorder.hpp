@@ -9,9 +9,10 @@
 // (oneDNN's issue 5313 is the same fault on AArch64; oneDNN 2.6 plans without the cache and is not affected).
 // Nothing in oneDNN's API sets the cache size, so a probe converts a few padded tensors once per process and
 // checks every element; where oneDNN got one wrong, conversions to and from padded layouts run as own_reorder's
-// loop (correct, not tuned) and stderr says so once.
+// loop (correct, slower than oneDNN's kernels) and stderr says so once.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -20,12 +21,13 @@
 #include "sinew/backend/onednn/compat.hpp"
 #include "sinew/core/bf16.hpp"
 #include "sinew/core/error.hpp"
+#include "sinew/core/parallel.hpp"
 
 namespace sinew::backend::onednn {
 
 /// Converts a tensor between two blocked layouts (plain ones included) of the same dimensions, f32 or bf16 on
-/// either side (bf16 rounds to nearest even, as oneDNN does), by a loop over the destination's elements; the
-/// destination's padding is written with zeros.
+/// either side (bf16 rounds to nearest even, as oneDNN does), by a loop over the destination's elements whose
+/// offsets in both layouts come from tables built once; the destination's padding is written with zeros.
 class own_reorder {
  public:
   own_reorder() = default;
@@ -34,6 +36,10 @@ class own_reorder {
     if (!supports(from, to))
       throw backend_error("onednn: sinew's own reorder converts f32 or bf16 tensors of the same dimensions between "
                           "blocked layouts; these two layouts are not such a pair");
+    for (std::size_t d = 0; d < to_.dims.size(); ++d) {
+      from_at_.push_back(offsets_along(from_, int(d), from_.dims[d]));
+      to_at_.push_back(offsets_along(to_, int(d), to_.padded[d]));
+    }
   }
 
   /// Whether the loop converts `from` into `to`.
@@ -51,52 +57,99 @@ class own_reorder {
   }
 
   void run(const void* from, void* to) const {
-    const int n = int(to_.padded.size());
-    dnnl::memory::dim total = 1;
-    for (auto extent : to_.padded) total *= extent;
-#pragma omp parallel for schedule(static) if (total >= (1 << 16))
-    for (dnnl::memory::dim flat = 0; flat < total; ++flat) {
-      dnnl::memory::dim index[DNNL_MAX_NDIMS];
-      dnnl::memory::dim rest = flat;
-      bool inside = true;
-      for (int d = n - 1; d >= 0; --d) {
-        index[d] = rest % to_.padded[d];
-        rest /= to_.padded[d];
-        inside = inside && index[d] < to_.dims[d];
-      }
-      const float value = inside ? load(from, offset(from_, index)) : 0.0f;
-      store(to, offset(to_, index), value);
-    }
+    const bool bf16_in = from_.type == dnnl::memory::data_type::bf16;
+    const bool bf16_out = to_.type == dnnl::memory::data_type::bf16;
+    if (bf16_in && bf16_out)
+      run_as(static_cast<const std::uint16_t*>(from), static_cast<std::uint16_t*>(to));
+    else if (bf16_in)
+      run_as(static_cast<const std::uint16_t*>(from), static_cast<float*>(to));
+    else if (bf16_out)
+      run_as(static_cast<const float*>(from), static_cast<std::uint16_t*>(to));
+    else
+      run_as(static_cast<const float*>(from), static_cast<float*>(to));
   }
 
  private:
-  /// Where element `index` lies in layout `b`, in elements (compat::blocking says how).
-  static dnnl::memory::dim offset(const compat::blocking& b, const dnnl::memory::dim* index) {
-    dnnl::memory::dim outer[DNNL_MAX_NDIMS];
-    const int n = int(b.dims.size());
-    for (int d = 0; d < n; ++d) outer[d] = index[d];
-    dnnl::memory::dim at = b.offset0, step = 1;
-    for (auto k = b.inner.size(); k-- > 0;) {
-      const auto [d, block] = b.inner[k];
-      at += outer[d] % block * step;
-      outer[d] /= block;
-      step *= block;
+  using dim = dnnl::memory::dim;
+
+  /// Where index i of dimension d lies in layout b, less offset0: an element's offset in a blocked layout is
+  /// offset0 plus one such term per dimension (each inner block and the outer stride see only their own
+  /// dimension's index), so a table per dimension replaces the divisions of every element by the blocks.
+  static std::vector<dim> offsets_along(const compat::blocking& b, int d, dim count) {
+    std::vector<dim> at(std::size_t(count > 0 ? count : 0));
+    for (dim i = 0; i < count; ++i) {
+      dim outer = i, term = 0, step = 1;
+      for (auto k = b.inner.size(); k-- > 0;) {
+        const auto [bd, block] = b.inner[k];
+        if (bd == d) {
+          term += outer % block * step;
+          outer /= block;
+        }
+        step *= block;
+      }
+      at[std::size_t(i)] = term + outer * b.strides[std::size_t(d)];
     }
-    for (int d = 0; d < n; ++d) at += outer[d] * b.strides[d];
     return at;
   }
-  float load(const void* base, dnnl::memory::dim at) const {
-    if (from_.type == dnnl::memory::data_type::bf16) return from_bf16(static_cast<const std::uint16_t*>(base)[at]);
-    return static_cast<const float*>(base)[at];
-  }
-  void store(void* base, dnnl::memory::dim at, float value) const {
-    if (to_.type == dnnl::memory::data_type::bf16)
-      static_cast<std::uint16_t*>(base)[at] = to_bf16(value);
-    else
-      static_cast<float*>(base)[at] = value;
+
+  static float widen(float v) { return v; }
+  static float widen(std::uint16_t v) { return from_bf16(v); }
+  static void narrow(float v, float& out) { out = v; }
+  static void narrow(float v, std::uint16_t& out) { out = to_bf16(v); }
+
+  /// Walks the destination's (padded) index space tile by tile, a tile being the two innermost dimensions (one
+  /// dimension's tile is a row): the outer indices advance like an odometer and give both layouts' tile offsets
+  /// from the tables. Elements whose indices lie in the padding are written with zeros.
+  template <class S, class D>
+  void run_as(const S* src, D* dst) const {
+    const int n = int(to_.padded.size()), outer_dims = std::max(0, n - 2);
+    const auto extent = [&](int d) { return d < 0 ? dim(1) : to_.padded[std::size_t(d)]; };
+    const auto inside = [&](int d) { return d < 0 ? dim(1) : to_.dims[std::size_t(d)]; };
+    static const std::vector<dim> kNowhere{0};  // the offsets along the missing dimension of a 1-D tensor
+    const auto& from_mid = n >= 2 ? from_at_[std::size_t(n - 2)] : kNowhere;
+    const auto& to_mid = n >= 2 ? to_at_[std::size_t(n - 2)] : kNowhere;
+    const auto& from_row = from_at_[std::size_t(n - 1)];
+    const auto& to_row = to_at_[std::size_t(n - 1)];
+    const dim mid = extent(n - 2), mid_inside = inside(n - 2), row = extent(n - 1), row_inside = inside(n - 1);
+    std::size_t tiles = 1;
+    for (int d = 0; d < outer_dims; ++d) tiles *= std::size_t(to_.padded[std::size_t(d)]);
+    const std::size_t tiles_per_thread = std::max<std::size_t>(1, (std::size_t(1) << 15) / std::size_t(mid * row));
+    parallel_ranges(
+        tiles,
+        [&](std::size_t begin, std::size_t end) {
+          dim index[DNNL_MAX_NDIMS] = {};
+          std::size_t rest = begin;
+          for (int d = outer_dims - 1; d >= 0; --d) {
+            index[d] = dim(rest % std::size_t(to_.padded[std::size_t(d)]));
+            rest /= std::size_t(to_.padded[std::size_t(d)]);
+          }
+          for (std::size_t tile = begin; tile < end; ++tile) {
+            dim s = from_.offset0, t = to_.offset0;
+            bool in = true;
+            for (int d = 0; d < outer_dims; ++d) {
+              t += to_at_[std::size_t(d)][std::size_t(index[d])];
+              in = in && index[d] < to_.dims[std::size_t(d)];
+              if (in) s += from_at_[std::size_t(d)][std::size_t(index[d])];
+            }
+            for (dim i = 0; i < mid; ++i) {
+              const dim ti = t + to_mid[std::size_t(i)];
+              const dim copied = in && i < mid_inside ? row_inside : 0;
+              const dim si = copied ? s + from_mid[std::size_t(i)] : 0;
+              for (dim j = 0; j < copied; ++j)
+                narrow(widen(src[si + from_row[std::size_t(j)]]), dst[ti + to_row[std::size_t(j)]]);
+              for (dim j = copied; j < row; ++j) narrow(0.0f, dst[ti + to_row[std::size_t(j)]]);
+            }
+            for (int d = outer_dims - 1; d >= 0; --d) {  // the odometer
+              if (++index[d] < to_.padded[std::size_t(d)]) break;
+              index[d] = 0;
+            }
+          }
+        },
+        1, tiles_per_thread);
   }
 
   compat::blocking from_, to_;
+  std::vector<std::vector<dim>> from_at_, to_at_;  ///< offsets_along each dimension, of either layout
 };
 
 namespace detail {
