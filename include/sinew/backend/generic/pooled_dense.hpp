@@ -92,7 +92,7 @@ class pooled_dense_op {
  private:
   // F[o][c][p] = the sum over the cells whose bins cover pixel p of W[o][c][cell] / |bin(cell)|; the bias copied
   // after F. Both passes stream W (or its gradient) once; on a 1x1 input (VGG's case) every bin is the one pixel,
-  // and the fold is a plain sum over each plane's cells (in vectors: eight scalar chains per plane took 1.25-1.6
+  // and the fold is a plain sum over each plane's cells (in vectors: eight scalar chains per plane took 1.22-1.67
   // times as long over VGG's W; bench/results/2026-12-04-zen5-vgg-head-passes), the spread a fill.
   void fold() {
     const float* w = user_.weights;
