@@ -767,6 +767,55 @@ TEST(onednn_dense, small_image_conv2d_forward_is_a_matmul) {
   EXPECT_EQ(op.forward_primitive_kind(), dnnl::primitive::kind::matmul);
 }
 
+// A depthwise 3x3 layer on a 2x2 image (MobileNetV2's 384- and 576-channel layers at 32x32 input) computes its
+// weights' and bias's gradients as sinew's pass over NHWC copies (depthwise_backward_weights.hpp), not as oneDNN's
+// gemm convolution, which oneDNN 2.6 and 3.7 fall back to for its backward weights there on AVX2 and AVX-512. 200
+// channels make two threads' shares of runs of 64 and a run of 8; stride 1 with padding 1 has every tap meet the
+// image at some pixels and padding at others. The gradients are the sums in double: a tap reading the wrong pixel,
+// a run written to the wrong channels or a missed share is off by a whole term.
+TEST(onednn_conv2d, depthwise_backward_weights_on_a_2x2_image_is_sinews_pass_and_exact) {
+  using namespace backend::onednn;
+  OneDnn::context ctx({.threads = 2});
+  constexpr int N = 3, C = 200, H = 2, K = 3;
+  backend::Conv2dConfig c{N, C, H, H, C, H, H, K, 1, 1, true, simd::activation::none};
+  c.groups = C;
+  std::vector<float> x = DenseOnFlatParams::normals(N * C * H * H, 5), w = DenseOnFlatParams::normals(C * K * K, 6),
+                     b = DenseOnFlatParams::normals(C, 7), dy = DenseOnFlatParams::normals(N * C * H * H, 8),
+                     dw(w.size(), -1.0f), db(b.size(), -1.0f);
+  const desc plain = plain_desc(N, C, H, H);
+  conv2d_op op;
+  op.setup(ctx, plain, c, ParamSlots{w.data(), b.data(), dw.data(), db.data()}, true);
+  EXPECT_TRUE(op.backward_weights_depthwise())
+      << "oneDNN took this layer's backward weights with a kernel of its own: the pass may be dropped here";
+  op.bind_diff_dst(ctx, plain);
+  const memory xm(plain, ctx.engine(), x.data()), dym(plain, ctx.engine(), dy.data());
+  for (int pass = 0; pass < 2; ++pass) {  // twice: the second reuses the bound conversions
+    op.forward(ctx, xm);
+    op.backward(ctx, xm, dym);
+  }
+  ctx.stream().wait();
+  const auto at = [](int n, int ch, int i, int j) { return ((n * C + ch) * H + i) * H + j; };
+  for (int ch = 0; ch < C; ++ch) {
+    double want_db = 0;
+    for (int n = 0; n < N; ++n)
+      for (int i = 0; i < H; ++i)
+        for (int j = 0; j < H; ++j) want_db += dy[at(n, ch, i, j)];
+    ASSERT_NEAR(db[ch], want_db, 1e-4 * (1 + std::fabs(want_db))) << "bias of channel " << ch;
+    for (int ky = 0; ky < K; ++ky)
+      for (int kx = 0; kx < K; ++kx) {
+        double want = 0;
+        for (int n = 0; n < N; ++n)
+          for (int i = 0; i < H; ++i)
+            for (int j = 0; j < H; ++j) {
+              const int iy = i - 1 + ky, ix = j - 1 + kx;
+              if (iy >= 0 && iy < H && ix >= 0 && ix < H) want += double(dy[at(n, ch, i, j)]) * x[at(n, ch, iy, ix)];
+            }
+        ASSERT_NEAR(dw[(ch * K + ky) * K + kx], want, 1e-4 * (1 + std::fabs(want)))
+            << "channel " << ch << ", tap " << ky << "," << kx;
+      }
+  }
+}
+
 // Where the inner product's matrix is the kernel itself (a 1x1 kernel on a 1x1 image: ResNet-50's last stage),
 // small_conv2d_op's primitives read the layer's weights and write its gradients where they lie, nothing expanded
 // or folded: y = W x + b, dW = dy^T x, db and dx = dy W on PyTorch's [Out, In] layout, and a forward after an update

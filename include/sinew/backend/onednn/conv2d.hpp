@@ -83,6 +83,13 @@ constexpr bool conv_lowers_backward_weights(const Conv2dConfig& c) noexcept {
   return c.is_dense() && !c.bias && c.kernel <= 3 && c.out_h * c.out_w <= 16;
 }
 
+/// Whether a depthwise convolution `c` computes its weights' gradient as depthwise_backward_weights' pass: where
+/// oneDNN's backward weights for it is `impl` and that is its gemm convolution (depthwise_backward_weights.hpp says
+/// when and why). `excluded`: bf16 layers, and layers whose unused taps are trimmed, which keep oneDNN's choice.
+inline bool conv_sums_depthwise_backward_weights(const Conv2dConfig& c, const char* impl, bool excluded) {
+  return !excluded && c.is_depthwise() && is_gemm_convolution(impl);
+}
+
 class conv2d_op : public weighted_layer<dnnl::convolution_forward, dnnl::convolution_backward_data,
                                         dnnl::convolution_backward_weights> {
  public:
@@ -133,7 +140,8 @@ class conv2d_op : public weighted_layer<dnnl::convolution_forward, dnnl::convolu
                                                            dilates, pad, pad_r);
       });
     finish_setup(ctx, src_md, fwd, bww, bwd, user_w, bias, c.act, p,
-                 bf16 && conv_lowers_backward_weights(c) && !trim ? &c : nullptr);
+                 bf16 && conv_lowers_backward_weights(c) && !trim ? &c : nullptr,
+                 conv_sums_depthwise_backward_weights(c, bww.impl_info_str(), bf16 || trim) ? &c : nullptr);
   }
 
   /// The implementation oneDNN's forward primitive for `c` would run (its impl_info_str), in the layouts setup would

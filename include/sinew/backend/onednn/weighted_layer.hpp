@@ -13,6 +13,7 @@
 #include "sinew/backend/generic/probe.hpp"
 #include "sinew/backend/generic/weight_cache.hpp"
 #include "sinew/backend/onednn/common.hpp"
+#include "sinew/backend/onednn/depthwise_backward_weights.hpp"
 #include "sinew/backend/onednn/lowered_backward_weights.hpp"
 
 namespace sinew::backend::onednn {
@@ -210,8 +211,11 @@ class weighted_layer {
     act_.backward(dst_, dd);
     const memory& dz = act_.target_for(dd);
     probe.begin(kWeightsKind);
-    if (lowered_bww_) {
-      lowered_bww_.run(ctx, src_.target_for(src), dz);
+    if (own_bww()) {
+      if (lowered_bww_)
+        lowered_bww_.run(ctx, src_.target_for(src), dz);
+      else
+        depthwise_bww_.run(ctx, src_.target_for(src), dz);
       if (bwd_shares_diff_dst_) bww_diff_dst_.run(ctx, dz);
     } else {
       bww_src_.run(ctx, src_.target_for(src));
@@ -272,10 +276,12 @@ class weighted_layer {
   /// convolution in bf16 whose output image is small (conv_lowers_backward_weights), whose backward weights runs as
   /// lowered_backward_weights' product into the flat buffer's [Out, In, K, K]: oneDNN's primitive is not created
   /// and its conversions and staging are not set up, save the output gradient's bf16 copy where backward data
-  /// reads it. `bww` still describes the layouts backward weights would read.
+  /// reads it. `bww` still describes the layouts backward weights would read. `depthwise_bww`: an f32 depthwise
+  /// convolution whose backward weights runs as depthwise_backward_weights' pass, likewise.
   void finish_setup(context& ctx, const desc& src_md, const forward_pd& fwd, const backward_weights_pd& bww,
                     const std::optional<backward_data_pd>& bwd, const desc& user_w, const desc& bias,
-                    simd::activation act, ParamSlots p, const Conv2dConfig* lower_bww = nullptr) {
+                    simd::activation act, ParamSlots p, const Conv2dConfig* lower_bww = nullptr,
+                    const Conv2dConfig* depthwise_bww = nullptr) {
     const auto& eng = ctx.engine();
     has_bias_ = !(bias == desc());
     fwd_pd_ = fwd;
@@ -290,6 +296,8 @@ class weighted_layer {
 
     if (lower_bww) {
       lowered_bww_.setup(ctx, *lower_bww, fwd.src_desc(), fwd.dst_desc(), p.diff_weights);
+    } else if (depthwise_bww) {
+      depthwise_bww_.setup(ctx, *depthwise_bww, fwd.src_desc(), fwd.dst_desc(), p.diff_weights, p.diff_bias);
     } else {
       bww_ = BackwardWeights(bww);
       bww_src_.setup(ctx, fwd.src_desc(), bww.src_desc());
@@ -313,7 +321,7 @@ class weighted_layer {
       if constexpr (kInnerProduct)
         if (bwd->diff_dst_desc() == fwd.dst_desc()) split_bwd_.setup(ctx, *bwd, user_w_, diff_src_);
     }
-    if (lowered_bww_ && !bwd_shares_diff_dst_) bww_diff_dst_ = {};  // the product reads the gradient itself
+    if (own_bww() && !bwd_shares_diff_dst_) bww_diff_dst_ = {};  // sinew's pass reads the gradient itself
   }
 
  public:
@@ -321,6 +329,8 @@ class weighted_layer {
   bool runs_on_one_thread() const noexcept { return serial_; }
   /// Whether backward weights runs as lowered_backward_weights' product (what tests check).
   bool backward_weights_lowered() const noexcept { return static_cast<bool>(lowered_bww_); }
+  /// Whether backward weights runs as depthwise_backward_weights' pass (what tests check).
+  bool backward_weights_depthwise() const noexcept { return static_cast<bool>(depthwise_bww_); }
   /// The primitive the forward pass executes: matmul where inner_product_matmul could take the inner product's
   /// place, else the layer's own forward primitive (what tests check to see the fast path taken).
   dnnl::primitive::kind forward_primitive_kind() const {
@@ -343,7 +353,7 @@ class weighted_layer {
     const memory& s = src_.target_for(src);
     fwd_args_ = {{DNNL_ARG_SRC, s}, {DNNL_ARG_WEIGHTS, w_.target_for(user_w_)}, {DNNL_ARG_DST, dst_}};
     if (has_bias_) fwd_args_.set(DNNL_ARG_BIAS, user_b_);
-    if (lowered_bww_) return;  // backward weights has arguments of its own
+    if (own_bww()) return;  // backward weights has arguments of its own
     bww_args_.set(DNNL_ARG_SRC, bww_src_.target_for(s));
     bww_args_.set(DNNL_ARG_DIFF_WEIGHTS, diff_w_.output());
     if (has_bias_) bww_args_.set(DNNL_ARG_DIFF_BIAS, diff_b_.output());
@@ -351,7 +361,7 @@ class weighted_layer {
   void bind_diff_dst_tensor(const memory& diff_dst) {
     bound_diff_dst_ = &diff_dst;
     const memory& dz = act_.target_for(diff_dst_.target_for(diff_dst));
-    if (!lowered_bww_) bww_args_.set(DNNL_ARG_DIFF_DST, bww_diff_dst_.target_for(dz));
+    if (!own_bww()) bww_args_.set(DNNL_ARG_DIFF_DST, bww_diff_dst_.target_for(dz));
     if (bwd_)
       bwd_args_ = {{DNNL_ARG_DIFF_DST, bwd_shares_diff_dst_ ? bww_diff_dst_.target_for(dz) : bwd_diff_dst_.target_for(dz)},
                    {DNNL_ARG_WEIGHTS, bwd_w_.target_for(w_.target_for(user_w_))},
@@ -375,6 +385,9 @@ class weighted_layer {
   inner_product_matmul matmul_;
   inner_product_split_backward_data split_bwd_;
   lowered_backward_weights lowered_bww_;
+  depthwise_backward_weights depthwise_bww_;
+  /// Whether backward weights runs as one of sinew's passes above rather than oneDNN's primitive.
+  bool own_bww() const noexcept { return lowered_bww_ || depthwise_bww_; }
 };
 
 /// What the convolutions that run as one inner product (small_conv2d.hpp, lowered_conv2d.hpp) share: the product's
