@@ -816,6 +816,63 @@ TEST(onednn_conv2d, depthwise_backward_weights_on_a_2x2_image_is_sinews_pass_and
   }
 }
 
+// Batch norm on the 4-channel blocks ResNeXt's grouped convolutions write (aBcd4b), where oneDNN has only its
+// reference loop, converts its input into a layout with a kernel and normalises there: the output, the input
+// gradient and the scale's and shift's gradients equal those of the same op on plain input, with and without a
+// fused ReLU, in training and evaluation mode. An input gradient left in the wrong layout, or a forward that read
+// the unconverted input, is off by whole values.
+TEST(onednn_batch_norm, blocks_of_four_channels_normalise_in_a_layout_with_a_kernel_and_agree_with_plain) {
+  using namespace backend::onednn;
+  OneDnn::context ctx({.threads = 2});
+  constexpr int N = 3, C = 8, H = 4, W = 4;
+  const desc plain = plain_desc(N, C, H, W), blocks_of_4({N, C, H, W}, dt::f32, tag::aBcd4b);
+  const std::vector<float> x = DenseOnFlatParams::normals(N * C * H * W, 11),
+                           dy = DenseOnFlatParams::normals(N * C * H * W, 12);
+  for (const auto act : {simd::activation::none, simd::activation::relu})
+    for (const bool training : {true, false}) {
+      SCOPED_TRACE(testing::Message() << (act == simd::activation::relu ? "ReLU" : "no activation")
+                                      << (training ? ", training" : ", evaluation"));
+      struct side {
+        std::vector<float> params, grads, buffers, y, dx;
+        batch_norm_op op;
+      } sides[2];
+      for (int k = 0; k < 2; ++k) {
+        side& s = sides[k];
+        const desc& src_md = k == 0 ? plain : blocks_of_4;
+        s.params = DenseOnFlatParams::normals(2 * C, 13);
+        s.grads.assign(2 * C, -1.0f);
+        s.buffers.assign(2 * C, 1.0f);
+        for (int ch = 0; ch < C; ++ch) s.buffers[std::size_t(ch)] = 0.1f * float(ch);  // running means
+        s.op.setup(ctx, src_md, backend::BatchNormConfig{N, C, H, W, 1e-5f, act},
+                   ParamSlots{s.params.data(), s.params.data() + C, s.grads.data(), s.grads.data() + C,
+                              s.buffers.data()},
+                   true);
+        EXPECT_EQ(s.op.converts_input(), k == 1);
+        std::vector<float> xin(src_md.get_size() / 4), dyin(s.op.dst_desc().get_size() / 4);  // blocks may pad
+        memory xp(plain, ctx.engine(), const_cast<float*>(x.data()));
+        memory dyp(plain, ctx.engine(), const_cast<float*>(dy.data()));
+        memory xm(src_md, ctx.engine(), xin.data()), dym(s.op.dst_desc(), ctx.engine(), dyin.data());
+        dnnl::reorder(xp, xm).execute(ctx.stream(), xp, xm);
+        dnnl::reorder(dyp, dym).execute(ctx.stream(), dyp, dym);
+        ctx.stream().wait();
+        s.op.bind_diff_dst(ctx, s.op.dst_desc());
+        s.op.set_mode(ForwardMode{.training = training});
+        s.op.forward(ctx, xm);
+        s.op.backward(ctx, xm, dym);
+        ctx.stream().wait();
+        s.y.resize(x.size());
+        s.dx.resize(x.size());
+        to_plain(ctx, s.op.dst(), s.y.data());
+        to_plain(ctx, s.op.diff_src(), s.dx.data());
+      }
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        ASSERT_NEAR(sides[1].y[i], sides[0].y[i], 1e-5f) << "y " << i;
+        ASSERT_NEAR(sides[1].dx[i], sides[0].dx[i], 1e-4f) << "dx " << i;
+      }
+      for (int i = 0; i < 2 * C; ++i) ASSERT_NEAR(sides[1].grads[i], sides[0].grads[i], 1e-4f) << "scale/shift " << i;
+    }
+}
+
 // Where the inner product's matrix is the kernel itself (a 1x1 kernel on a 1x1 image: ResNet-50's last stage),
 // small_conv2d_op's primitives read the layer's weights and write its gradients where they lie, nothing expanded
 // or folded: y = W x + b, dW = dy^T x, db and dx = dy W on PyTorch's [Out, In] layout, and a forward after an update
