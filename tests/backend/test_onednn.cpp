@@ -816,6 +816,36 @@ TEST(onednn_conv2d, depthwise_backward_weights_on_a_2x2_image_is_sinews_pass_and
   }
 }
 
+// Every name oneDNN gives its reference loops counts as one, and checked() says so on stderr: oneDNN 2.6 names
+// its batch normalisation's "bnorm_ref:any", which the check of a name's first three letters let through silently;
+// a name that contains "ref" elsewhere, or a kernel's, does not warn.
+TEST(onednn_common, checked_warns_of_every_reference_loop_and_of_no_kernel) {
+  using namespace backend::onednn;
+  for (const char* name : {"ref:any", "ref_int8:any", "bnorm_ref:any"}) EXPECT_TRUE(names_reference_loop(name)) << name;
+  for (const char* name : {"jit:avx512_core", "ncsp_bnorm:any", "brgemm:avx2", "simple_nchw:any", "gemm:jit",
+                           "jit_uni_prefetch:avx2", ""})
+    EXPECT_FALSE(names_reference_loop(name)) << name;
+  OneDnn::context ctx({.threads = 1});
+  const auto batch_norm_on = [&](tag t) {
+    const desc d({2, 8, 4, 4}, dt::f32, t);
+    return compat::batch_norm_forward(ctx.engine(), dnnl::prop_kind::forward_training, d, 1e-5f,
+                                      dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift);
+  };
+  const std::string on_blocks_of_4 = batch_norm_on(tag::aBcd4b).impl_info_str();
+  ASSERT_TRUE(names_reference_loop(on_blocks_of_4))
+      << "oneDNN now has a kernel for batch norm on blocks of 4 channels (" << on_blocks_of_4
+      << "): this test needs another primitive";
+  if (std::getenv("SINEW_QUIET_REFERENCE")) GTEST_SKIP() << "SINEW_QUIET_REFERENCE is set: checked() warns of nothing";
+  testing::internal::CaptureStderr();
+  checked("batch norm on plain input in the reference-loop test", [&] { return batch_norm_on(tag::nchw); });
+  checked("batch norm on blocks of 4 in the reference-loop test", [&] { return batch_norm_on(tag::aBcd4b); });
+  const std::string said = testing::internal::GetCapturedStderr();
+  EXPECT_NE(said.find("oneDNN runs batch norm on blocks of 4 in the reference-loop test on its slow reference"),
+            std::string::npos)
+      << said;
+  EXPECT_EQ(said.find("plain input"), std::string::npos) << "oneDNN has a kernel for plain NCHW: " << said;
+}
+
 // Batch norm on the 4-channel blocks ResNeXt's grouped convolutions write (aBcd4b), where oneDNN has only its
 // reference loop, converts its input into a layout with a kernel and normalises there: the output, the input
 // gradient and the scale's and shift's gradients equal those of the same op on plain input, with and without a

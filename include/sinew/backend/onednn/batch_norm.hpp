@@ -18,8 +18,6 @@
 // estimate, so the update scales it by n / (n - 1).
 #pragma once
 
-#include <string>
-
 #include "sinew/backend/generic/probe.hpp"
 #include "sinew/backend/onednn/common.hpp"
 
@@ -138,9 +136,8 @@ class batch_norm_op {
                                  dnnl::normalization_flags flags) {
     const auto has_kernel = [&](const desc& d) {
       try {
-        const std::string impl =
-            compat::batch_norm_forward(eng, dnnl::prop_kind::forward_training, d, eps, flags).impl_info_str();
-        return impl.find("ref") == std::string::npos;
+        return !names_reference_loop(
+            compat::batch_norm_forward(eng, dnnl::prop_kind::forward_training, d, eps, flags).impl_info_str());
       } catch (const dnnl::error&) {
         return false;
       }

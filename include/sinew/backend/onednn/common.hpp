@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -110,6 +111,13 @@ inline desc plain_like(const desc& d) {
   return desc(shape, dt::f32, shape.size() == 2 ? tag::nc : tag::nchw);
 }
 
+/// Whether `impl` (a primitive descriptor's impl_info_str) names one of oneDNN's reference loops: "ref:any",
+/// "ref_int8:any", and oneDNN 2.6's batch normalisation's "bnorm_ref:any", which a test of the first three letters
+/// missed. (oneDNN's "simple" loops are plain C++ too, but written for speed, and named apart.)
+inline bool names_reference_loop(std::string_view impl) {
+  return impl.starts_with("ref") || impl.find("_ref") != std::string_view::npos;
+}
+
 /// Calls a oneDNN constructor and turns its failure into a backend_error naming the layer and the cause.
 /// A primitive descriptor that lands on oneDNN's reference implementation (hundreds of times slower than its
 /// jit kernels) is reported once on stderr: a silent fallback would pass for a slow library.
@@ -119,7 +127,7 @@ auto checked(const char* what, F&& f) -> decltype(f()) {
     auto result = f();
     if constexpr (requires { result.impl_info_str(); }) {
       const char* impl = result.impl_info_str();
-      if (impl && std::strncmp(impl, "ref", 3) == 0 && !std::getenv("SINEW_QUIET_REFERENCE")) {
+      if (impl && names_reference_loop(impl) && !std::getenv("SINEW_QUIET_REFERENCE")) {
         static thread_local std::string warned;
         if (warned.find(what) == std::string::npos) {
           warned += what;

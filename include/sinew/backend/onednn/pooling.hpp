@@ -59,7 +59,7 @@ class pooling_op {
         std::strncmp(fwd_pd_.impl_info_str(), "simple", 6) == 0) {
       const desc blocked(dims_of_src, dt::f32, onednn_runs_avx512() ? tag::nChw16c : tag::nChw8c);
       auto pd = forward_pd(blocked);
-      if (std::strncmp(pd.impl_info_str(), "simple", 6) != 0 && std::strncmp(pd.impl_info_str(), "ref", 3) != 0) {
+      if (std::strncmp(pd.impl_info_str(), "simple", 6) != 0 && !names_reference_loop(pd.impl_info_str())) {
         fwd_pd_ = pd;
         src_md_ = blocked;
       }
