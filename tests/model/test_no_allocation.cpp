@@ -51,12 +51,12 @@ void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 namespace {
 using namespace sinew;
 
-template <class Optimizer>
+template <class Optimizer, class Net = nets::LeNet5<Input<3, 32, 32>>>
 long allocations_in_steady_state_steps(typename Optimizer::options o) {
   backend::OneDnn::context ctx({.threads = 2});
-  Model<nets::LeNet5<Input<3, 32, 32>>, backend::OneDnn> model(ctx);
+  Model<Net, backend::OneDnn> model(ctx);
   Optimizer opt(o, model.parameters().size());
-  std::vector<float> x(8 * 3 * 32 * 32, 0.25f);
+  std::vector<float> x(8 * Model<Net, backend::OneDnn>::input_shape::kSize, 0.25f);
   std::vector<std::int32_t> y{0, 1, 2, 3, 4, 5, 6, 7};
   auto step = [&] {
     model.forward(x, 8);
@@ -79,6 +79,13 @@ TEST(model, lenet5_sgd_step_allocates_nothing_after_setup) {
 
 TEST(model, lenet5_adam_step_allocates_nothing_after_setup) {
   EXPECT_EQ(allocations_in_steady_state_steps<optim::Adam>({}), 0);
+}
+
+// A depthwise 3x3 layer on a 2x2 image takes sinew's own weight-gradient pass (depthwise_backward_weights.hpp),
+// whose per-thread sums must not come from the heap either.
+TEST(model, depthwise_sgd_step_allocates_nothing_after_setup) {
+  using Net = Sequential<Input<200, 2, 2>, DepthwiseConv2d<200, 3, 1, 1, true>, Flatten, Dense<8>>;
+  EXPECT_EQ((allocations_in_steady_state_steps<optim::Sgd, Net>({.lr = 0.01f, .momentum = 0.9f})), 0);
 }
 
 TEST(model, lenet5_traced_steps_allocate_nothing_and_record_every_node_each_way) {

@@ -39,6 +39,8 @@ class depthwise_backward_weights {
     dy_.setup(ctx, dst_md, desc({c.batch, c.out_c, c.out_h, c.out_w}, dt::f32, tag::nhwc));
     diff_weights_ = diff_weights;
     diff_bias_ = c.bias ? diff_bias : nullptr;
+    const std::size_t runs = (std::size_t(c.in_c) + kRun - 1) / kRun;
+    sums_.assign(runs * run_sums(), 0.0f);
   }
   /// Whether backward weights runs as this pass.
   explicit operator bool() const noexcept { return diff_weights_ != nullptr; }
@@ -56,16 +58,20 @@ class depthwise_backward_weights {
   /// Channels summed together: each (pixel, tap) adds a run of them, four AVX-512 vectors.
   static constexpr std::size_t kRun = 64;
 
-  /// The gradients of channels [begin, end), a run at a time: the taps' sums stay in a buffer of K x K runs while
-  /// the batch's pixels pass, then go to [C, 1, K, K].
-  void sums(const float* x, const float* dy, std::size_t begin, std::size_t end) const {
+  /// Floats of one run's sums: the taps' runs, then the bias's.
+  std::size_t run_sums() const noexcept { return std::size_t(c_.kernel * c_.kernel + 1) * kRun; }
+
+  /// The gradients of channels [begin, end), a run at a time: the taps' sums stay in the run's K x K + 1 rows of
+  /// `sums_` (set up once, so the step allocates nothing; a run is one thread's) while the batch's pixels pass, then
+  /// go to [C, 1, K, K].
+  void sums(const float* x, const float* dy, std::size_t begin, std::size_t end) {
     const int k = c_.kernel, taps = k * k;
     const std::size_t channels = std::size_t(c_.in_c);
-    std::vector<float> acc(std::size_t(taps + 1) * kRun);  // the taps' runs, then the bias's
     for (std::size_t first = begin; first < end; first += kRun) {
       const std::size_t width = std::min(kRun, end - first);
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      float* const bias = acc.data() + std::size_t(taps) * kRun;
+      float* const acc = sums_.data() + first / kRun * run_sums();
+      std::fill(acc, acc + run_sums(), 0.0f);
+      float* const bias = acc + std::size_t(taps) * kRun;
       for (int n = 0; n < c_.batch; ++n)
         for (int oy = 0; oy < c_.out_h; ++oy)
           for (int ox = 0; ox < c_.out_w; ++ox) {
@@ -78,7 +84,7 @@ class depthwise_backward_weights {
                 const int ix = ox * c_.stride - c_.padding + kx * c_.dilation;
                 if (ix < 0 || ix >= c_.in_w) continue;
                 const float* in = x + ((std::size_t(n) * c_.in_h + iy) * c_.in_w + ix) * channels + first;
-                float* const a = acc.data() + std::size_t(ky * k + kx) * kRun;
+                float* const a = acc + std::size_t(ky * k + kx) * kRun;
 #pragma omp simd
                 for (std::size_t j = 0; j < width; ++j) a[j] += g[j] * in[j];
               }
@@ -96,6 +102,7 @@ class depthwise_backward_weights {
   converter image_, dy_;
   float* diff_weights_ = nullptr;
   float* diff_bias_ = nullptr;
+  std::vector<float> sums_;  ///< run_sums() floats per run of kRun channels
 };
 
 }  // namespace sinew::backend::onednn
