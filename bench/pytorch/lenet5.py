@@ -78,7 +78,7 @@ def main():
 
     torch = common.import_torch()
     common.setup_threads(torch, args.threads)
-    blas = common.blas_info(torch)
+    blas = common.blas_and_pages(torch)
     use_compile, compile_status = common.compile_wanted(torch, args.compile)
 
     results = []

@@ -156,7 +156,7 @@ def main():
             # impl is the last column (it may hold commas); it ends with the torch version, so that bench/ops's
             # merged CSV says which PyTorch each row is from.
             f.write("%s,%s,%s,%.9g,%s [torch %s]\n" % (group, operation, shape, seconds, impl, torch.__version__))
-    print("pytorch %s, BLAS %s, %d threads" % (torch.__version__, common.blas_info(torch), torch.get_num_threads()))
+    print("pytorch %s, BLAS %s, %d threads" % (torch.__version__, common.blas_and_pages(torch), torch.get_num_threads()))
     return 0
 
 

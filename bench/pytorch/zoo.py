@@ -132,7 +132,7 @@ def main():
         result["compile_seconds"] = compile_seconds
     for k, v in result.items():
         print("result %s %.9g" % (k, v), flush=True)
-    print("info torch %s, BLAS %s" % (torch.__version__, common.blas_info(torch)), flush=True)
+    print("info torch %s, BLAS %s" % (torch.__version__, common.blas_and_pages(torch)), flush=True)
     print("info compile %s; best %s" % (status, best), flush=True)
     if args.json:
         with open(args.json, "w") as f:
