@@ -35,6 +35,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <vector>
 
