@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -844,6 +845,39 @@ TEST(onednn_common, checked_warns_of_every_reference_loop_and_of_no_kernel) {
             std::string::npos)
       << said;
   EXPECT_EQ(said.find("plain input"), std::string::npos) << "oneDNN has a kernel for plain NCHW: " << said;
+}
+
+// An integer division by zero inside a oneDNN constructor (oneDNN 3.7.2 does this choosing some brgemm
+// convolution kernels on some CPUs: division_fault_scope) ends the process with a sentence naming the library, its
+// version and what was being created, by SIGFPE as before. Outside checked(), and once checked() returns (also
+// from within another checked()), SIGFPE goes where it went before.
+TEST(onednn_common, checked_names_a_division_by_zero_inside_a_constructor_and_puts_the_handler_back) {
+  using namespace backend::onednn;
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const auto divide = [] {
+    volatile int seven = 7, zero = 0;  // GCC turns 1 / x into a comparison: no division, no fault
+    volatile int quotient = seven / zero;
+    return int(quotient);
+  };
+  EXPECT_EXIT(checked("conv2d backward data in the division test", divide), testing::KilledBySignal(SIGFPE),
+              "sinew: oneDNN [0-9]+\\.[0-9]+\\.[0-9]+ stopped on an integer division by zero while creating conv2d "
+              "backward data in the division test");
+  // Inside a nested checked(), the sentence names the inner constructor; the outer one's name comes back after it.
+  EXPECT_EXIT(checked("the outer constructor",
+                      [&] {
+                        checked("the inner constructor", [] { return 0; });
+                        return divide();
+                      }),
+              testing::KilledBySignal(SIGFPE), "while creating the outer constructor");
+  static int handled = 0;
+  struct sigaction mine{}, before{}, after{};
+  mine.sa_handler = [](int) { ++handled; };
+  sigemptyset(&mine.sa_mask);
+  ASSERT_EQ(sigaction(SIGFPE, &mine, &before), 0);
+  EXPECT_EQ(checked("the outer constructor", [] { return checked("the inner constructor", [] { return 7; }); }), 7);
+  sigaction(SIGFPE, &before, &after);
+  EXPECT_EQ(after.sa_handler, mine.sa_handler) << "checked() left its own SIGFPE handler in place";
+  EXPECT_EQ(handled, 0);
 }
 
 // Batch norm on the 4-channel blocks ResNeXt's grouped convolutions write (aBcd4b), where oneDNN has only its

@@ -2,10 +2,14 @@
 #pragma once
 
 #include <omp.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -117,13 +121,86 @@ inline bool names_reference_loop(std::string_view impl) {
   return impl.starts_with("ref") || impl.find("_ref") != std::string_view::npos;
 }
 
+/// While a oneDNN constructor runs, an integer division by zero inside it (SIGFPE) is named before the process
+/// ends. oneDNN 3.7.2 divides by zero choosing its brgemm convolution kernels for some shapes on some CPUs (seen
+/// on a KVM guest of an AMD EPYC Zen 5 whose CPUID leaves 4 and 0x8000001D are empty, so that oneDNN knows no
+/// cache size, reorder.hpp's fault: the backward data pass of some 1x1 stride-2 convolutions, ResNet-50's
+/// downsamples at 224x224 among them), where a bare "Floating point exception" names neither the layer nor the
+/// library. Nothing can be resumed after such a fault, so the scope only says what it was and
+/// hands the signal on to whatever was set up for it before (by default, the process ends).
+class division_fault_scope {
+ public:
+  explicit division_fault_scope(const char* what) : outer_(current_what()) {
+    current_what() = what;
+    std::lock_guard lock(mutex());
+    if (depth()++ == 0) {
+      struct sigaction on{};
+      on.sa_handler = &division_fault_scope::on_fault;
+      sigemptyset(&on.sa_mask);
+      sigaction(SIGFPE, &on, &previous());
+    }
+  }
+  ~division_fault_scope() {
+    current_what() = outer_;
+    std::lock_guard lock(mutex());
+    if (--depth() == 0) sigaction(SIGFPE, &previous(), nullptr);
+  }
+  division_fault_scope(const division_fault_scope&) = delete;
+  division_fault_scope& operator=(const division_fault_scope&) = delete;
+
+ private:
+#define SINEW_ONEDNN_STR2(x) #x
+#define SINEW_ONEDNN_STR(x) SINEW_ONEDNN_STR2(x)
+  static void on_fault(int) {
+    // Only async-signal-safe calls: write, strlen, sigaction, raise.
+    if (const char* what = current_what()) {
+      static constexpr char head[] = "sinew: oneDNN " SINEW_ONEDNN_STR(DNNL_VERSION_MAJOR) "." SINEW_ONEDNN_STR(
+          DNNL_VERSION_MINOR) "." SINEW_ONEDNN_STR(DNNL_VERSION_PATCH) " stopped on an integer division by zero "
+                                                                       "while creating ";
+      static constexpr char tail[] =
+          "; the process cannot go on. The fault is oneDNN's (its 3.7.2 does this choosing brgemm convolution "
+          "kernels for some shapes on some CPUs): ONEDNN_MAX_CPU_ISA=AVX keeps it from those kernels, at a cost in "
+          "speed.\n";
+      (void)!write(STDERR_FILENO, head, sizeof head - 1);
+      (void)!write(STDERR_FILENO, what, std::strlen(what));
+      (void)!write(STDERR_FILENO, tail, sizeof tail - 1);
+    }
+    // Delivered to the previous disposition once this returns (SIGFPE is blocked while its handler runs).
+    sigaction(SIGFPE, &previous(), nullptr);
+    raise(SIGFPE);
+  }
+#undef SINEW_ONEDNN_STR
+#undef SINEW_ONEDNN_STR2
+  static const char*& current_what() {
+    static thread_local const char* what = nullptr;
+    return what;
+  }
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
+  static int& depth() {
+    static int d = 0;
+    return d;
+  }
+  static struct sigaction& previous() {
+    static struct sigaction p{};
+    return p;
+  }
+  const char* outer_;
+};
+
 /// Calls a oneDNN constructor and turns its failure into a backend_error naming the layer and the cause.
 /// A primitive descriptor that lands on oneDNN's reference implementation (hundreds of times slower than its
-/// jit kernels) is reported once on stderr: a silent fallback would pass for a slow library.
+/// jit kernels) is reported once on stderr: a silent fallback would pass for a slow library. A division by zero
+/// inside the constructor is named before the process ends (division_fault_scope).
 template <class F>
 auto checked(const char* what, F&& f) -> decltype(f()) {
   try {
-    auto result = f();
+    auto result = [&] {
+      const division_fault_scope named(what);
+      return f();
+    }();
     if constexpr (requires { result.impl_info_str(); }) {
       const char* impl = result.impl_info_str();
       if (impl && names_reference_loop(impl) && !std::getenv("SINEW_QUIET_REFERENCE")) {
