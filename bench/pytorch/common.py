@@ -17,6 +17,7 @@ EXIT_NO_TORCH = 3
 
 
 def import_torch():
+    ask_for_huge_pages()
     try:
         import torch  # noqa: F401
     except Exception as exc:  # ImportError, or a broken shared-library load
@@ -194,8 +195,21 @@ def blas_info(torch):
 
 
 def blas_and_pages(torch):
-    """What an anchor row names beside the torch version: the BLAS and the transparent huge page mode."""
-    return "%s, transparent huge pages %s" % (blas_info(torch), transparent_hugepages())
+    """What an anchor row names beside the torch version: the BLAS and the transparent huge page mode (with
+    "THP_MEM_ALLOC_ENABLE=1" where this torch reads it and it is set)."""
+    asked = (os.environ.get("THP_MEM_ALLOC_ENABLE") == "1" and torch_version_tuple(torch) >= (2, 2))
+    return "%s, transparent huge pages %s%s" % (blas_info(torch), transparent_hugepages(),
+                                                 " (THP_MEM_ALLOC_ENABLE=1)" if asked else "")
+
+
+def ask_for_huge_pages():
+    """Under "madvise", sets THP_MEM_ALLOC_ENABLE=1 (unless it is set) before torch is imported: PyTorch 2.2 and
+    later then align buffers of 2 MB and more and ask for huge pages for them, which PyTorch 1.13 cannot. On the
+    Zen 5 guest of bench/results/2026-12-05-zen5-issue34-debian13-thp-always, PyTorch 2.6 trained AlexNet at 63-67
+    img/s under "madvise" without it and 128-140 with it; under "always" it gained nothing (162-178 without,
+    139-163 with), so it is set only under "madvise"."""
+    if "THP_MEM_ALLOC_ENABLE" not in os.environ and transparent_hugepages() == "madvise":
+        os.environ["THP_MEM_ALLOC_ENABLE"] = "1"
 
 
 def transparent_hugepages():

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Prints the markdown table of a results folder's interleaved rounds: for every net, mode, batch and precision the
-runs' images/s, PyTorch's, the ratios and their median (next to a goal where one is given), the bf16 autocast
+runs' images/s, PyTorch's, the ratios and their median (next to a goal where one is given; "no anchor" where
+PyTorch's side failed), the bf16 autocast
 ratios and the share of the peak; then ResNet-50's bf16 against f32 where the folder has it.
 
 The folder holds what the issue rounds' run.sh scripts write (bench/results/*-issue34-debian*): lenet5-rN.json,
@@ -40,8 +41,12 @@ def listed(values, digits):
 
 def table_row(name, mode, precision, runs, anchors, goal, same_round_anchor=False, autocast=None):
     ours = [r["images_per_second"] for r in runs]
-    ratios = [a / b if b else 0.0 for a, b in zip(ours, anchors)]
     shares = [100 * (r.get("share_of_peak") or 0.0) for r in runs]
+    if None in anchors:  # PyTorch's side failed in some round (its child's error is in that round's text file)
+        return (f"| {name} | {mode} | {runs[0]['batch']} x {runs[0]['threads']} | {precision} | {listed(ours, 1)} | "
+                f"failed in {anchors.count(None)} of {len(anchors)} rounds | | | {'no anchor' if goal else ''} | | "
+                f"{statistics.median(shares):.0f}% ({listed(shares, 0)}) |")
+    ratios = [a / b if b else 0.0 for a, b in zip(ours, anchors)]
     median = statistics.median(ratios)
     verdict = "" if goal is None else f"{goal}x: {'met' if median >= goal else 'missed'}"
     autocast_cell = "" if not autocast else f"{listed(autocast, 2)} -> {statistics.median(autocast):.2f}"
@@ -100,9 +105,13 @@ def main() -> int:
         goal = goals.get("resnet18_cifar" + ("_bf16" if precision == "bf16" else ""))
         print(table_row("resnet18_cifar", "train", precision, runs, [r["pytorch_images_per_second"] for r in runs],
                         goal, autocast=autocast))
-    if resnet50:
+    bf16_rows = [row_of(r, "resnet50", precision="bf16") for r in resnet50]
+    if resnet50 and None in bf16_rows:
+        print(f"\nResNet-50, sinew alone: bf16 failed in {bf16_rows.count(None)} of {len(resnet50)} rounds (the "
+              "rounds' resnet50-bf16-rN.txt say how)")
+    elif resnet50:
         f32 = [row_of(r, "resnet50")["images_per_second"] for r in resnet50]
-        bf16 = [row_of(r, "resnet50", precision="bf16")["images_per_second"] for r in resnet50]
+        bf16 = [r["images_per_second"] for r in bf16_rows]
         m32, m16 = statistics.median(f32), statistics.median(bf16)
         print(f"\nResNet-50, sinew alone: f32 {listed(f32, 1)} img/s; bf16 {listed(bf16, 1)} (median {m16:.1f} against "
               f"{m32:.1f}: bf16 {m16 / m32:.2f}x; per round {listed([b / f for f, b in zip(f32, bf16)], 2)})")
