@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Prints the markdown table of a results folder's interleaved rounds: for every net, mode, batch and precision the
 runs' images/s, PyTorch's, the ratios and their median (next to a goal where one is given; "no anchor" where
-PyTorch's side failed), the bf16 autocast
-ratios and the share of the peak; then ResNet-50's bf16 against f32 where the folder has it.
+PyTorch's side failed), the bf16 autocast ratios and the share of the peak; then ResNet-50's bf16 against f32 where
+the folder has it.
 
 The folder holds what the issue rounds' run.sh scripts write (bench/results/*-issue34-debian*): lenet5-rN.json,
 zoo-rN.json, zoo-cifar-rN.json, resnet50-bf16-rN.json, and avx2-lenet5-rN.json and avx2-zoo-rN.json (sinew alone

@@ -126,24 +126,24 @@ inline bool names_reference_loop(std::string_view impl) {
 /// on a KVM guest of an AMD EPYC Zen 5 whose CPUID leaves 4 and 0x8000001D are empty, so that oneDNN knows no
 /// cache size, reorder.hpp's fault: the backward data pass of some 1x1 stride-2 convolutions, ResNet-50's
 /// downsamples at 224x224 among them), where a bare "Floating point exception" names neither the layer nor the
-/// library. Nothing can be resumed after such a fault, so the scope only says what it was and
-/// hands the signal on to whatever was set up for it before (by default, the process ends).
+/// library. Nothing can be resumed after such a fault, so the scope only says what it was and hands the signal on
+/// to whatever was set up for it before (by default, the process ends).
 class division_fault_scope {
  public:
-  explicit division_fault_scope(const char* what) : outer_(current_what()) {
-    current_what() = what;
-    std::lock_guard lock(mutex());
-    if (depth()++ == 0) {
+  explicit division_fault_scope(const char* what) : outer_(what_) {
+    what_ = what;
+    std::lock_guard lock(mutex_);
+    if (depth_++ == 0) {
       struct sigaction on{};
       on.sa_handler = &division_fault_scope::on_fault;
       sigemptyset(&on.sa_mask);
-      sigaction(SIGFPE, &on, &previous());
+      sigaction(SIGFPE, &on, &previous_);
     }
   }
   ~division_fault_scope() {
-    current_what() = outer_;
-    std::lock_guard lock(mutex());
-    if (--depth() == 0) sigaction(SIGFPE, &previous(), nullptr);
+    what_ = outer_;
+    std::lock_guard lock(mutex_);
+    if (--depth_ == 0) sigaction(SIGFPE, &previous_, nullptr);
   }
   division_fault_scope(const division_fault_scope&) = delete;
   division_fault_scope& operator=(const division_fault_scope&) = delete;
@@ -151,42 +151,31 @@ class division_fault_scope {
  private:
 #define SINEW_ONEDNN_STR2(x) #x
 #define SINEW_ONEDNN_STR(x) SINEW_ONEDNN_STR2(x)
-  static void on_fault(int) {
-    // Only async-signal-safe calls: write, strlen, sigaction, raise.
-    if (const char* what = current_what()) {
-      static constexpr char head[] = "sinew: oneDNN " SINEW_ONEDNN_STR(DNNL_VERSION_MAJOR) "." SINEW_ONEDNN_STR(
-          DNNL_VERSION_MINOR) "." SINEW_ONEDNN_STR(DNNL_VERSION_PATCH) " stopped on an integer division by zero "
-                                                                       "while creating ";
-      static constexpr char tail[] =
-          "; the process cannot go on. The fault is oneDNN's (its 3.7.2 does this choosing brgemm convolution "
-          "kernels for some shapes on some CPUs): ONEDNN_MAX_CPU_ISA=AVX keeps it from those kernels, at a cost in "
-          "speed.\n";
-      (void)!write(STDERR_FILENO, head, sizeof head - 1);
-      (void)!write(STDERR_FILENO, what, std::strlen(what));
-      (void)!write(STDERR_FILENO, tail, sizeof tail - 1);
-    }
-    // Delivered to the previous disposition once this returns (SIGFPE is blocked while its handler runs).
-    sigaction(SIGFPE, &previous(), nullptr);
-    raise(SIGFPE);
-  }
+  static constexpr char head_[] = "sinew: oneDNN " SINEW_ONEDNN_STR(DNNL_VERSION_MAJOR) "." SINEW_ONEDNN_STR(
+      DNNL_VERSION_MINOR) "." SINEW_ONEDNN_STR(DNNL_VERSION_PATCH) " stopped on an integer division by zero while "
+                                                                   "creating ";
 #undef SINEW_ONEDNN_STR
 #undef SINEW_ONEDNN_STR2
-  static const char*& current_what() {
-    static thread_local const char* what = nullptr;
-    return what;
+  static constexpr char tail_[] =
+      "; the process cannot go on. The fault is oneDNN's (its 3.7.2 does this choosing brgemm convolution kernels "
+      "for some shapes on some CPUs): ONEDNN_MAX_CPU_ISA=AVX keeps it from those kernels, at a cost in speed.\n";
+
+  static void on_fault(int) {
+    // Only async-signal-safe calls: write, strlen, sigaction, raise.
+    if (const char* what = what_) {
+      (void)!write(STDERR_FILENO, head_, sizeof head_ - 1);
+      (void)!write(STDERR_FILENO, what, std::strlen(what));
+      (void)!write(STDERR_FILENO, tail_, sizeof tail_ - 1);
+    }
+    // Delivered to the previous disposition once this returns (SIGFPE is blocked while its handler runs).
+    sigaction(SIGFPE, &previous_, nullptr);
+    raise(SIGFPE);
   }
-  static std::mutex& mutex() {
-    static std::mutex m;
-    return m;
-  }
-  static int& depth() {
-    static int d = 0;
-    return d;
-  }
-  static struct sigaction& previous() {
-    static struct sigaction p{};
-    return p;
-  }
+
+  static inline thread_local const char* what_ = nullptr;  // what this thread's innermost scope is creating
+  static inline std::mutex mutex_;                          // guards depth_ and previous_ across threads
+  static inline int depth_ = 0;
+  static inline struct sigaction previous_{};
   const char* outer_;
 };
 
