@@ -99,8 +99,9 @@ def main():
         raise SystemExit("--ranks/--threads/--batch/--steps must be >= 1 and --warmup >= 0")
     torch = common.import_torch()
     import torch.multiprocessing as mp
-    print("info torch %s, DDP over gloo, %d ranks x %d threads, bind %s" %
-          (torch.__version__, args.ranks, args.threads, args.bind), flush=True)
+    # The workers are spawned after import_torch() asked for huge pages, so they inherit THP_MEM_ALLOC_ENABLE.
+    print("info torch %s, BLAS %s, DDP over gloo, %d ranks x %d threads, bind %s" %
+          (torch.__version__, common.blas_and_pages(torch), args.ranks, args.threads, args.bind), flush=True)
     mp.spawn(worker, args=(args, free_port()), nprocs=args.ranks, join=True)
     return 0
 
