@@ -207,7 +207,7 @@ class Model {
     plan_ = &plan_for(batch);
     plan_->input_tensor = &plan_->input.bind(images.data());
     if constexpr (Profile::kEnabled)
-      if (training_) profile_.count_step();
+      if (profiled()) profile_.count_step();
     // A training step changes the parameters after this forward; an evaluation-mode forward on the parameters of
     // this plan's last one may keep what its ops derived from them (see parameters_changed).
     if (training_) parameters_changed();
@@ -232,7 +232,7 @@ class Model {
                                           p.diff_output.span());
     };
     if constexpr (Profile::kEnabled) {
-      if (training_) {
+      if (profiled()) {
         metrics::Stopwatch watch;
         const LossValue value = compute();
         profile_.add(metrics::OpKind::loss, watch.elapsed());
@@ -365,19 +365,22 @@ class Model {
     if (timed()) {
       // The profile's per-node time and the timeline's event come from the same two clock reads.
       metrics::Stopwatch watch;
+      bool probed = false;
       if constexpr (Profile::kEnabled) {
-        using N = std::tuple_element_t<I, as_tuple_t<nodes>>;
-        auto probe = profile_.start(I);
-        const auto kind = sinew::backend::node_kind<N>(metrics::Direction::forward);
-        sinew::backend::forward_probed(op, *ctx_, src, probe, kind);
-        probe.end(kind);
-      } else {
-        op.forward(*ctx_, src);
+        if (profiled()) {
+          using N = std::tuple_element_t<I, as_tuple_t<nodes>>;
+          auto probe = profile_.start(I);
+          const auto kind = sinew::backend::node_kind<N>(metrics::Direction::forward);
+          sinew::backend::forward_probed(op, *ctx_, src, probe, kind);
+          probe.end(kind);
+          probed = true;
+        }
       }
+      if (!probed) op.forward(*ctx_, src);
       const metrics::clock::time_point end = metrics::clock::now();
-      if constexpr (Profile::kEnabled)
+      if (profiled())
         profile_.add(I, metrics::Direction::forward, std::chrono::duration<double>(end - watch.since()).count());
-      if (timeline_) timeline_->record(metrics::TraceKind::layer_forward, watch.since(), end, std::int32_t(I));
+      if (traced()) timeline_->record(metrics::TraceKind::layer_forward, watch.since(), end, std::int32_t(I));
     } else {
       op.forward(*ctx_, src);
     }
@@ -394,19 +397,22 @@ class Model {
       src = &std::get<I - 1>(p.ops).dst();
     if (timed()) {
       metrics::Stopwatch watch;
+      bool probed = false;
       if constexpr (Profile::kEnabled) {
-        using N = std::tuple_element_t<I, as_tuple_t<nodes>>;
-        auto probe = profile_.start(I);
-        const auto kind = sinew::backend::node_kind<N>(metrics::Direction::backward);
-        sinew::backend::backward_probed(op, *ctx_, *src, diff_dst, probe, kind);
-        probe.end(kind);
-      } else {
-        op.backward(*ctx_, *src, diff_dst);
+        if (profiled()) {
+          using N = std::tuple_element_t<I, as_tuple_t<nodes>>;
+          auto probe = profile_.start(I);
+          const auto kind = sinew::backend::node_kind<N>(metrics::Direction::backward);
+          sinew::backend::backward_probed(op, *ctx_, *src, diff_dst, probe, kind);
+          probe.end(kind);
+          probed = true;
+        }
       }
+      if (!probed) op.backward(*ctx_, *src, diff_dst);
       const metrics::clock::time_point end = metrics::clock::now();
-      if constexpr (Profile::kEnabled)
+      if (profiled())
         profile_.add(I, metrics::Direction::backward, std::chrono::duration<double>(end - watch.since()).count());
-      if (timeline_) timeline_->record(metrics::TraceKind::layer_backward, watch.since(), end, std::int32_t(I));
+      if (traced()) timeline_->record(metrics::TraceKind::layer_backward, watch.since(), end, std::int32_t(I));
     } else {
       op.backward(*ctx_, *src, diff_dst);
     }
@@ -418,8 +424,17 @@ class Model {
     }
   }
 
-  // Whether a training-mode pass times its nodes: for the profile, or for a timeline (one pointer test).
-  bool timed() const noexcept { return training_ && (Profile::kEnabled || timeline_ != nullptr); }
+  // Whether the profile records a pass in the current mode (training-mode ones unless asked otherwise).
+  bool profiled() const noexcept {
+    if constexpr (Profile::kEnabled)
+      return profile_.records(training_);
+    else
+      return false;
+  }
+  // Whether a training-mode pass goes to the timeline (one pointer test).
+  bool traced() const noexcept { return training_ && timeline_ != nullptr; }
+  // Whether a pass times its nodes: for the profile, or for the timeline.
+  bool timed() const noexcept { return profiled() || traced(); }
 
   // The layer's name, its fused activation's after "+", and the layer it joins after that (kThen) after `then`.
   template <class N>

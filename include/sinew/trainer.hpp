@@ -583,7 +583,8 @@ class Trainer {
       phases.comm += checked;
       metrics::record(trace, metrics::TraceKind::strategy_update, updating);
       metrics::record(trace, metrics::TraceKind::step, step_began);
-      if constexpr (Profile::kEnabled) model_.profile().add(metrics::OpKind::weights_update, phases.update);
+      if constexpr (Profile::kEnabled)
+        if (model_.profile().records(true)) model_.profile().add(metrics::OpKind::weights_update, phases.update);
 
       const double step_s = phases.total();
       loss_sum += step_loss;

@@ -260,6 +260,41 @@ TEST(operator_profile, evaluation_passes_are_not_recorded) {
   EXPECT_EQ(model.profile().total(OpKind::loss).calls, 2u);
 }
 
+TEST(operator_profile, records_evaluation_passes_instead_when_asked) {
+  backend::OneDnn::context ctx({.threads = 1});
+  Model<Net, backend::OneDnn, metrics::OperatorProfile> model(ctx);
+  model.profile().record(metrics::OperatorProfile::Passes::evaluation);
+  EXPECT_FALSE(model.profile().records(true));
+  EXPECT_TRUE(model.profile().records(false));
+  train_steps(model, 2);  // not recorded now
+  EXPECT_EQ(model.profile().steps(), 0u);
+  EXPECT_EQ(model.profile().nodes()[0].forward_calls, 0u);
+  EXPECT_EQ(model.profile().total(OpKind::loss).calls, 0u);
+  model.set_training(false);
+  std::vector<float> x(2 * Net::input_shape::kSize, 0.1f);
+  std::vector<std::int32_t> y{0, 1};
+  for (int pass = 0; pass < 3; ++pass) model.forward(x, 2);
+  model.loss(y);  // a validation loss belongs to the evaluation it follows
+  const auto& p = model.profile();
+  EXPECT_EQ(p.steps(), 3u);
+  for (const auto& node : p.nodes()) {
+    EXPECT_EQ(node.forward_calls, 3u) << node.name;
+    EXPECT_GT(node.forward_seconds, 0.0) << node.name;
+    EXPECT_EQ(node.backward_calls, 0u) << node.name;
+  }
+  EXPECT_EQ(p.total(OpKind::convolution).calls, 6u);  // LeNet-5's two convolutions, three passes
+  EXPECT_EQ(p.total(OpKind::convolution_backward_data).calls + p.total(OpKind::convolution_backward_weights).calls,
+            0u);
+  EXPECT_EQ(p.total(OpKind::loss).calls, 1u);
+  EXPECT_EQ(p.to_json()["passes"].get<std::string>(), "evaluation");
+  // Back to training steps: the evaluation passes stay until reset(), and training adds to them.
+  model.profile().record(metrics::OperatorProfile::Passes::training);
+  model.set_training(true);
+  train_steps(model, 1);
+  EXPECT_EQ(p.steps(), 4u);
+  EXPECT_EQ(p.nodes()[0].backward_calls, 1u);
+}
+
 TEST(operator_profile, trainer_adds_the_optimizer_step_as_weights_update) {
   using Small = Sequential<Input<1, 12, 12>, Conv2d<4, 3>, ReLU, MaxPool<2>, Flatten, Dense<2>>;
   using Train = Trainer<Small, backend::OneDnn, dist::Local, Sync, optim::Sgd, data::CachedLoader,
@@ -276,6 +311,13 @@ TEST(operator_profile, trainer_adds_the_optimizer_step_as_weights_update) {
   // A ReLU after a convolution is a oneDNN post-op: its forward is inside "convolution", its backward apart.
   EXPECT_EQ(p.total(OpKind::relu).calls, 0u);
   EXPECT_EQ(p.total(OpKind::relu_backward).calls, stats.steps);
+  // Recording evaluation passes, a training epoch adds nothing: no node, no update.
+  trainer.model().profile().reset();
+  trainer.model().profile().record(metrics::OperatorProfile::Passes::evaluation);
+  (void)trainer.train_epoch(loader);
+  EXPECT_EQ(p.steps(), 0u);
+  EXPECT_EQ(p.total(OpKind::weights_update).calls, 0u);
+  EXPECT_EQ(p.total(OpKind::relu_backward).calls, 0u);
 }
 
 TEST(operator_profile, writes_kinds_and_nodes_as_json_and_csv) {

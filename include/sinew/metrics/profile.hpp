@@ -31,7 +31,9 @@
 //   backend::Mix      a node computed by another backend than the base's adds "reorder" (its input into that
 //                     backend's plain layout, its output back into the base's) and "reorder_backward" (the same
 //                     for the gradients) around the op's own kinds; see backend/mix.hpp.
-// Only training-mode passes are recorded (evaluation passes are not part of a training step's profile).
+// Which passes are recorded: training-mode ones by default (a Trainer's evaluation between epochs is not part of a
+// training step's profile); record(Passes::evaluation) records evaluation-mode forward passes instead, and then no
+// training step (an inference profile: the usability paper's section 4.4, bench/zoo's inference rows).
 #pragma once
 
 #include <algorithm>
@@ -180,11 +182,16 @@ struct NoProfile {
   /// @}
 };
 
-/// Time per node, direction and operator kind, summed over training steps until reset().
+/// Time per node, direction and operator kind, summed over training steps (or, after record(Passes::evaluation),
+/// over evaluation-mode forward passes) until reset().
 class OperatorProfile {
  public:
   /// true: the Model times every node and hands ops a probe
   static constexpr bool kEnabled = true;
+
+  /// The passes recorded: one mode's only, so that an inference profile's per-pass figures are not averaged with
+  /// training steps, nor the other way round.
+  enum class Passes { training, evaluation };
 
   /// Time and calls of one kind.
   struct Part {
@@ -287,8 +294,16 @@ class OperatorProfile {
     p.seconds += seconds;
     ++p.calls;
   }
-  /// Counts one training step (the Model, at each training-mode forward pass).
+  /// Counts one training step (the Model, at each recorded forward pass: a training step, or an evaluation pass
+  /// under Passes::evaluation).
   void count_step() { ++steps_; }
+
+  /// Records the passes of mode `p` from now on (training by default); what was recorded stays until reset().
+  void record(Passes p) noexcept { passes_ = p; }
+  /// The mode whose passes are recorded.
+  Passes recorded() const noexcept { return passes_; }
+  /// Whether a pass in training mode (`training`) or evaluation mode is recorded.
+  bool records(bool training) const noexcept { return training == (passes_ == Passes::training); }
 
   /// Forgets every time and step (the node names stay).
   void reset() {
@@ -302,7 +317,7 @@ class OperatorProfile {
 
   /// Every node's times, in execution order.
   const std::vector<Entry>& nodes() const noexcept { return entries_; }
-  /// Training steps counted since resize() or reset().
+  /// Recorded steps (training steps, or evaluation passes under Passes::evaluation) since resize() or reset().
   std::size_t steps() const noexcept { return steps_; }
 
   /// A kind summed over every node and the step-level parts.
@@ -323,13 +338,14 @@ class OperatorProfile {
     return m;
   }
 
-  /// {"steps": S, "kinds": [{"kind", "seconds_per_step", "calls_per_step", "share"}...],
+  /// {"steps": S, "passes": "training" or "evaluation", "kinds": [{"kind", "seconds_per_step", "calls_per_step", "share"}...],
   ///  "nodes": [{"node", "operator", "forward_seconds_per_step", "backward_seconds_per_step", "forward_calls",
   ///             "backward_calls", "kinds": {kind: seconds_per_step}}...]}; shares are of the kinds' sum.
   Json to_json() const {
     const double per = 1.0 / double(std::max<std::size_t>(steps_, 1));
     auto root = Json::object();
     root["steps"] = steps_;
+    root["passes"] = std::string(passes_ == Passes::training ? "training" : "evaluation");
     double sum = 0;
     for (std::size_t k = 0; k < kOpKinds; ++k) sum += total(OpKind(k)).seconds;
     auto kinds = Json::array();
@@ -403,6 +419,7 @@ class OperatorProfile {
   std::vector<Entry> entries_;
   std::array<Part, kOpKinds> step_kinds_{};
   std::size_t steps_ = 0;
+  Passes passes_ = Passes::training;
 };
 
 }  // namespace sinew::metrics
