@@ -1,7 +1,8 @@
 // bench/zoo: training images/s of the zoo's networks next to PyTorch (torchvision's same networks, same batch and
 // thread count, best of NCHW and channels_last) in the same run, the peak resident memory of each side, and
 // single-thread inference at batch 1 and 42. The two mixed backends (bench/zoo/mix.cpp, ResNet-18 only) show
-// what the layout conversions between two backends cost: with --profile their "reorder" lines.
+// what the layout conversions between two backends cost: with --profile their "reorder" lines. --profile profiles
+// the inference rows too (their evaluation-mode passes: metrics::OperatorProfile::Passes::evaluation).
 //
 //   zoo [--net alexnet,resnet18,resnet18_cifar,resnet50,vgg16_bn,mobilenet_v2,resnext50_32x4d] [--batch 42,128]
 //       [--backend onednn,eigen,onednn+eigen_bn,eigen+onednn_conv] [--precision f32,bf16]
@@ -170,7 +171,7 @@ int main(int argc, char** argv) try {
     if (inference)
       for (int b : {1, 42}) {
         zoo::Config c = base;
-        c.net = n, c.batch = b, c.threads = 1, c.inference = true, c.profile = false;
+        c.net = n, c.batch = b, c.threads = 1, c.inference = true;
         c.steps = b == 1 ? std::max(base.steps, 50) : base.steps;
         configs.push_back(c);
       }

@@ -125,8 +125,11 @@ int measure(const Config& c) {
     result("peak_rss_bytes", double(metrics::peak_rss_bytes()));
     if (!c.profile) return;
     Model<Net, B, metrics::OperatorProfile> model(ctx, {.seed = 1});
+    // An inference row profiles its evaluation-mode passes (the profile records training steps unless asked),
+    // more of them: a batch-1 pass takes milliseconds.
+    if (c.inference) model.profile().record(metrics::OperatorProfile::Passes::evaluation);
     Config short_run = c;
-    short_run.warmup = std::min(c.warmup, 3), short_run.steps = std::min(c.steps, 5);
+    short_run.warmup = std::min(c.warmup, 3), short_run.steps = std::min(c.steps, c.inference ? 50 : 5);
     time_steps(ctx, short_run, model);
     // The operator kinds by time per step (seed 000's Figs. 5 and 7), largest first.
     std::vector<std::pair<double, std::string>> top;
@@ -157,10 +160,12 @@ int measure(const Config& c) {
     const auto gflops = [&](double flops, double s) { return s > 0 ? flops * images / s / 1e9 : 0.0; };
     for (std::size_t k = 0; k < std::min<std::size_t>(8, order.size()); ++k) {
       const std::size_t i = order[k];
-      std::printf("operator layer %zu %s: forward %.2f ms %.1f GFLOP/s, backward %.2f ms %.1f GFLOP/s\n", i,
-                  nodes[i].name.c_str(), 1e3 * nodes[i].forward_seconds * per,
-                  gflops(2 * macs[i], nodes[i].forward_seconds), 1e3 * nodes[i].backward_seconds * per,
-                  gflops(4 * macs[i], nodes[i].backward_seconds));
+      std::printf("operator layer %zu %s: forward %.2f ms %.1f GFLOP/s", i, nodes[i].name.c_str(),
+                  1e3 * nodes[i].forward_seconds * per, gflops(2 * macs[i], nodes[i].forward_seconds));
+      if (!c.inference)
+        std::printf(", backward %.2f ms %.1f GFLOP/s", 1e3 * nodes[i].backward_seconds * per,
+                    gflops(4 * macs[i], nodes[i].backward_seconds));
+      std::printf("\n");
     }
   };
   bool known = false;
