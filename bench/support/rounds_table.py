@@ -5,8 +5,10 @@ PyTorch's side failed), the bf16 autocast ratios and the share of the peak; then
 the folder has it.
 
 The folder holds what the issue rounds' run.sh scripts write (bench/results/*-issue34-debian*): lenet5-rN.json,
-zoo-rN.json, zoo-cifar-rN.json, resnet50-bf16-rN.json, and avx2-lenet5-rN.json and avx2-zoo-rN.json (sinew alone
-under ONEDNN_MAX_CPU_ISA=AVX2, set against the same round's PyTorch). Every file is optional; N counts from 1.
+zoo-rN.json, zoo-cifar-rN.json, resnet50-bf16-rN.json, avx2-lenet5-rN.json and avx2-zoo-rN.json (sinew alone
+under ONEDNN_MAX_CPU_ISA=AVX2, set against the same round's PyTorch: rows "AVX2"), and avx2build-lenet5-rN.json and
+avx2build-zoo-rN.json (the same from the avx2 preset's build: rows "AVX2 build"). Every file is optional; N counts
+from 1.
 
 Usage: rounds_table.py DIR [--goal NET=RATIO ...] [--batch1-goal RATIO]
   --goal NET=RATIO     the training goal of NET (f32; the bf16 row of resnet18_cifar as resnet18_cifar_bf16)
@@ -67,8 +69,11 @@ def main() -> int:
         net, _, ratio = g.partition("=")
         goals[net] = float(ratio)
 
-    lenet, lenet_avx2 = rounds(args.folder, "lenet5-r{}.json"), rounds(args.folder, "avx2-lenet5-r{}.json")
-    zoo, zoo_avx2 = rounds(args.folder, "zoo-r{}.json"), rounds(args.folder, "avx2-zoo-r{}.json")
+    lenet, zoo = rounds(args.folder, "lenet5-r{}.json"), rounds(args.folder, "zoo-r{}.json")
+    # The AVX2 rows: the default build capped, and the avx2 preset's build capped (what an AVX2 machine runs).
+    capped_builds = [(label, rounds(args.folder, prefix + "lenet5-r{}.json"),
+                      rounds(args.folder, prefix + "zoo-r{}.json"))
+                     for prefix, label in (("avx2-", "AVX2"), ("avx2build-", "AVX2 build"))]
     cifar, resnet50 = rounds(args.folder, "zoo-cifar-r{}.json"), rounds(args.folder, "resnet50-bf16-r{}.json")
     if not (lenet or zoo or cifar or resnet50):
         print(f"rounds_table.py: {args.folder} holds no round files (lenet5-r1.json, zoo-r1.json, ...)")
@@ -81,9 +86,10 @@ def main() -> int:
         runs = [r[0] for r in lenet]
         anchors = [r["pytorch_images_per_second"] for r in runs]
         print(table_row("lenet5", "train", "f32", runs, anchors, goals.get("lenet5")))
-        if len(lenet_avx2) == len(lenet):
-            print(table_row("lenet5 AVX2", "train", "f32", [r[0] for r in lenet_avx2], anchors, goals.get("lenet5"),
-                            same_round_anchor=True))
+        for label, lenet_capped, _ in capped_builds:
+            if len(lenet_capped) == len(lenet):
+                print(table_row(f"lenet5 {label}", "train", "f32", [r[0] for r in lenet_capped], anchors,
+                                goals.get("lenet5"), same_round_anchor=True))
     nets = sorted({r["net"] for r in zoo[0]}) if zoo else []
     for net in nets:
         for mode, batch in (("train", None), ("inference", 1), ("inference", 42)):
@@ -93,10 +99,11 @@ def main() -> int:
             anchors = [r["pytorch_images_per_second"] for r in runs]
             goal = goals.get(net) if mode == "train" else (args.batch1_goal if batch == 1 else None)
             print(table_row(net, mode, "f32", runs, anchors, goal))
-            if mode == "train" and len(zoo_avx2) == len(zoo):
-                capped = [row_of(z, net) for z in zoo_avx2]
-                if None not in capped:
-                    print(table_row(f"{net} AVX2", mode, "f32", capped, anchors, goal, same_round_anchor=True))
+            for label, _, zoo_capped in capped_builds:
+                if mode == "train" and len(zoo_capped) == len(zoo):
+                    capped = [row_of(z, net) for z in zoo_capped]
+                    if None not in capped:
+                        print(table_row(f"{net} {label}", mode, "f32", capped, anchors, goal, same_round_anchor=True))
     for precision in ("f32", "bf16"):
         runs = [row_of(c, "resnet18_cifar", precision=precision) for c in cifar]
         if not runs or None in runs:
