@@ -300,8 +300,6 @@ class OperatorProfile {
 
   /// Records the passes of mode `p` from now on (training by default); what was recorded stays until reset().
   void record(Passes p) noexcept { passes_ = p; }
-  /// The mode whose passes are recorded.
-  Passes recorded() const noexcept { return passes_; }
   /// Whether a pass in training mode (`training`) or evaluation mode is recorded.
   bool records(bool training) const noexcept { return training == (passes_ == Passes::training); }
 
@@ -338,7 +336,8 @@ class OperatorProfile {
     return m;
   }
 
-  /// {"steps": S, "passes": "training" or "evaluation", "kinds": [{"kind", "seconds_per_step", "calls_per_step", "share"}...],
+  /// {"steps": S, "passes": "training" or "evaluation",
+  ///  "kinds": [{"kind", "seconds_per_step", "calls_per_step", "share"}...],
   ///  "nodes": [{"node", "operator", "forward_seconds_per_step", "backward_seconds_per_step", "forward_calls",
   ///             "backward_calls", "kinds": {kind: seconds_per_step}}...]}; shares are of the kinds' sum.
   Json to_json() const {
