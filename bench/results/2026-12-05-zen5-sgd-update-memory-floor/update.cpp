@@ -1,4 +1,4 @@
-// Build (from the repository root): g++ -std=c++20 -O3 -march=native -fopenmp -Iinclude \
+// Build (from the repository root): g++ -std=c++20 -O3 -march=native -fopenmp -Iinclude
 //   bench/results/2026-12-05-zen5-sgd-update-memory-floor/update.cpp -o /tmp/update
 // Run: OMP_NUM_THREADS=2 /tmp/update [parameters; default 61,000,000, about AlexNet 64x64's]
 #include <chrono>
