@@ -8,10 +8,13 @@
 // previous layer produced. A ReLU after it runs as oneDNN's fuse_norm_relu; Tanh and Sigmoid as sinew's SIMD
 // kernels in place (see fused_activation).
 //
-// oneDNN's batch normalisation has kernels for plain, NHWC and 8- or 16-channel blocked data, and runs its reference
-// loop on other layouts: ResNeXt's grouped convolutions, 4 channels a group, write blocks of 4 (aBcd4b), and its
-// 128-channel batch norms on 8x8 images took 82 of a 196 ms step that way (oneDNN 2.6 and 3.7). Where the input's
-// layout has no kernel, the op converts it into the first that has one and normalises there; its output and input
+// oneDNN's batch normalisation has jit kernels for NHWC and 8- or 16-channel blocked data, a plain C++ loop for NCHW
+// (ncsp_bnorm) and its reference loop for other layouts: ResNeXt's grouped convolutions, 4 channels a group, write
+// blocks of 4 (aBcd4b), and its 128-channel batch norms on 8x8 images took 82 of a 196 ms step that way (oneDNN 2.6
+// and 3.7). The NCHW loop is slow too: on ResNet-18's 256-channel 2x2 images (small_conv2d writes NCHW there) it
+// took 0.14 ms forward and 0.19 backward against the jit kernel's 0.03 on NHWC (oneDNN 2.6, Zen 5), and 1.90 and
+// 1.05 ms under oneDNN 3.7.2 on a guest that reports no cache sizes, 9 ms of a 47 ms step. Where the input's layout
+// has no jit kernel, the op converts it into the first that has one and normalises there; its output and input
 // gradient stay in that layout (the layers around convert as they need).
 //
 // oneDNN's variance is the biased one (divided by n = N H W); the running variance is PyTorch's unbiased
@@ -120,24 +123,15 @@ class batch_norm_op {
     run(ctx, s.bwd, s.bwd_args);
   }
 
- private:
-  static constexpr int kTrain = 0, kEval = 1;
-  struct mode {
-    dnnl::batch_normalization_forward::primitive_desc fwd_pd;
-    dnnl::batch_normalization_forward fwd;
-    dnnl::batch_normalization_backward bwd;
-    memory workspace;
-    bound_args fwd_args, bwd_args;
-  };
-
-  /// `src_md` if oneDNN's batch normalisation has a kernel (not its reference loop) for it, else the first of
-  /// 16- and 8-channel blocks and NHWC that has one (the top of the file says why).
+  /// `src_md` if oneDNN's batch normalisation has a jit kernel for it (not its reference loop, nor its NCHW loop),
+  /// else the first of 16- and 8-channel blocks and NHWC that has one (the top of the file says why).
   static desc layout_with_kernel(const dnnl::engine& eng, const desc& src_md, float eps,
                                  dnnl::normalization_flags flags) {
     const auto has_kernel = [&](const desc& d) {
       try {
-        return !names_reference_loop(
-            compat::batch_norm_forward(eng, dnnl::prop_kind::forward_training, d, eps, flags).impl_info_str());
+        const std::string impl =  // a copy: the name lives in the primitive descriptor, a temporary
+            compat::batch_norm_forward(eng, dnnl::prop_kind::forward_training, d, eps, flags).impl_info_str();
+        return !names_reference_loop(impl) && !impl.starts_with("ncsp");
       } catch (const dnnl::error&) {
         return false;
       }
@@ -148,6 +142,16 @@ class batch_norm_op {
       if (const desc candidate(d, compat::data_type_of(src_md), t); has_kernel(candidate)) return candidate;
     return src_md;
   }
+
+ private:
+  static constexpr int kTrain = 0, kEval = 1;
+  struct mode {
+    dnnl::batch_normalization_forward::primitive_desc fwd_pd;
+    dnnl::batch_normalization_forward fwd;
+    dnnl::batch_normalization_backward bwd;
+    memory workspace;
+    bound_args fwd_args, bwd_args;
+  };
 
   void bind_src(const memory& given) {
     bound_src_ = &given;
