@@ -31,12 +31,13 @@
 //
 // Data that already lies in shared memory needs no window: RingOperation::share() allocates (collectively) a
 // second window for `floats` a rank and returns this rank's part, in which the caller keeps what it sums (the
-// strategy puts the model's gradients there). A sum of floats inside it skips the copy in: each rank sums its
-// segment straight from the peers' parts into its own and copies the peers' summed segments out of theirs, 10
-// bytes of memory traffic a float with two ranks where the copying path moves 16 (measured in
-// bench/results/2026-11-30-zen3-issue34-ring-exposed: on cores that also compute, that traffic is the exposed
-// time). The peers read this rank's floats until their gather, so such a sum ends only when every peer has
-// raised its last flag: the caller may then write its floats again.
+// strategy puts the model's gradients there). A sum of floats inside it skips the copy in and the gather: each
+// rank sums its segment straight from the peers' parts and stores the sum into every rank's part at once, 8
+// bytes of memory traffic a float with two ranks, where copying the peers' sums out of their parts moved 10 and
+// the copying path moves 16 (bench/results/2026-11-30-zen3-issue34-ring-exposed: on cores that also compute, that
+// traffic is the exposed time). A peer reads and writes this rank's floats until it raises its kReduced flag, so
+// such a sum ends only when every peer on the host has: the caller may then write its floats again. Across hosts
+// (hierarchical) the segment's sum is known only after the ring across them, and the peers still copy it out.
 // A rank that dies or hangs leaves its flags down: the strategy's watchdog names it
 // (dist/detail/allreduce_common.hpp).
 //
@@ -143,6 +144,7 @@ struct RingWorkspace {
   std::size_t window_floats_max = kRingSharedFloats;  ///< the most it grows to (longer sums take rounds)
   std::uint64_t rounds_done = 0;        ///< rounds summed through `window` since it was allocated
   std::vector<const float*> sources;    ///< one per rank, reused
+  std::vector<float*> targets;          ///< where a rank's summed segment goes: its data (and window or peers)
   std::vector<char> gathered;           ///< one per rank, reused
   /// @}
   /// The hierarchical transport's communicators and ring across hosts, made (collectively) on first use.
@@ -160,25 +162,20 @@ struct RingWorkspace {
 
 namespace detail {
 
-// out[i] = copy[i] = sources[0][i] + sources[1][i] + ..., added in that order (out may be a source; copy
-// null: out alone).
-inline void sum_into(float* out, float* copy, std::span<const float* const> sources, std::size_t n) {
-  const auto sum_to = [&](auto... targets) {
-    simd::transform(0, n, [&](auto v, std::size_t i) {
-      using V = decltype(v);
-      V sum = simd::load<V>(sources[0] + i);
-      for (std::size_t q = 1; q < sources.size(); ++q) sum = sum + simd::load<V>(sources[q] + i);
-      (simd::store(targets + i, sum), ...);
-    });
-  };
-  if (copy)
-    sum_to(out, copy);
-  else
-    sum_to(out);
+// targets[t][i] = sources[0][i] + sources[1][i] + ..., added in that order, for every target (a target may be
+// a source: each vector of the sum is loaded before any target's is stored).
+inline void sum_into(std::span<float* const> targets, std::span<const float* const> sources, std::size_t n) {
+  simd::transform(0, n, [&](auto v, std::size_t i) {
+    using V = decltype(v);
+    V sum = simd::load<V>(sources[0] + i);
+    for (std::size_t q = 1; q < sources.size(); ++q) sum = sum + simd::load<V>(sources[q] + i);
+    for (float* target : targets) simd::store(target + i, sum);
+  });
 }
 
 // The shared-memory transport's flags, one cache line each at the start of every rank's part of the window:
-// the round whose copy-in (ready), sum (reduced) and gather (done) that rank has finished. Rounds count from 1.
+// the round whose copy-in (ready), sum (reduced: in place, stored into every rank's data) and gather (done) that
+// rank has finished. Rounds count from 1.
 inline constexpr std::size_t kFlagBytes = 64;
 enum ring_flag : std::size_t { kReady = 0, kReduced = 1, kDone = 2 };
 inline constexpr std::size_t kWindowHeader = 4 * kFlagBytes;
@@ -374,15 +371,26 @@ class RingOperation {
           break;
         }
         case stage::shared_reduce: {
-          // This rank's segment, summed in rank order from its own data and the peers' windows, into its data
-          // and its window, whence the peers copy it: every rank ends with these very floats.
+          // This rank's segment, summed in rank order from its own data and the peers' parts. Copying, it goes
+          // into this rank's data and window, whence the peers copy it. In place within one host it goes into
+          // every rank's data at once: the peers raised kReady, so that segment of theirs is final and read by
+          // this rank alone until it raises kReduced; no gather pass follows. Every rank ends with these very floats.
           if (!peers_reached(detail::kReady, round_, block)) return false;
           const std::span<float> mine = round_segment(rank_);
+          const bool scatter = in_place_ && !across_;
           work.sources.resize(ranks_);
-          for (std::size_t q = 0; q < ranks_; ++q)
+          work.targets.assign(1, mine.data());
+          for (std::size_t q = 0; q < ranks_; ++q) {
             work.sources[q] = q == rank_ ? mine.data() : peer_part(q, rank_).data();
-          detail::sum_into(mine.data(), in_place_ ? nullptr : window_part(rank_, rank_).data(), work.sources,
-                           mine.size());
+            if (scatter && q != rank_) work.targets.push_back(peer_part(q, rank_).data());
+          }
+          if (!in_place_) work.targets.push_back(window_part(rank_, rank_).data());
+          detail::sum_into(work.targets, work.sources, mine.size());
+          if (scatter) {
+            raise(detail::kReduced);
+            stage_ = stage::shared_scattered;
+            break;
+          }
           if (across_) {
             across_->ring.start(across_->split.across, mine, across_->work, across_chunk_floats_, tag_,
                                 RingTransport::messages);
@@ -391,6 +399,15 @@ class RingOperation {
           }
           segment_reduced();
           break;
+        }
+        case stage::shared_scattered: {
+          // Each peer has written its summed segment into this rank's data, and read this rank's floats for the
+          // last time, once its kReduced is up: the caller may then write them again.
+          if (!peers_reached(detail::kReduced, round_, block)) return false;
+          raise(detail::kDone);
+          work.rounds_done = round_;
+          stage_ = stage::done;
+          return true;
         }
         case stage::shared_across: {
           // The host's sum of this segment, summed with the other hosts' by the ring of the ranks at this place
@@ -434,7 +451,7 @@ class RingOperation {
 
  private:
   enum class stage { reduce_scatter, drain_reduce_scatter, all_gather, drain, shared_copy_in, shared_reduce,
-                     shared_across, shared_gather, shared_release, done };
+                     shared_scattered, shared_across, shared_gather, shared_release, done };
 
   // This rank's segment of the round is summed and in its window: the peers may copy it.
   void segment_reduced() {
