@@ -22,6 +22,7 @@
 #include "support/anchor.hpp"
 #include "support/core_latency.hpp"
 #include "support/peak.hpp"
+#include "support/train_step.hpp"
 #include "cli/cli.hpp"
 
 using Net     = sinew::nets::LeNet5<sinew::Input<3, 32, 32>>;  // 62,006 parameters
@@ -39,6 +40,7 @@ template <class B, class Profile = sinew::metrics::NoProfile>
 Result measure(typename B::context& ctx, int batch, int warmup, int steps, int repeats) {
   sinew::Model<Net, B, Profile> model(ctx, {.seed = 1});
   Optim sgd({.lr = 0.01f, .momentum = 0.9f}, model.parameters().size());
+  sinew::bench::local_step step(model, sgd);  // as the Trainer with dist::Local({.update_in_backward = true})
   sinew::Rng rng(2);
   std::vector<float> x(static_cast<std::size_t>(batch) * Net::input_shape::kSize);
   std::vector<std::int32_t> y(static_cast<std::size_t>(batch));
@@ -56,12 +58,10 @@ Result measure(typename B::context& ctx, int batch, int warmup, int steps, int r
       model.forward(x, batch);
       model.loss(y);
       phases.forward += w.lap();
-      model.backward();
-      phases.backward += w.lap();
-      sgd.step(model.parameters(), model.gradients());
-      const double update = w.lap();
-      phases.update += update;
-      if constexpr (Profile::kEnabled) model.profile().add(sinew::metrics::OpKind::weights_update, update);
+      const double updated = phases.update;
+      const double inside = step.backward_and_update(phases);
+      if constexpr (Profile::kEnabled)
+        model.profile().add(sinew::metrics::OpKind::weights_update, phases.update - updated - inside);
     }
     const double ips = double(batch) * steps / phases.total();
     if (ips > best.images_per_second) {

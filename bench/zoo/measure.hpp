@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sinew/sinew.hpp"
+#include "support/train_step.hpp"
 
 namespace sinew::bench::zoo {
 
@@ -64,11 +65,13 @@ struct Config {
 
 inline void result(const char* key, double value) { std::printf("result %s %.9g\n", key, value); }
 
-/// Times `steps` steps after `warmup`, as PyTorch's side does: forward, loss, backward, SGD with momentum (or,
-/// for inference, forward in evaluation mode only), on one fixed synthetic batch.
+/// Times `steps` steps after `warmup`, as PyTorch's side does: forward, loss, backward, SGD with momentum (as the
+/// Trainer with dist::Local({.update_in_backward = true}) updates, bench/support/train_step.hpp; or, for
+/// inference, forward in evaluation mode only), on one fixed synthetic batch.
 template <class Net, class B, class Profile>
 double time_steps(typename B::context& ctx, const Config& c, Model<Net, B, Profile>& model) {
   optim::Sgd sgd({.lr = 0.01f, .momentum = 0.9f}, model.parameters().size());
+  local_step step(model, sgd);  // as the Trainer with dist::Local({.update_in_backward = true})
   Rng rng(2);
   std::vector<float> x(std::size_t(c.batch) * Net::input_shape::kSize);
   std::vector<std::int32_t> y(std::size_t(c.batch));
@@ -85,14 +88,10 @@ double time_steps(typename B::context& ctx, const Config& c, Model<Net, B, Profi
     model.forward(x, c.batch);
     if (c.inference) continue;
     model.loss(y);
-    model.backward();
-    if constexpr (Profile::kEnabled) {  // the update, as the Trainer profiles it (its kind weights_update)
-      metrics::Stopwatch update;
-      sgd.step(model.parameters(), model.gradients());
-      model.profile().add(metrics::OpKind::weights_update, update.elapsed());
-    } else {
-      sgd.step(model.parameters(), model.gradients());
-    }
+    metrics::PhaseSeconds phases;
+    const double inside = step.backward_and_update(phases);
+    // the update after backward, as the Trainer profiles it (its kind weights_update)
+    if constexpr (Profile::kEnabled) model.profile().add(metrics::OpKind::weights_update, phases.update - inside);
   }
   return watch.elapsed();
 }

@@ -29,6 +29,7 @@
 #include "sinew/backend/backend_spec.hpp"
 #include "sinew/backend/generic/probe.hpp"
 #include "sinew/core/cross_worker.hpp"
+#include "sinew/core/in_backward_update.hpp"
 #include "sinew/core/error.hpp"
 #include "sinew/core/rng.hpp"
 #include "sinew/core/type_list.hpp"
@@ -163,6 +164,17 @@ class Model {
   /// The sum over the workers that the layers with kSumsOverWorkers call (SyncBatchNorm2d's statistics): the
   /// Trainer installs its strategy's. Default: one worker. Every plan sees the one set last.
   void set_sum_over_workers(CrossWorkerSum sum) { *sum_over_workers_ = std::move(sum); }
+  /// The update the ops that can apply it run inside backward, on the parameters whose gradients they compute
+  /// there (core/in_backward_update.hpp; dist::Local's, installed by the Trainer), when a backward is armed by
+  /// arm_update_in_backward(true). Empty (the default): every op writes its gradients.
+  void set_in_backward_update(InBackwardUpdate::update_fn update) {
+    in_backward_update_->set(std::move(update), params_.data());
+    plans_.clear();  // the ops set up their path for it with their plan
+    plan_ = nullptr;
+  }
+  /// Whether the next backward passes update inside it (until disarmed): gradients() then holds no gradient for
+  /// the parameters an op updated.
+  void arm_update_in_backward(bool armed) noexcept { in_backward_update_->arm(armed); }
   /// The backend's context the model runs on.
   typename B::context& context() noexcept { return *ctx_; }
 
@@ -342,7 +354,8 @@ class Model {
     float* w = params_.data() + N::kParamOffset;
     float* dw = gradients_.data() + N::kParamOffset;
     const ParamSlots slots{w, N::kBias ? w + N::kWeights : nullptr, dw, N::kBias ? dw + N::kWeights : nullptr,
-                           N::kBuffers ? buffers_.data() + N::kBufferOffset : nullptr, sum_over_workers_.get()};
+                           N::kBuffers ? buffers_.data() + N::kBufferOffset : nullptr, sum_over_workers_.get(),
+                           in_backward_update_.get()};
     auto& op = std::get<I>(p.ops);
     op.template setup<N>(*ctx_, src_desc, p.batch, slots, options_.input_gradient || params_before<I>());
     if constexpr (I + 1 < kOps) setup_at<I + 1>(p, op.dst_desc());
@@ -465,6 +478,7 @@ class Model {
   std::vector<std::unique_ptr<plan>> plans_;
   // On the heap, so that the plans' pointers to it outlive a move of the model.
   std::unique_ptr<CrossWorkerSum> sum_over_workers_ = std::make_unique<CrossWorkerSum>();
+  std::unique_ptr<InBackwardUpdate> in_backward_update_ = std::make_unique<InBackwardUpdate>();
   [[no_unique_address]] Profile profile_;  // NoProfile takes no storage
   metrics::Timeline* timeline_ = nullptr;  // null: no trace (metrics/timeline.hpp)
   plan* plan_ = nullptr;

@@ -18,10 +18,12 @@
 // rank that does not train (a parameter server) train_epoch serves the workers' epoch instead.
 //
 // A strategy with overlap hooks (dist/strategy_spec.hpp) hears from backward as each layer's gradients are
-// final. A strategy with require_agreement checks at construction that every rank built the same trainer, and
-// at each epoch that every rank has the same batch size and number of batches: a mismatch is an error naming
-// the rank, not a hang. (A parameter server's servers take part without a loader of their own, and its Async
-// and BoundedStaleness modes allow workers uneven numbers of batches: mode<M>::kUnevenEpochs.)
+// final. dist::Local({.update_in_backward = true}) has the model's large fully connected layers apply the update
+// inside backward (dist/local.hpp); the learning rate of the step is set before its backward. A strategy with
+// require_agreement checks at construction that every rank built the same trainer, and at each epoch that every
+// rank has the same batch size and number of batches: a mismatch is an error naming the rank, not a hang. (A
+// parameter server's servers take part without a loader of their own, and its Async and BoundedStaleness modes
+// allow workers uneven numbers of batches: mode<M>::kUnevenEpochs.)
 //
 // BatchNorm statistics: at the end of every epoch the strategy's buffer hook (dist/strategy_spec.hpp) makes the
 // running statistics the same on every worker (the all-reduce strategies and the parameter server average
@@ -241,6 +243,9 @@ class Trainer {
     // compile time for nothing.
     if constexpr (req::has_tensor_layout_hook<S>) strategy_.set_tensor_layout(dist::tensor_layout<Net>());
     strategy_.start(model_.parameters(), optimizer_);
+    // dist::Local's update inside backward (its options.update_in_backward), for the model's ops that can run it.
+    if constexpr (req::has_in_backward_update<S>)
+      model_.set_in_backward_update(strategy_.get().in_backward_update());
     {
       // Ranks that built other trainers would exchange spans of other sizes in other orders, or wait forever.
       std::string type = std::string(B::kName) + " " + std::string(S::kName) + " " + std::string(M::kName) + " " +
@@ -513,6 +518,8 @@ class Trainer {
       std::size_t n = 0, images = 0;  // the micro-batch's images, the step's
       double step_loss = 0, bad_loss = 0;
       bool finite = true;
+      // Before backward: dist::Local may update inside it.
+      optimizer_.set_learning_rate(schedule_ ? schedule_(base_lr_, step_) : base_lr_);
       for (std::size_t micro = 0; micro < group; ++micro) {
         const metrics::clock::time_point loading = watch.since();
         n = loader.next(images_.span(), labels_);
@@ -568,11 +575,13 @@ class Trainer {
         if (accumulated) fold_sum(0, n, images);
         phases.backward += std::max(0.0, metrics::lap(watch, trace, metrics::TraceKind::backward) - hooks);
       } else {
-        model_.backward();
+        // dist::Local updates inside this backward where it can, unless earlier micro-batches wait in the sum.
+        backward_updating(!accumulated);
         if (accumulated) fold_sum(0, n, images);
-        phases.backward += metrics::lap(watch, trace, metrics::TraceKind::backward);
+        phases.backward += metrics::lap(watch, trace, metrics::TraceKind::backward) - in_backward_seconds();
       }
-      optimizer_.set_learning_rate(schedule_ ? schedule_(base_lr_, step_) : base_lr_);
+      // The update inside backward is in the profile's backward of the layers that ran it (before update() ends it).
+      [[maybe_unused]] const double updated_in_backward = in_backward_seconds();
       // A parameter server in Sync carries the request with this step's gradients (strategy_spec.hpp).
       if constexpr (strategy_type::kRelaysPreemption)
         if (preemption_watch_) strategy_.request_preemption(pending_preemption_signal() != 0);
@@ -584,7 +593,8 @@ class Trainer {
       metrics::record(trace, metrics::TraceKind::strategy_update, updating);
       metrics::record(trace, metrics::TraceKind::step, step_began);
       if constexpr (Profile::kEnabled)
-        if (model_.profile().records(true)) model_.profile().add(metrics::OpKind::weights_update, phases.update);
+        if (model_.profile().records(true))
+          model_.profile().add(metrics::OpKind::weights_update, phases.update - updated_in_backward);
 
       const double step_s = phases.total();
       loss_sum += step_loss;
@@ -753,6 +763,26 @@ class Trainer {
   /// Stops on a NaN or infinite loss, before the step changes any parameter. With several processes all
   /// ranks learn of it together (a strategy's all_agree), so none is left waiting in a collective; with a
   /// parameter server the others learn of it from the servers, at their next step.
+  /// model_.backward(), with the update inside it armed when `update` and the strategy provides one (dist::Local).
+  void backward_updating(bool update) {
+    if constexpr (req::has_in_backward_update<S>) {
+      struct disarm {
+        model_type& model;
+        ~disarm() { model.arm_update_in_backward(false); }
+      } guard{model_};
+      model_.arm_update_in_backward(update);
+      model_.backward();
+    } else {
+      model_.backward();
+    }
+  }
+  /// Seconds the strategy's update inside the last backward took (0 without one).
+  double in_backward_seconds() const noexcept {
+    if constexpr (req::has_in_backward_update<S>)
+      return strategy_.get().in_backward_seconds();
+    else
+      return 0;
+  }
   void check_finite(double loss, std::size_t step) {
     const bool finite = std::isfinite(loss);
     const bool everywhere = strategy_.all_agree(finite);

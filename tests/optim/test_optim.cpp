@@ -130,7 +130,8 @@ TEST(sgd, rejects_nesterov_without_momentum) {
 }
 
 // What the all-reduce strategies do (dist/detail/allreduce_common.hpp): update bucket by bucket, in pieces, last
-// layers first, as each bucket's all-reduce ends. Pieces that begin at multiples of 16 floats (where layers begin)
+// layers first, as each bucket's all-reduce ends; every other piece here with step_block, from its gradients alone,
+// as dist::Local's update inside backward does. Pieces that begin at multiples of 16 floats (where layers begin)
 // must give step()'s floats, whatever the SIMD width.
 template <class O>
 void expect_pieces_equal_whole_steps(const typename O::options& o) {
@@ -141,7 +142,15 @@ void expect_pieces_equal_whole_steps(const typename O::options& o) {
   for (int step = 0; step < 3; ++step) {
     whole.new_gradient(step), pieces.new_gradient(step);
     a.step(whole.p, whole.g);
-    for (std::size_t i = 0; i + 1 < std::size(cuts); ++i) b.step_range(pieces.p, pieces.g, cuts[i + 1], cuts[i]);
+    for (std::size_t i = 0; i + 1 < std::size(cuts); ++i) {
+      const std::size_t from = cuts[i + 1], to = cuts[i];
+      if (i % 2 == 0) {
+        b.step_range(pieces.p, pieces.g, from, to);
+      } else {  // step_block from a copy of the piece's gradients alone (an update inside backward)
+        const std::vector<float> block(pieces.g.begin() + std::ptrdiff_t(from), pieces.g.begin() + std::ptrdiff_t(to));
+        b.step_block(pieces.p, block.data(), from, to);
+      }
+    }
     b.end_step();
   }
   for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(whole.p[i], pieces.p[i]) << i;

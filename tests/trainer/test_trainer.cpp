@@ -214,7 +214,7 @@ TEST(trainer, a_strategy_extended_by_deriving_is_the_one_the_trainer_calls) {
 }
 
 
-// ---- gradient accumulation (TrainerOptions::accumulate) ----
+// ---- dist::Local's update inside backward (options.update_in_backward) ----
 
 /// max |a - b| / max |b|
 double max_relative(std::span<const float> a, std::span<const float> b) {
@@ -223,6 +223,53 @@ double max_relative(std::span<const float> a, std::span<const float> b) {
     diff = std::max(diff, std::abs(double(a[i]) - double(b[i]))), largest = std::max(largest, std::abs(double(b[i])));
   return diff / largest;
 }
+
+// Two Dense layers large enough to update inside backward (backend/onednn/fused_dense_update.hpp: at least 2^20
+// weights): the first computes no input gradient, the second does, with a fused Tanh and 130 rows (a block of 128
+// and one of 2); the last Dense is small and updates after backward.
+using WideNet = Sequential<Input<1, 12, 12>, Flatten, Dense<8192>, ReLU, Dense<130>, Tanh, Dense<2>>;
+constexpr std::size_t kWideInBackward = (144 * 8192 + 8192) + (8192 * 130 + 130);
+
+/// Trains WideNet two epochs with the update inside backward and after it (a learning rate that changes every
+/// step, so an update inside backward at the last step's rate would show), `accumulate` micro-batches a step, and
+/// returns max |difference| / max |parameter| between the two, after checking what each updated inside backward.
+template <class O>
+double trained_with_and_without_update_in_backward(typename O::options hyper, int accumulate) {
+  const data::Dataset d = corners(96, 1);
+  auto inside_data = test::corners_loader(d, {.batch_size = 8, .seed = 4});
+  auto after_data = test::corners_loader(d, {.batch_size = 8, .seed = 4});
+  using T = Trainer<WideNet, backend::OneDnn, dist::Local, Sync, O>;
+  const TrainerOptions options{.threads = 1, .seed = 3, .accumulate = accumulate};
+  T inside(options, hyper, dist::Local({.update_in_backward = true})), after(options, hyper);
+  for (T* t : {&inside, &after}) t->set_schedule([](float lr, std::int64_t step) { return lr / float(step + 1); });
+  EpochStats a, b;
+  for (int e = 0; e < 2; ++e) a = inside.train_epoch(inside_data), b = after.train_epoch(after_data);
+  EXPECT_EQ(inside.dist().updated_in_backward(), accumulate == 1 ? kWideInBackward : 0u)
+      << "the two large Dense layers' weights and biases, unless gradients wait in a sum";
+  EXPECT_EQ(after.dist().updated_in_backward(), 0u);
+  EXPECT_GT(a.phases.update, 0);
+  EXPECT_GT(max_relative(after.model().parameters(), T(options, hyper).model().parameters()), 1e-2)
+      << "training must have moved the parameters for the comparison to mean much";
+  return max_relative(inside.model().parameters(), after.model().parameters());
+}
+
+TEST(trainer, local_updates_large_dense_layers_inside_backward_as_after_it_to_rounding) {
+  const double sgd = trained_with_and_without_update_in_backward<optim::Sgd>(
+      {.lr = 0.02f, .momentum = 0.9f, .weight_decay = 1e-3f}, 1);
+  EXPECT_LT(sgd, 1e-5) << "the input gradient sums over the blocks in another order: rounding, no more";
+  const double adam = trained_with_and_without_update_in_backward<optim::Adam>({.lr = 1e-3f}, 1);
+  EXPECT_LT(adam, 1e-4);
+  std::printf("[ compare  ] update inside backward against after it, 24 steps: SGD %.3g, Adam %.3g\n", sgd, adam);
+}
+
+TEST(trainer, local_updates_after_backward_when_micro_batches_are_summed) {
+  const double r = trained_with_and_without_update_in_backward<optim::Sgd>({.lr = 0.02f, .momentum = 0.9f}, 2);
+  EXPECT_EQ(r, 0.0) << "with the gradients summed the step is the update after backward, bit for bit";
+}
+
+
+// ---- gradient accumulation (TrainerOptions::accumulate) ----
+
 
 /// k micro-batches of 8 against one batch of 8k, on the same shuffled order (the permutation depends on the seed
 /// and epoch only, so the batch of 8k is the concatenation of the k micro-batches): two epochs of `samples`.

@@ -55,6 +55,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sinew/core/in_backward_update.hpp"
 #include "sinew/layers.hpp"
 
 namespace sinew {
@@ -80,6 +81,9 @@ struct ParamSlots {
   float* buffers = nullptr;  ///< the layer's kBuffers floats of non-trainable state (running statistics)
   /// the Model's sum over the workers (core/cross_worker.hpp), for the layers that need one (SyncBatchNorm2d)
   const CrossWorkerSum* sum_over_workers = nullptr;
+  /// the Model's update inside backward (core/in_backward_update.hpp), for the ops that can apply it (OneDnn's
+  /// large fully connected layers); one that does leaves its gradients unwritten when it is armed
+  const InBackwardUpdate* update_in_backward = nullptr;
 };
 
 /// How the next forward() runs: PyTorch's module.train() / module.eval(), and the randomness of this step.

@@ -131,6 +131,12 @@
 // where the model then keeps them (Model::use_gradient_storage), or empty: the model keeps its own.
 // dist::RingAllReduce gives its shared window within a host, so that its ranks sum from each other's gradients.
 //
+// Optional, for one process (dist::Local; req::has_in_backward_update): s.in_backward_update() ->
+// InBackwardUpdate::update_fn (core/in_backward_update.hpp), after start(): an update of the parameters [from, to)
+// from their gradients alone, which the Trainer installs in the model for the ops that can run it inside backward
+// (empty: none), and s.in_backward_seconds(), the time it took in the last backward: update() adds it to
+// phases.update, the Trainer takes it out of phases.backward, and update() updates the rest.
+//
 // Optional, for reports: s.bytes_sent() -> std::uint64_t, the bytes of gradients this rank has sent since it
 // was built (the all-reduce strategies: what the ring sends; dist::Compressed: its payloads).
 //
@@ -153,6 +159,7 @@
 #include <vector>
 
 #include "sinew/comm/agreement.hpp"
+#include "sinew/core/in_backward_update.hpp"
 #include "sinew/core/named_state.hpp"
 #include "sinew/dist/sync_mode.hpp"
 #include "sinew/metrics/timer.hpp"
@@ -212,6 +219,12 @@ concept has_elastic = requires(S& s) {
 template <class S>
 concept has_buffer_sync = requires(S& s, std::span<float> buffers) {
   { s.synchronize_buffers(buffers) };
+};
+/// The update inside backward of the contract above.
+template <class S>
+concept has_in_backward_update = requires(const S& s) {
+  { s.in_backward_update() } -> std::convertible_to<InBackwardUpdate::update_fn>;
+  { s.in_backward_seconds() } -> std::convertible_to<double>;
 };
 /// The cross-worker sum of the contract above (SyncBatchNorm2d's statistics).
 template <class S>

@@ -63,6 +63,11 @@ class Adam {
   /// This step's update of p[from, to) only (optim/optimizer_spec.hpp: req::has_range_step), with the bias
   /// correction of step steps() + 1; end_step() ends it.
   void step_range(std::span<float> p, std::span<const float> g, std::size_t from, std::size_t to) {
+    step_block(p, g.data() + from, from, to);
+  }
+  /// The same from the gradients of p[from, to) alone, at g[0, to - from) (optim/optimizer_spec.hpp:
+  /// req::has_block_step): what an update inside backward reads from a block it has just computed.
+  void step_block(std::span<float> p, const float* g, std::size_t from, std::size_t to) {
     const long t = t_ + 1;
     const float b1 = o_.beta1, b2 = o_.beta2, eps = o_.eps, lr = o_.lr;
     const float bc1 = 1 - float(std::pow(double(b1), double(t)));
@@ -71,13 +76,12 @@ class Adam {
     const float l2 = o_.decoupled ? 0.0f : o_.weight_decay;
     const float shrink = o_.decoupled ? 1 - lr * o_.weight_decay : 1.0f;
     float* pp = p.data();
-    const float* gp = g.data();
     float *mp = m_.data(), *vp = v_.data();
     parallel_ranges(to - from, [&](std::size_t begin, std::size_t end) {
       simd::transform(from + begin, from + end, [&](auto x, std::size_t i) {
         using V = decltype(x);
         const V w = simd::load<V>(pp + i) * V(shrink);
-        const V d = simd::fma(V(l2), w, simd::load<V>(gp + i));
+        const V d = simd::fma(V(l2), w, simd::load<V>(g + (i - from)));
         const V m = simd::fma(V(b1), simd::load<V>(mp + i), V(1 - b1) * d);
         const V v = simd::fma(V(b2), simd::load<V>(vp + i), V(1 - b2) * d * d);
         simd::store(mp + i, m);
@@ -123,7 +127,8 @@ class AdamW : public Adam {
   options hyper_parameters() const noexcept { return Adam::hyper_parameters(); }
 };
 
-static_assert(OptimizerPolicy<Adam> && req::has_state<Adam> && req::has_range_step<Adam>);
+static_assert(OptimizerPolicy<Adam> && req::has_state<Adam> && req::has_range_step<Adam> &&
+              req::has_block_step<Adam>);
 static_assert(OptimizerPolicy<AdamW>);
 
 }  // namespace sinew::optim

@@ -18,6 +18,11 @@
 //                                one step's update of params[begin, end) from grads[begin, end) (the spans are
 //                                the whole n), exactly as step() updates those elements;
 //   o.end_step()                 after the ranges of one step, disjoint and covering [0, n): counts the step.
+// Optional (req::has_block_step; dist::Local's update inside backward uses it, core/in_backward_update.hpp):
+//   o.step_block(params, g, begin, end)
+//                                step_range's update of params[begin, end) from their gradients alone, g[0,
+//                                end - begin): a block that backward has just computed, which the gradient
+//                                buffer does not hold.
 // step(p, g) is step_range(p, g, 0, n) followed by end_step(); ranges that begin at multiples of 16 floats give
 // the same floats bit for bit (Sgd, Adam and RmsProp are element-wise, and the SIMD body then covers the same
 // elements: their scalar tail may round otherwise, its std::fma being fused where a SIMD fma may not be). A
@@ -70,6 +75,11 @@ template <class O>
 concept has_range_step = requires(O& o, std::span<float> p, std::span<const float> g, std::size_t i) {
   { o.step_range(p, g, i, i) };
   { o.end_step() };
+};
+/// Optional: updating a range of one step from its gradients alone (see the contract above).
+template <class O>
+concept has_block_step = has_range_step<O> && requires(O& o, std::span<float> p, const float* g, std::size_t i) {
+  { o.step_block(p, g, i, i) };
 };
 }  // namespace req
 

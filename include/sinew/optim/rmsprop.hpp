@@ -45,16 +45,20 @@ class RmsProp {
 
   /// This step's update of p[from, to) only (optim/optimizer_spec.hpp: req::has_range_step); end_step() ends it.
   void step_range(std::span<float> p, std::span<const float> g, std::size_t from, std::size_t to) {
+    step_block(p, g.data() + from, from, to);
+  }
+  /// The same from the gradients of p[from, to) alone, at g[0, to - from) (optim/optimizer_spec.hpp:
+  /// req::has_block_step): what an update inside backward reads from a block it has just computed.
+  void step_block(std::span<float> p, const float* g, std::size_t from, std::size_t to) {
     const float a = o_.alpha, eps = o_.eps, lr = o_.lr, wd = o_.weight_decay, mu = o_.momentum;
     const bool has_momentum = mu != 0;
     float* pp = p.data();
-    const float* gp = g.data();
     float *sp = square_.data(), *bp = momentum_.data();
     parallel_ranges(to - from, [&](std::size_t begin, std::size_t end) {
       simd::transform(from + begin, from + end, [&](auto x, std::size_t i) {
         using V = decltype(x);
         const V w = simd::load<V>(pp + i);
-        const V d = simd::fma(V(wd), w, simd::load<V>(gp + i));
+        const V d = simd::fma(V(wd), w, simd::load<V>(g + (i - from)));
         const V s = simd::fma(V(a), simd::load<V>(sp + i), V(1 - a) * d * d);
         simd::store(sp + i, s);
         V u = d / (simd::sqrt(s) + V(eps));
@@ -91,6 +95,7 @@ class RmsProp {
   std::int64_t steps_ = 0;
 };
 
-static_assert(OptimizerPolicy<RmsProp> && req::has_state<RmsProp> && req::has_range_step<RmsProp>);
+static_assert(OptimizerPolicy<RmsProp> && req::has_state<RmsProp> && req::has_range_step<RmsProp> &&
+              req::has_block_step<RmsProp>);
 
 }  // namespace sinew::optim

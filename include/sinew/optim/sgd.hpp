@@ -47,15 +47,19 @@ class Sgd {
 
   /// This step's update of p[from, to) only (optim/optimizer_spec.hpp: req::has_range_step); end_step() ends it.
   void step_range(std::span<float> p, std::span<const float> g, std::size_t from, std::size_t to) {
+    step_block(p, g.data() + from, from, to);
+  }
+  /// The same from the gradients of p[from, to) alone, at g[0, to - from) (optim/optimizer_spec.hpp:
+  /// req::has_block_step): what an update inside backward reads from a block it has just computed.
+  void step_block(std::span<float> p, const float* g, std::size_t from, std::size_t to) {
     float* pp = p.data();
-    const float* gp = g.data();
     float* bp = momentum_.data();
     const float lr = o_.lr, wd = o_.weight_decay, mu = o_.momentum, damp = 1 - o_.dampening;
     const bool first = steps_ == 0, nesterov = o_.nesterov, has_momentum = mu != 0;
     parallel_ranges(to - from, [&](std::size_t begin, std::size_t end) {
       simd::transform(from + begin, from + end, [&](auto v, std::size_t i) {
         using V = decltype(v);
-        V d = simd::fma(V(wd), simd::load<V>(pp + i), simd::load<V>(gp + i));
+        V d = simd::fma(V(wd), simd::load<V>(pp + i), simd::load<V>(g + (i - from)));
         if (has_momentum) {
           // PyTorch starts the momentum buffer at the first gradient, undamped.
           const V buf = first ? d : simd::fma(V(mu), simd::load<V>(bp + i), V(damp) * d);
@@ -91,6 +95,7 @@ class Sgd {
   std::int64_t steps_ = 0;
 };
 
-static_assert(OptimizerPolicy<Sgd> && req::has_state<Sgd> && req::has_range_step<Sgd>);
+static_assert(OptimizerPolicy<Sgd> && req::has_state<Sgd> && req::has_range_step<Sgd> &&
+              req::has_block_step<Sgd>);
 
 }  // namespace sinew::optim

@@ -61,6 +61,7 @@ class dense_op : public weighted_layer<dnnl::inner_product_forward, dnnl::inner_
         return compat::backward<inner_product_backward_data>(eng, fwd, diff_src_any, w_rows, diff_dst_any);
       });
     finish_setup(ctx, src_md, fwd, bww, bwd, user_w, bias, act, p);
+    setup_update_in_backward(ctx, p);
   }
 };
 

@@ -14,6 +14,7 @@
 #include "sinew/backend/generic/weight_cache.hpp"
 #include "sinew/backend/onednn/common.hpp"
 #include "sinew/backend/onednn/depthwise_backward_weights.hpp"
+#include "sinew/backend/onednn/fused_dense_update.hpp"
 #include "sinew/backend/onednn/lowered_backward_weights.hpp"
 
 namespace sinew::backend::onednn {
@@ -211,6 +212,10 @@ class weighted_layer {
     act_.backward(dst_, dd);
     const memory& dz = act_.target_for(dd);
     probe.begin(kWeightsKind);
+    if (fused_update_.armed()) {  // a large Dense: backward and the update, block by block
+      fused_update_.run(ctx, src_.target_for(src), dz, diff_src_);
+      return;
+    }
     if (own_bww()) {
       if (lowered_bww_)
         lowered_bww_.run(ctx, src_.target_for(src), dz);
@@ -258,6 +263,10 @@ class weighted_layer {
   /// Whether the layer's passes run on one thread (a layer sets it before creating its primitives, in a
   /// serial_scope: dense_op::kSerialFlops says when).
   bool serial_ = false;
+  /// Backward with the optimizer's update folded in (fused_dense_update.hpp), which dense_op sets up after
+  /// finish_setup: the flat buffer's weights are the matrix it updates (not so for the convolutions that run as
+  /// an inner product).
+  fused_dense_update fused_update_;
 
   static constexpr bool kConvolution = std::is_same_v<Forward, dnnl::convolution_forward>;
   static constexpr bool kInnerProduct = std::is_same_v<Forward, dnnl::inner_product_forward>;
@@ -325,6 +334,8 @@ class weighted_layer {
   }
 
  public:
+  /// Whether backward folds the optimizer's update in when armed (fused_dense_update.hpp; what tests check).
+  bool updates_in_backward() const noexcept { return static_cast<bool>(fused_update_); }
   /// Whether the layer's passes run on one thread however many the context has (what tests check).
   bool runs_on_one_thread() const noexcept { return serial_; }
   /// Whether backward weights runs as lowered_backward_weights' product (what tests check).
@@ -388,6 +399,12 @@ class weighted_layer {
   depthwise_backward_weights depthwise_bww_;
   /// Whether backward weights runs as one of sinew's passes above rather than oneDNN's primitive.
   bool own_bww() const noexcept { return lowered_bww_ || depthwise_bww_; }
+
+ protected:
+  /// dense_op's: the fused path for this layer's parameters at `p` (fused_dense_update.hpp says where it is taken).
+  void setup_update_in_backward(context& ctx, const ParamSlots& p) {
+    if constexpr (kInnerProduct) fused_update_.setup(ctx, fwd_pd_, p, diff_src_, static_cast<bool>(split_bwd_));
+  }
 };
 
 /// What the convolutions that run as one inner product (small_conv2d.hpp, lowered_conv2d.hpp) share: the product's
