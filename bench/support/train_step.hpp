@@ -23,9 +23,7 @@ class local_step {
   /// counts in the layers' backward.
   double backward_and_update(metrics::PhaseSeconds& phases) {
     metrics::Stopwatch watch;
-    model_.arm_update_in_backward(true);
-    model_.backward();
-    model_.arm_update_in_backward(false);
+    model_.backward_updating();
     const double inside = local_.in_backward_seconds();
     phases.backward += watch.lap() - inside;
     local_.template update<Sync>(model_.parameters(), model_.gradients(), optimizer_, phases);

@@ -165,16 +165,13 @@ class Model {
   /// Trainer installs its strategy's. Default: one worker. Every plan sees the one set last.
   void set_sum_over_workers(CrossWorkerSum sum) { *sum_over_workers_ = std::move(sum); }
   /// The update the ops that can apply it run inside backward, on the parameters whose gradients they compute
-  /// there (core/in_backward_update.hpp; dist::Local's, installed by the Trainer), when a backward is armed by
-  /// arm_update_in_backward(true). Empty (the default): every op writes its gradients.
+  /// there (core/in_backward_update.hpp; dist::Local's, installed by the Trainer), in backward_updating().
+  /// Empty (the default): every op writes its gradients.
   void set_in_backward_update(InBackwardUpdate::update_fn update) {
     in_backward_update_->set(std::move(update), params_.data());
     plans_.clear();  // the ops set up their path for it with their plan
     plan_ = nullptr;
   }
-  /// Whether the next backward passes update inside it (until disarmed): gradients() then holds no gradient for
-  /// the parameters an op updated.
-  void arm_update_in_backward(bool armed) noexcept { in_backward_update_->arm(armed); }
   /// The backend's context the model runs on.
   typename B::context& context() noexcept { return *ctx_; }
 
@@ -256,6 +253,16 @@ class Model {
 
   /// Back-propagates the gradient kept by loss(); overwrites gradients().
   void backward() { backward([](std::size_t) {}); }
+  /// backward() with the update set by set_in_backward_update run inside it where an op can (`update` false: as
+  /// backward()): gradients() then holds no gradient for the parameters an op updated.
+  void backward_updating(bool update = true) {
+    struct disarm {
+      InBackwardUpdate& u;
+      ~disarm() { u.arm(false); }
+    } guard{*in_backward_update_};
+    in_backward_update_->arm(update);
+    backward();
+  }
 
   /// The same, calling ready(first) as soon as a node has written its parameter gradients: gradients()[first,
   /// end) are then final. Calls come in decreasing `first`, one per node with parameters that backward reaches

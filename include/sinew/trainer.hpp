@@ -576,7 +576,7 @@ class Trainer {
         phases.backward += std::max(0.0, metrics::lap(watch, trace, metrics::TraceKind::backward) - hooks);
       } else {
         // dist::Local updates inside this backward where it can, unless earlier micro-batches wait in the sum.
-        backward_updating(!accumulated);
+        model_.backward_updating(!accumulated);
         if (accumulated) fold_sum(0, n, images);
         phases.backward += metrics::lap(watch, trace, metrics::TraceKind::backward) - in_backward_seconds();
       }
@@ -763,19 +763,6 @@ class Trainer {
   /// Stops on a NaN or infinite loss, before the step changes any parameter. With several processes all
   /// ranks learn of it together (a strategy's all_agree), so none is left waiting in a collective; with a
   /// parameter server the others learn of it from the servers, at their next step.
-  /// model_.backward(), with the update inside it armed when `update` and the strategy provides one (dist::Local).
-  void backward_updating(bool update) {
-    if constexpr (req::has_in_backward_update<S>) {
-      struct disarm {
-        model_type& model;
-        ~disarm() { model.arm_update_in_backward(false); }
-      } guard{model_};
-      model_.arm_update_in_backward(update);
-      model_.backward();
-    } else {
-      model_.backward();
-    }
-  }
   /// Seconds the strategy's update inside the last backward took (0 without one).
   double in_backward_seconds() const noexcept {
     if constexpr (req::has_in_backward_update<S>)

@@ -334,8 +334,6 @@ class weighted_layer {
   }
 
  public:
-  /// Whether backward folds the optimizer's update in when armed (fused_dense_update.hpp; what tests check).
-  bool updates_in_backward() const noexcept { return static_cast<bool>(fused_update_); }
   /// Whether the layer's passes run on one thread however many the context has (what tests check).
   bool runs_on_one_thread() const noexcept { return serial_; }
   /// Whether backward weights runs as lowered_backward_weights' product (what tests check).
