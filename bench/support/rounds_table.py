@@ -1,18 +1,24 @@
 #!/usr/bin/python3
 """Prints the markdown table of a results folder's interleaved rounds: for every net, mode, batch and precision the
 runs' images/s, PyTorch's, the ratios and their median (next to a goal where one is given; "no anchor" where
-PyTorch's side failed), the bf16 autocast ratios and the share of the peak; then ResNet-50's bf16 against f32 where
-the folder has it.
+PyTorch's side failed), the bf16 autocast ratios and the share of the peak; then ResNet-50's bf16 against f32, the
+Eigen backend's single-thread inference against OneDnn's and bench/dist's ring against PyTorch's DDP, where the folder
+has them.
 
 The folder holds what the issue rounds' run.sh scripts write (bench/results/*-issue34-debian*): lenet5-rN.json,
 zoo-rN.json, zoo-cifar-rN.json, resnet50-bf16-rN.json, avx2-lenet5-rN.json and avx2-zoo-rN.json (sinew alone
 under ONEDNN_MAX_CPU_ISA=AVX2, set against the same round's PyTorch: rows "AVX2"), and avx2build-lenet5-rN.json and
-avx2build-zoo-rN.json (the same from the avx2 preset's build: rows "AVX2 build"). Every file is optional; N counts
-from 1.
+avx2build-zoo-rN.json (the same from the avx2 preset's build: rows "AVX2 build"), eigen-inference.json (bench/zoo
+--backend eigen --no-training: set against round 1's OneDnn inference rows) and ddp-rN.json (bench/dist --only ring).
+Every file is optional; N counts from 1.
 
-Usage: rounds_table.py DIR [--goal NET=RATIO ...] [--batch1-goal RATIO]
+Usage: rounds_table.py DIR [--goal NET=RATIO ...] [--batch1-goal RATIO] [--eigen-within X] [--ddp-goal RATIO]
+                       [--ddp-exposed SHARE]
   --goal NET=RATIO     the training goal of NET (f32; the bf16 row of resnet18_cifar as resnet18_cifar_bf16)
   --batch1-goal RATIO  the goal of every single-thread inference row at batch 1
+  --eigen-within X     the goal of the Eigen backend's inference: at most X times slower than OneDnn's
+  --ddp-goal RATIO     the goal of the ring against PyTorch's DDP
+  --ddp-exposed SHARE  the most of the ring's step the all-reduce may leave exposed (0.08: 8%)
 """
 import argparse
 import json
@@ -63,6 +69,9 @@ def main() -> int:
     parser.add_argument("folder")
     parser.add_argument("--goal", action="append", default=[], metavar="NET=RATIO")
     parser.add_argument("--batch1-goal", type=float)
+    parser.add_argument("--eigen-within", type=float)
+    parser.add_argument("--ddp-goal", type=float)
+    parser.add_argument("--ddp-exposed", type=float)
     args = parser.parse_args()
     goals = {}
     for g in args.goal:
@@ -75,13 +84,17 @@ def main() -> int:
                       rounds(args.folder, prefix + "zoo-r{}.json"))
                      for prefix, label in (("avx2-", "AVX2"), ("avx2build-", "AVX2 build"))]
     cifar, resnet50 = rounds(args.folder, "zoo-cifar-r{}.json"), rounds(args.folder, "resnet50-bf16-r{}.json")
-    if not (lenet or zoo or cifar or resnet50):
+    ddp = rounds(args.folder, "ddp-r{}.json")
+    eigen_path = os.path.join(args.folder, "eigen-inference.json")
+    eigen = json.load(open(eigen_path)) if os.path.exists(eigen_path) else []
+    if not (lenet or zoo or cifar or resnet50 or ddp):
         print(f"rounds_table.py: {args.folder} holds no round files (lenet5-r1.json, zoo-r1.json, ...)")
         return 1
 
-    print("| net | mode | batch x thr | prec | sinew img/s (runs) | PyTorch best (runs) | ratio (runs) | median | goal "
-          "| autocast ratio (runs) | share of peak (runs) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    if lenet or zoo or cifar:
+        print("| net | mode | batch x thr | prec | sinew img/s (runs) | PyTorch best (runs) | ratio (runs) | median "
+              "| goal | autocast ratio (runs) | share of peak (runs) |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
     if lenet:
         runs = [r[0] for r in lenet]
         anchors = [r["pytorch_images_per_second"] for r in runs]
@@ -122,6 +135,38 @@ def main() -> int:
         m32, m16 = statistics.median(f32), statistics.median(bf16)
         print(f"\nResNet-50, sinew alone: f32 {listed(f32, 1)} img/s; bf16 {listed(bf16, 1)} (median {m16:.1f} against "
               f"{m32:.1f}: bf16 {m16 / m32:.2f}x; per round {listed([b / f for f, b in zip(f32, bf16)], 2)})")
+    if eigen and zoo:
+        print("\n| net | batch | Eigen img/s | OneDnn img/s (round 1) | OneDnn / Eigen | goal |\n|---|---|---|---|---|---|")
+        for e in eigen:
+            o = row_of(zoo[0], e["net"], "inference", e["batch"])
+            if o is None:
+                continue
+            slower = o["images_per_second"] / e["images_per_second"]
+            verdict = "" if args.eigen_within is None else \
+                f"<= {args.eigen_within}x: {'met' if slower <= args.eigen_within else 'missed'}"
+            print(f"| {e['net']} | {e['batch']} | {e['images_per_second']:.1f} | {o['images_per_second']:.1f} | "
+                  f"{slower:.2f}x | {verdict} |")
+    if ddp:
+        runs = [r[0] for r in ddp]
+        ratios = [r["ratio"] or 0.0 for r in runs]
+        exposed = [100 * r["exposed_comm_share"] for r in runs]
+        mr, me = statistics.median(ratios), statistics.median(exposed)
+        verdict = []
+        if args.ddp_goal is not None:
+            verdict.append(f"{args.ddp_goal}x: {'met' if mr >= args.ddp_goal else 'missed'}")
+        if args.ddp_exposed is not None:
+            verdict.append(f"<= {100 * args.ddp_exposed:.0f}%: {'met' if me <= 100 * args.ddp_exposed else 'missed'}")
+        r0 = runs[0]
+        print(f"\n| DDP: {r0['net']}, {r0['ranks']} ranks x {r0['threads_per_rank']} threads, bind {r0['binding']}, batch "
+              f"{r0['local_batch']} a rank | runs | median |\n|---|---|---|")
+        print(f"| ring img/s | {listed([r['images_per_second'] for r in runs], 1)} | "
+              f"{statistics.median([r['images_per_second'] for r in runs]):.1f} |")
+        print(f"| PyTorch DDP img/s | {listed([r['pytorch_ddp_images_per_second'] or 0.0 for r in runs], 1)} | "
+              f"{statistics.median([r['pytorch_ddp_images_per_second'] or 0.0 for r in runs]):.1f} |")
+        print(f"| ring / DDP | {listed(ratios, 2)} | **{mr:.2f}x** |")
+        print(f"| exposed share of the ring's step | {listed(exposed, 1)} % | **{me:.1f}%** |")
+        if verdict:
+            print(f"| goal | | {'; '.join(verdict)} |")
     peaks = [r[0]["peak_gflops"] for r in lenet] + [r["peak_gflops"] for z in zoo for r in z if r["mode"] == "train"]
     if peaks:
         print(f"\nf32 peak read in the runs: {min(peaks):.0f}-{max(peaks):.0f} GFLOP/s")
