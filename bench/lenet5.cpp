@@ -40,7 +40,7 @@ template <class B, class Profile = sinew::metrics::NoProfile>
 Result measure(typename B::context& ctx, int batch, int warmup, int steps, int repeats) {
   sinew::Model<Net, B, Profile> model(ctx, {.seed = 1});
   Optim sgd({.lr = 0.01f, .momentum = 0.9f}, model.parameters().size());
-  sinew::bench::local_step step(model, sgd);  // as the Trainer with dist::Local({.update_in_backward = true})
+  sinew::bench::local_step step(model, sgd);  // as the Trainer updates (no LeNet-5 layer updates inside backward)
   sinew::Rng rng(2);
   std::vector<float> x(static_cast<std::size_t>(batch) * Net::input_shape::kSize);
   std::vector<std::int32_t> y(static_cast<std::size_t>(batch));

@@ -7,7 +7,7 @@
 //   zoo [--net alexnet,resnet18,resnet18_cifar,resnet50,vgg16_bn,mobilenet_v2,resnext50_32x4d] [--batch 42,128]
 //       [--backend onednn,eigen,onednn+eigen_bn,eigen+onednn_conv] [--precision f32,bf16]
 //       [--threads 2] [--warmup 10] [--steps 10] [--no-inference] [--no-training] [--no-pytorch] [--profile]
-//       [--json FILE]
+//       [--update-in-backward] [--json FILE]
 //
 // Every configuration runs in a process of its own (this program started again with --child, and one
 // /usr/bin/python3 bench/pytorch/zoo.py per configuration), so each peak RSS belongs to one network and batch.
@@ -74,9 +74,9 @@ std::string info_of(const Measurement& m, const std::string& key) {
 
 std::string child_command(const zoo::Config& c, const std::string& backend, const std::string& precision) {
   return fmt::format(
-      "/proc/{}/exe --child --net {} --backend {} --precision {} --batch {} --threads {} --warmup {} --steps {}{}{}",
+      "/proc/{}/exe --child --net {} --backend {} --precision {} --batch {} --threads {} --warmup {} --steps {}{}{}{}",
       getpid(), c.net, backend, precision, c.batch, c.threads, c.warmup, c.steps, c.inference ? " --inference" : "",
-      c.profile ? " --profile" : "");
+      c.profile ? " --profile" : "", c.update_in_backward ? " --update-in-backward" : "");
 }
 
 int child(const zoo::Config& c, const std::string& backend, const std::string& precision) {
@@ -128,6 +128,8 @@ int main(int argc, char** argv) try {
   app.add_flag("--no-pytorch", no_pytorch, "skip torchvision");
   app.add_flag("--profile", base.profile,
                "print the top operator kinds and the eight slowest layers of a separately profiled run");
+  app.add_flag("--update-in-backward", base.update_in_backward,
+               "time sinew's step with dist::Local({.update_in_backward = true}) rather than the Trainer's default");
   sinew::cli::add_json(app, json);
   // One measurement in a process of its own: this program started again by itself.
   app.add_flag("--child", child_mode)->group("");

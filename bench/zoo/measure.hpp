@@ -61,17 +61,18 @@ struct Config {
   int batch = 42, threads = 2, warmup = 10, steps = 10;
   bool inference = false;  // forward only, evaluation mode; otherwise a full training step
   bool profile = false;    // also print the top operator kinds and slowest layers of a separately profiled run
+  bool update_in_backward = false;  // dist::Local({.update_in_backward = true}), not the Trainer's default
 };
 
 inline void result(const char* key, double value) { std::printf("result %s %.9g\n", key, value); }
 
 /// Times `steps` steps after `warmup`, as PyTorch's side does: forward, loss, backward, SGD with momentum (as the
-/// Trainer with dist::Local({.update_in_backward = true}) updates, bench/support/train_step.hpp; or, for
-/// inference, forward in evaluation mode only), on one fixed synthetic batch.
+/// Trainer updates, bench/support/train_step.hpp; or, for inference, forward in evaluation mode only), on one fixed
+/// synthetic batch.
 template <class Net, class B, class Profile>
 double time_steps(typename B::context& ctx, const Config& c, Model<Net, B, Profile>& model) {
   optim::Sgd sgd({.lr = 0.01f, .momentum = 0.9f}, model.parameters().size());
-  local_step step(model, sgd);  // as the Trainer with dist::Local({.update_in_backward = true})
+  local_step step(model, sgd, c.update_in_backward);
   Rng rng(2);
   std::vector<float> x(std::size_t(c.batch) * Net::input_shape::kSize);
   std::vector<std::int32_t> y(std::size_t(c.batch));
