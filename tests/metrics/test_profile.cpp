@@ -8,6 +8,7 @@
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -40,18 +41,41 @@ void train_steps(M& model, int steps, int batch = 4) {
 
 std::size_t calls(const metrics::OperatorProfile::Entry& e, OpKind k) { return e.kinds[std::size_t(k)].calls; }
 
-/// Every node's split sums to its whole time, less at most the probe's clock reads.
-void expect_split_matches_whole(const metrics::OperatorProfile& p) {
-  for (const auto& e : p.nodes()) {
-    for (const Direction d : {Direction::forward, Direction::backward}) {
-      const double whole = d == Direction::forward ? e.forward_seconds : e.backward_seconds;
-      const std::size_t n = d == Direction::forward ? e.forward_calls : e.backward_calls;
-      const double split = e.split_seconds(d);
-      EXPECT_LE(split, whole * (1 + 1e-9) + 1e-12) << e.name;
-      // Two clock reads per part are the whole difference; allow 5% and 5 us per call on a busy machine.
-      EXPECT_GE(split, 0.95 * whole - 5e-6 * double(n)) << e.name << (d == Direction::forward ? " forward" : " backward");
+/// Every node's split sums to its whole time, less at most the probe's clock reads. The split never exceeds the
+/// whole; that it covers the whole is a timing and is checked over fresh runs of `run` (a callable that trains a new
+/// model and returns its profile's nodes): a preemption between two parts of a node adds to the node's whole and to
+/// no part, once, while a part of the op left untimed falls short in every run.
+template <class Run>
+void expect_split_matches_whole(const metrics::OperatorProfile& p, Run run) {
+  using Nodes = std::vector<metrics::OperatorProfile::Entry>;
+  const auto short_of_whole = [](const Nodes& nodes) {
+    std::vector<std::string> shorts;
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const auto& e = nodes[i];
+      for (const Direction d : {Direction::forward, Direction::backward}) {
+        const double whole = d == Direction::forward ? e.forward_seconds : e.backward_seconds;
+        const std::size_t n = d == Direction::forward ? e.forward_calls : e.backward_calls;
+        const double split = e.split_seconds(d);
+        EXPECT_LE(split, whole * (1 + 1e-9) + 1e-12) << e.name;
+        // Two clock reads per part are the whole difference; allow 5% and 5 us per call on a busy machine.
+        if (split < 0.95 * whole - 5e-6 * double(n))
+          shorts.push_back("node " + std::to_string(i) + " (" + e.name + ")" +
+                           (d == Direction::forward ? " forward: " : " backward: ") + std::to_string(split) + " s of " +
+                           std::to_string(whole) + " s");
+      }
     }
+    return shorts;
+  };
+  auto shorts = short_of_whole(p.nodes());
+  for (int again = 0; again < 4 && !shorts.empty(); ++again) {
+    const auto next = short_of_whole(run());
+    std::vector<std::string> still;  // short in every run so far: "node i (name) direction: figures"
+    for (const auto& s : shorts)
+      for (const auto& t : next)
+        if (s.substr(0, s.find(':')) == t.substr(0, t.find(':'))) still.push_back(t);
+    shorts = std::move(still);
   }
+  for (const auto& s : shorts) ADD_FAILURE() << "the split falls short of the whole in five runs: " << s;
 }
 
 template <class B>
@@ -102,7 +126,11 @@ void check_lenet5_kinds() {
   EXPECT_FALSE(kinds.count("weights_update")) << "the Model alone runs no optimizer";
   EXPECT_EQ(p.total(OpKind::loss).calls, 3u);
   EXPECT_DOUBLE_EQ(kinds.at("convolution"), nodes[0].kinds[0].seconds + nodes[1].kinds[0].seconds);
-  expect_split_matches_whole(p);
+  expect_split_matches_whole(p, [&] {
+    Model<Net, B, metrics::OperatorProfile> again(ctx);
+    train_steps(again, 3);
+    return again.profile().nodes();
+  });
 }
 
 TEST(operator_profile, lenet5_onednn_splits_each_node_into_named_kinds) { check_lenet5_kinds<backend::OneDnn>(); }
@@ -131,7 +159,11 @@ TEST(operator_profile, residual_block_reports_its_branch_ops_and_the_sum) {
   EXPECT_EQ(calls(nodes[3], OpKind::relu), 2u);
   EXPECT_EQ(calls(nodes[3], OpKind::relu_backward), 2u);
   EXPECT_EQ(calls(nodes[4], OpKind::pooling_backward), 2u);
-  expect_split_matches_whole(model.profile());
+  expect_split_matches_whole(model.profile(), [&] {
+    Model<ResNet, backend::OneDnn, metrics::OperatorProfile> again(ctx);
+    train_steps(again, 2);
+    return again.profile().nodes();
+  });
 }
 
 // Convolutions on images smaller than their kernel run as one inner product over a matrix they expand and fold
@@ -152,7 +184,11 @@ TEST(operator_profile, a_convolution_returning_to_a_kind_counts_one_call_of_it) 
   }
   EXPECT_EQ(convolutions, 2);
   EXPECT_EQ(calls(model.profile().nodes()[1], OpKind::convolution_backward_data), 3u);
-  expect_split_matches_whole(model.profile());
+  expect_split_matches_whole(model.profile(), [&] {
+    Model<Small, backend::OneDnn, metrics::OperatorProfile> again(ctx);
+    train_steps(again, 3);
+    return again.profile().nodes();
+  });
 
   // The probe alone: resume() adds time to a kind without a call; begin() of a kind begun before is a second
   // call of it (a composite node runs several convolutions).
@@ -236,7 +272,12 @@ void check_declared_layer() {
   EXPECT_TRUE(kinds.count("twice_backward")) << B::kName;
   EXPECT_EQ(calls(nodes[1], metrics::profile_kind("twice", Direction::backward)), 1u);
   EXPECT_EQ(with.profile().total(OpKind::other).calls, 0u);
-  expect_split_matches_whole(with.profile());
+  expect_split_matches_whole(with.profile(), [&] {
+    Model<With, B, metrics::OperatorProfile> again(ctx, {.seed = 3, .input_gradient = true});
+    again.forward(x, 2);
+    again.backward(r);
+    return again.profile().nodes();
+  });
 }
 
 TEST(operator_profile, onednn_runs_and_profiles_a_layer_that_declares_its_own_kind) {
