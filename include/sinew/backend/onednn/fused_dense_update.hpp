@@ -12,11 +12,13 @@
 // connected layers (Zen 5, 2 threads) the passes and the update took 7.6 ms less a step with oneDNN 2.6 and 5.4
 // ms less with 3.7 in a scratch program (bench/results/2026-12-06-zen5-update-in-backward), and AlexNet trains
 // 1.07x as fast with oneDNN 2.6, 1.01x with 3.7 (bench/results/2026-12-06-zen5-dense-update-in-backward), but only
-// while the two threads share a cache (most likely as the matmul and the update split a block between the threads
-// differently, so the scratch crosses between caches where there is none): without one AlexNet trained 0.85x and
-// 0.79x as fast (bench/results/2026-12-06-zen5-issue34-every-row-both-stacks). The input gradient is
-// summed over the blocks in another order than the inner product's, so it differs in the last bits; the layer's
-// gradients are not written to the gradient buffer. The bias's gradient of each block is its columns' sums of dY.
+// while the two threads share a cache: without one AlexNet trained 0.85x and 0.79x as fast
+// (bench/results/2026-12-06-zen5-issue34-every-row-both-stacks). Not because the matmul and the update split a
+// block between the threads differently: with each thread computing and updating its own rows it still lost, its
+// one-thread matmuls slower than the inner product on both threads by about what the update saved
+// (bench/results/2026-12-06-zen5-update-in-backward-row-split). The input gradient is summed over the blocks in
+// another order than the inner product's, so it differs in the last bits; the layer's gradients are not written to
+// the gradient buffer. The bias's gradient of each block is its columns' sums of dY.
 //
 // Set up where the Model holds an update when it builds its plan, for f32 layers of at least kMinParams weights
 // whose input, output and input gradient lie plain (row-major [batch, features]), and not where the layer's
