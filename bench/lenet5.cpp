@@ -10,8 +10,9 @@
 // torch.autocast("cpu", dtype=torch.bfloat16), both in the same run. Each row shows sinew's GFLOP/s (6 x forward
 // multiply-adds x images / s: sinew/metrics/flops.hpp) and its share of its precision's peak on the same threads,
 // measured in this run with oneDNN's matmul before the steps (bench/support/peak.hpp). The header names how far
-// apart the host had placed the first two CPUs before and after the runs (bench/support/core_latency.hpp): on 2
-// threads LeNet-5's speed follows it.
+// apart the host had placed the first two CPUs before sinew's runs, between them and PyTorch's, and after
+// (bench/support/core_latency.hpp): on 2 threads LeNet-5's speed follows it, and a ratio whose two sides ran under
+// different placements measures the placement too (bench/support/rounds_table.py sets such rounds apart).
 #include <cstdio>
 #include <map>
 #include <string>
@@ -131,7 +132,9 @@ int main(int argc, char** argv) try {
   for (const auto& p : precisions)
     results[p] = p == "bf16" ? measure_all.template operator()<Bf16>() : measure_all.template operator()<Backend>();
 
-  // PyTorch in f32 always (the anchor of every ratio), and under bf16 autocast when bf16 is measured.
+  // PyTorch in f32 always (the anchor of every ratio), and under bf16 autocast when bf16 is measured. The round
+  // trip between the two sides' runs closes sinew's and opens PyTorch's: where they differ, the vCPUs moved.
+  const double round_trip_between = sinew::bench::cache_line_round_trip_ns();
   std::map<std::string, sinew::bench::Anchor> anchors;
   const bool bf16 = results.count("bf16") > 0;
   if (pytorch)
@@ -152,8 +155,8 @@ int main(int argc, char** argv) try {
 
   const double round_trip_after = sinew::bench::cache_line_round_trip_ns();
   std::printf("LeNet-5 3x32x32 training, %d threads, %d warm-up + %d timed steps, best of %d; a cache line's round "
-              "trip between the first two CPUs %.0f ns before, %.0f ns after\n",
-              context_threads, warmup, steps, repeats, round_trip_before, round_trip_after);
+              "trip between the first two CPUs %.0f ns before, %.0f ns after sinew's runs, %.0f ns after PyTorch's\n",
+              context_threads, warmup, steps, repeats, round_trip_before, round_trip_between, round_trip_after);
   std::printf("%6s %5s %12s %12s %7s %13s %9s %8s %5s   %s\n", "batch", "prec", "sinew img/s", "torch img/s", "ratio",
               "torch bf16/s", "ratio", "GFLOP/s", "peak", "sinew ms/step: fwd bwd upd");
   constexpr double kFlopsPerImage = 6.0 * sinew::metrics::forward_macs<Net>;
@@ -174,7 +177,9 @@ int main(int argc, char** argv) try {
       j["input"] = "3x32x32";
       j["batch"] = b;
       j["threads"] = context_threads;
-      j["core_round_trip_ns"] = sinew::metrics::Json::array({round_trip_before, round_trip_after});
+      j["core_round_trip_ns"] = sinew::metrics::Json::array({round_trip_before, round_trip_between});
+      j["pytorch_core_round_trip_ns"] = torch > 0 ? sinew::metrics::Json::array({round_trip_between, round_trip_after})
+                                                  : sinew::metrics::Json();
       j["precision"] = precision;
       j["backend"] = precision == "bf16" ? Bf16::kName : Backend::kName;
       j["images_per_second"] = r.images_per_second;

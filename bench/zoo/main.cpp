@@ -22,11 +22,13 @@
 // (bench/support/peak.hpp), and the memory traffic a step implies (GB/s by sinew/metrics/traffic.hpp's count) as a
 // share of the bandwidth STREAM's triad measures on the same threads (bench/support/bandwidth.hpp), the denominator
 // for memory-bound nets. The JSON also has PyTorch's GFLOP/s and GB/s. The last column is a cache line's round
-// trip between the first two CPUs before and after sinew's run (bench/support/core_latency.hpp): where the host
-// placed the vCPUs, which moves small nets' training on 2 threads.
+// trip between the first two CPUs before and after sinew's run (bench/support/core_latency.hpp), then PyTorch's:
+// where the host placed the vCPUs, which moves training on 2 threads (bench/support/rounds_table.py sets apart the
+// rounds whose two sides ran under different placements).
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -210,18 +212,23 @@ int main(int argc, char** argv) try {
              "peak", "GB/s", "bw", bf16 ? " torch bf16/s ratio trip ns" : " trip ns");
   auto out = Json::array();
   for (const zoo::Config& c : configs) {
-    // PyTorch in f32 (every ratio's anchor) and, when bf16 is measured, under bf16 autocast.
+    // PyTorch in f32 (every ratio's anchor) and, when bf16 is measured, under bf16 autocast, each with the round
+    // trip before and after its run: where the two sides ran with the vCPUs placed differently, the ratio measures
+    // the placement as much as the code.
     Measurement torch, torch_bf16;
-    auto run_torch = [&](const char* precision) {
+    std::array<double, 2> torch_trip{}, torch_bf16_trip{};
+    auto run_torch = [&](const char* precision, std::array<double, 2>& trip) {
+      trip[0] = sinew::bench::cache_line_round_trip_ns();
       Measurement t = run_child(fmt::format("/usr/bin/python3 {}/bench/pytorch/zoo.py --net {} --batch {} --threads {} "
                                             "--warmup {} --steps {} --precision {}{}",
                                             SINEW_SOURCE_DIR, c.net, c.batch, c.threads, c.warmup, c.steps, precision,
                                             c.inference ? " --inference" : ""));
+      trip[1] = sinew::bench::cache_line_round_trip_ns();
       if (!t.failure.empty()) fmt::print(stderr, "zoo: PyTorch {} side of {}: {}\n", precision, c.net, t.failure);
       return t;
     };
-    if (pytorch) torch = run_torch("f32");
-    if (pytorch && bf16) torch_bf16 = run_torch("bf16");
+    if (pytorch) torch = run_torch("f32", torch_trip);
+    if (pytorch && bf16) torch_bf16 = run_torch("bf16", torch_bf16_trip);
     for (const auto& backend : backends) {
       for (const auto& precision : precisions) {
         if (precision == "bf16" && backend != "onednn") continue;  // only OneDnn has a bf16 policy
@@ -254,7 +261,10 @@ int main(int argc, char** argv) try {
                    get(m, "peak_rss_bytes") / 1048576.0, get(torch, "peak_rss_bytes") / 1048576.0, gflops,
                    peak > 0 ? 100.0 * gflops / peak : 0.0, gbps, bandwidth > 0 ? 100.0 * gbps / bandwidth : 0.0);
         if (bf16) fmt::print(" {:>12.1f} {:>5.2f}", tips_bf16, ratio_bf16);
-        fmt::print(" {:>4.0f}/{:.0f}\n", trip_before, trip_after);
+        fmt::print(" {:>4.0f}/{:.0f}", trip_before, trip_after);
+        if (tips > 0) fmt::print(" torch {:.0f}/{:.0f}", torch_trip[0], torch_trip[1]);
+        if (tips_bf16 > 0) fmt::print(" autocast {:.0f}/{:.0f}", torch_bf16_trip[0], torch_bf16_trip[1]);
+        fmt::print("\n");
         for (const auto& op : m.operators) fmt::print("    {}\n", op);
         std::fflush(stdout);
         auto j = Json::object();
@@ -263,6 +273,9 @@ int main(int argc, char** argv) try {
         j["batch"] = c.batch;
         j["threads"] = c.threads;
         j["core_round_trip_ns"] = Json::array({trip_before, trip_after});
+        j["pytorch_core_round_trip_ns"] = tips > 0 ? Json::array({torch_trip[0], torch_trip[1]}) : Json();
+        j["pytorch_bf16_autocast_core_round_trip_ns"] =
+            tips_bf16 > 0 ? Json::array({torch_bf16_trip[0], torch_bf16_trip[1]}) : Json();
         j["backend"] = backend;
         j["precision"] = precision;
         j["parameters"] = get(m, "parameters");
