@@ -15,10 +15,11 @@ Every file is optional; N counts from 1.
 Where the rows carry both sides' cache-line round trips (bench/zoo and bench/lenet5 since 2026-12-06), the last
 column says where the host had placed the two vCPUs for each run, sinew's side then PyTorch's: n (near, a round trip
 under 200 ns before and after: a shared cache), f (far: none), m (it moved during the run). On the 2-vCPU guest
-these rounds ran on, AlexNet trained 1.2-1.3x as fast with the vCPUs near as far
-(bench/results/2026-12-06-zen5-issue34-every-row-both-stacks), so a ratio whose sides ran under different
-placements measures the host as much as the code; the column adds the median of the runs whose sides ran alike.
-The verdict stays on every run's median.
+these rounds ran on, AlexNet trained 1.2-1.3x as fast with the vCPUs near as far in some rounds
+(bench/results/2026-12-06-zen5-issue34-every-row-both-stacks) and no faster in others
+(bench/results/2026-12-06-zen5-issue34-five-rounds): a ratio whose sides ran under different placements may
+measure the host as much as the code, so the column adds the median of the runs whose sides ran alike. The verdict
+stays on every run's median.
 
 Usage: rounds_table.py DIR [--goal NET=RATIO ...] [--batch1-goal RATIO] [--eigen-within X] [--ddp-goal RATIO]
                        [--ddp-exposed SHARE]
